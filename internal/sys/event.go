@@ -1,0 +1,135 @@
+package sys
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EventFile is a kernel event descriptor (a uverbs completion channel, the
+// uverbs async event fd, the rdma_cm fd) switched to non-blocking mode and
+// registered with Go's netpoller, so a wait parks the goroutine rather than an
+// OS thread and honours a context. These anon-inode files implement poll
+// (kernel: core/uverbs_main.c ib_uverbs_event_poll, core/ucma.c ucma_poll).
+//
+// One goroutine at a time may Read; Close from any goroutine wakes it.
+type EventFile struct {
+	f      *os.File
+	rc     syscall.RawConn
+	raw    int
+	once   sync.Once
+	closed atomic.Bool
+	trace  traceID
+	readM  sync.Mutex
+}
+
+// NewEventFile takes ownership of raw.
+func NewEventFile(raw int, what string) (*EventFile, error) {
+	if err := unix.SetNonblock(raw, true); err != nil {
+		unix.Close(raw)
+		return nil, &OpError{Op: "set nonblock " + what, Err: err}
+	}
+	f := os.NewFile(uintptr(raw), what)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, &OpError{Op: "register " + what, Err: err}
+	}
+	e := &EventFile{f: f, rc: rc, raw: raw}
+	e.trace = track("event fd " + what)
+	return e, nil
+}
+
+// Raw returns the descriptor number (for passing to the kernel in a command).
+func (e *EventFile) Raw() int { return e.raw }
+
+// Read waits until the kernel has an event, then reads it into p. It returns
+// ctx.Err() if ctx ends first and ErrClosed if the file is closed.
+func (e *EventFile) Read(ctx context.Context, p []byte) (int, error) {
+	e.readM.Lock()
+	defer e.readM.Unlock()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var expired bool
+	var mu sync.Mutex
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, func() {
+			mu.Lock()
+			expired = true
+			mu.Unlock()
+			e.f.SetReadDeadline(time.Unix(1, 0))
+		})
+		defer func() {
+			if !stop() {
+				// The deadline was forced: clear it for the next Read.
+				e.f.SetReadDeadline(time.Time{})
+			}
+		}()
+	}
+	var n int
+	var rerr error
+	err := e.rc.Read(func(fd uintptr) bool {
+		n, rerr = unix.Read(int(fd), p)
+		return rerr != unix.EAGAIN
+	})
+	if err != nil {
+		mu.Lock()
+		exp := expired
+		mu.Unlock()
+		switch {
+		case exp || errors.Is(err, os.ErrDeadlineExceeded):
+			if cerr := ctx.Err(); cerr != nil {
+				return 0, cerr
+			}
+			return 0, err
+		case e.closed.Load() || errors.Is(err, os.ErrClosed):
+			return 0, ErrClosed
+		}
+		return 0, err
+	}
+	if rerr != nil {
+		return 0, rerr
+	}
+	return n, nil
+}
+
+// TryRead reads an event if one is queued and returns (0, nil) if none is.
+func (e *EventFile) TryRead(p []byte) (int, error) {
+	var n int
+	var rerr error
+	err := e.rc.Read(func(fd uintptr) bool {
+		n, rerr = unix.Read(int(fd), p)
+		return true
+	})
+	if err != nil {
+		if e.closed.Load() || errors.Is(err, os.ErrClosed) {
+			return 0, ErrClosed
+		}
+		return 0, err
+	}
+	if rerr == unix.EAGAIN {
+		return 0, nil
+	}
+	return n, rerr
+}
+
+// Close closes the descriptor once and wakes a pending Read.
+func (e *EventFile) Close() error {
+	if e == nil {
+		return nil
+	}
+	var err error
+	e.once.Do(func() {
+		e.closed.Store(true)
+		untrack(e.trace)
+		err = e.f.Close()
+	})
+	return err
+}

@@ -1,0 +1,5 @@
+package sys
+
+import "runtime"
+
+func runtimeGC() { runtime.GC() }

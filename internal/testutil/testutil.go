@@ -1,0 +1,119 @@
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/rdma/internal/sys"
+)
+
+// Main runs the tests with the leak tracer on and fails the binary if any
+// fd, mapping or event fd made during the run is still open at the end.
+// Use it as: func TestMain(m *testing.M) { testutil.Main(m) }
+func Main(m *testing.M) {
+	sys.EnableLeakTracing()
+	code := m.Run()
+	if leaks := sys.Leaks(); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d kernel resource(s) leaked by the tests:\n", len(leaks))
+		for _, l := range leaks {
+			fmt.Fprintln(os.Stderr, l)
+		}
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// InLab reports whether the test runs inside the rxe lab (test/rxelab), where
+// every device test must run rather than skip.
+func InLab() bool { return os.Getenv("GOVERBS_LAB") == "1" }
+
+const howToRun = "run `make test`, which runs the device tests in the rxe lab (a QEMU VM with rdma_rxe)"
+
+// RequireRDMA skips the test when the machine has no RDMA device, except in
+// the lab, where a missing device is a failure.
+func RequireRDMA(t testing.TB) {
+	t.Helper()
+	if HaveRDMA() {
+		return
+	}
+	if InLab() {
+		t.Fatal("no RDMA device in the lab: /sys/class/infiniband is empty or /dev/infiniband has no uverbs device")
+	}
+	t.Skip("no RDMA device on this machine; " + howToRun)
+}
+
+// RequireRoot skips the test when not running as root, except in the lab.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if InLab() {
+		t.Fatal("the lab runs tests as root, but euid is", os.Geteuid())
+	}
+	t.Skip("needs root; " + howToRun)
+}
+
+// HaveRDMA reports whether a uverbs device node and an RDMA device exist.
+func HaveRDMA() bool {
+	devs, _ := filepath.Glob("/sys/class/infiniband/*")
+	nodes, _ := filepath.Glob("/dev/infiniband/uverbs*")
+	return len(devs) > 0 && len(nodes) > 0
+}
+
+// LoopbackDevice returns the rxe device on lo for verbs tests that exchange
+// QP numbers out of band (GID index 1 is ::ffff:127.0.0.1). It calls
+// RequireRDMA first.
+func LoopbackDevice(t testing.TB) string {
+	t.Helper()
+	RequireRDMA(t)
+	if d := os.Getenv("GOVERBS_LAB_LO_DEV"); d != "" {
+		return d
+	}
+	if InLab() {
+		t.Fatal("GOVERBS_LAB_LO_DEV is not set in the lab")
+	}
+	t.Skip("GOVERBS_LAB_LO_DEV names the rxe device on lo; " + howToRun)
+	return ""
+}
+
+// VethEnd is one end of the lab's veth pair with its rxe device.
+type VethEnd struct {
+	Device string // rxe device, e.g. rxe1
+	Netdev string // e.g. veth0
+	Addr   string // IPv4 address, e.g. 10.77.0.1
+}
+
+// VethPair returns the lab's two rxe devices on a veth pair, for tests that
+// go through the RDMA CM. It calls RequireRDMA first.
+func VethPair(t testing.TB) [2]VethEnd {
+	t.Helper()
+	RequireRDMA(t)
+	v := os.Getenv("GOVERBS_LAB_VETH")
+	ends := strings.Split(v, ",")
+	var out [2]VethEnd
+	if len(ends) == 2 {
+		ok := true
+		for i, e := range ends {
+			f := strings.Split(e, ":")
+			if len(f) != 3 {
+				ok = false
+				break
+			}
+			out[i] = VethEnd{Device: f[0], Netdev: f[1], Addr: f[2]}
+		}
+		if ok {
+			return out
+		}
+	}
+	if InLab() {
+		t.Fatalf("GOVERBS_LAB_VETH=%q is not two dev:netdev:addr entries", v)
+	}
+	t.Skip("GOVERBS_LAB_VETH names the veth pair's rxe devices; " + howToRun)
+	return out
+}
