@@ -1,0 +1,59 @@
+# goverbs: RDMA for Go without cgo.
+#
+#   make test          unit tests on this machine, then every package's tests
+#                      in the rxe lab (QEMU + Debian 6.1 kernel with rdma_rxe)
+#   make test-kernels  the same, in the lab on the 6.1 and the 6.12 kernels
+#   make bench         Go benchmarks in the lab
+#   make demo          the programs, run in the lab
+#
+# Nothing needs installing by hand: Go modules come through the module proxy,
+# and the lab installs QEMU, the Debian kernels and rdma-core's tools itself.
+
+GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+KERNEL  ?= 6.1
+LAB     := $(CURDIR)/bin/rxelab
+# Packages whose tests run inside the lab (the lab's own tests run on the host).
+LAB_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
+
+export CGO_ENABLED := 0
+
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench demo clean
+
+all: build
+
+build:
+	$(GO) build ./...
+
+vet:
+	$(GO) vet ./...
+
+# No file may import "C": the module must build and run without a C toolchain.
+nocgo:
+	@if grep -rln --include='*.go' '^import "C"' . | grep -v '^./internal/abi/gen/'; then \
+		echo 'cgo is not allowed (see the files above)'; exit 1; fi
+
+unit: nocgo vet build
+	$(GO) test -count=1 ./...
+
+lab-bin:
+	$(GO) build -o $(LAB) ./test/rxelab
+
+lab: lab-bin
+	$(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
+
+test: unit
+	$(MAKE) lab KERNEL=6.1
+
+test-kernels: unit
+	$(MAKE) lab KERNEL=6.1
+	$(MAKE) lab KERNEL=6.12
+
+bench: lab-bin
+	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
+
+demo: lab-bin
+	$(GO) build -o bin/ ./cmd/...
+	$(LAB) -kernel $(KERNEL) -- sh -c '$(CURDIR)/bin/rdma-link show && $(CURDIR)/bin/rdma-devinfo -d rxe0'
+
+clean:
+	rm -rf bin
