@@ -1,0 +1,34 @@
+// Device barriers and single-store MMIO writes for arm64.
+// Facts: rdma-core util/udma_barrier.h, __aarch64__ branch. DMB/DSB option
+// field (CRm): OSHLD = 0b0001, OSHST = 0b0010, ST = 0b1110 (Arm ARM, C6.2 DMB).
+
+#include "textflag.h"
+
+// udma_to_device_barrier on aarch64 is "dmb oshst".
+TEXT ·ToDeviceBarrier(SB), NOSPLIT|NOFRAME, $0-0
+	DMB $0x2 // DMB OSHST
+	RET
+
+// udma_from_device_barrier on aarch64 is "dmb oshld".
+TEXT ·FromDeviceBarrier(SB), NOSPLIT|NOFRAME, $0-0
+	DMB $0x1 // DMB OSHLD
+	RET
+
+// mmio_flush_writes on aarch64 is "dsb st".
+TEXT ·FlushWrites(SB), NOSPLIT|NOFRAME, $0-0
+	DSB $0xe // DSB ST
+	RET
+
+// func Write64(p *uint64, v uint64)
+TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD p+0(FP), R0
+	MOVD v+8(FP), R1
+	MOVD R1, (R0)
+	RET
+
+// func Write32(p *uint32, v uint32)
+TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVD p+0(FP), R0
+	MOVWU v+8(FP), R1
+	MOVW R1, (R0)
+	RET

@@ -1,0 +1,51 @@
+// Package mmio gives ordered access to memory shared with the kernel or with
+// a device: rings mmap'd from a uverbs fd, doorbell records, and (for future
+// hardware providers) write-combining doorbell pages.
+//
+// # Views
+//
+// U32 and U64 return typed sync/atomic views of a word inside a mapped
+// []byte, built with unsafe.SliceData and unsafe.Add after a bounds and
+// alignment check. Shared indices must only be touched through such views,
+// never with plain loads and stores: a plain access is a data race under the
+// Go memory model and may be split, merged or hoisted by the compiler.
+//
+// LoadAcquire32/64 and StoreRelease32/64 name the ordering a ring protocol
+// needs. They are sync/atomic loads and stores, which the Go memory model defines as
+// sequentially consistent ("all the atomic operations executed in a program
+// behave as though executed in some sequentially consistent order",
+// https://go.dev/ref/mem#atomic). That is at least as strong as the kernel's
+// smp_load_acquire/smp_store_release and C11 memory_order_acquire/release
+// used by rdma-core (providers/rxe/rxe_queue.h). On amd64 a load is a MOV and
+// a store is an XCHG; on arm64 they are LDAR and STLR.
+//
+// # Device barriers
+//
+// sync/atomic orders memory between CPUs. It says nothing about a DMA
+// initiator on a bus or about write-combining buffers. For that this package
+// has one function per barrier of rdma-core util/udma_barrier.h, with the same
+// name and purpose, written in Go assembly for each supported GOARCH:
+//
+//	ToDeviceBarrier       udma_to_device_barrier    amd64: none (compiler barrier)  arm64: DMB OSHST
+//	OrderingWriteBarrier  udma_ordering_write_barrier (= udma_to_device_barrier)
+//	FromDeviceBarrier     udma_from_device_barrier  amd64: LFENCE                   arm64: DMB OSHLD
+//	FlushWrites           mmio_flush_writes         amd64: SFENCE                   arm64: DSB ST
+//	WCStart               mmio_wc_start (= mmio_flush_writes)
+//
+// Every call into Go assembly is also a compiler barrier: the Go compiler
+// never moves memory operations across a call it cannot inline, and
+// assembly functions are never inlined.
+//
+// The soft-RoCE (rxe) provider does not need these: its "device" is the
+// kernel on another CPU, so the acquire/release views are the whole protocol
+// (kernel: drivers/infiniband/sw/rxe/rxe_queue.h). They exist for hardware
+// providers (doorbell records and UAR pages) and are named so that each use
+// documents its purpose.
+//
+// Write64 and Write32 store one naturally aligned word with a single
+// instruction, as a doorbell register requires (never split, never merged).
+//
+// Only amd64 and arm64 are supported. On any other GOARCH the package does
+// not compile, on purpose: silently replacing a device barrier with nothing
+// would be a bug that no test on a development machine can catch.
+package mmio

@@ -1,0 +1,109 @@
+//go:build amd64 || arm64
+
+package mmio
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+)
+
+// CheckView reports whether a size-byte word at b[off:] is inside b and
+// naturally aligned (size is 2, 4 or 8). It returns a descriptive error
+// otherwise; U32 and U64 panic with the same message.
+func CheckView(b []byte, off, size int) error {
+	if size != 2 && size != 4 && size != 8 {
+		return fmt.Errorf("mmio: view size %d is not 2, 4 or 8", size)
+	}
+	if off < 0 || off > len(b)-size {
+		return fmt.Errorf("mmio: %d-byte view at offset %d is outside the %d-byte region", size, off, len(b))
+	}
+	addr := uintptr(unsafe.Pointer(unsafe.SliceData(b))) + uintptr(off)
+	if addr%uintptr(size) != 0 {
+		return fmt.Errorf("mmio: %d-byte view at offset %d (address %#x) is not %d-byte aligned; shared words must be naturally aligned to be accessed atomically", size, off, addr, size)
+	}
+	return nil
+}
+
+// at returns the address of b[off] after checking that a size-byte word fits
+// there and is aligned. The checks are written so that the success path
+// inlines; the failure path panics with CheckView's message.
+func at(b []byte, off, size int) unsafe.Pointer {
+	if off < 0 || off > len(b)-size {
+		badView(b, off, size)
+	}
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(b)), off)
+	if uintptr(p)&uintptr(size-1) != 0 {
+		badView(b, off, size)
+	}
+	return p
+}
+
+//go:noinline
+func badView(b []byte, off, size int) {
+	panic(CheckView(b, off, size))
+}
+
+// U32 returns an atomic view of the 4-byte word at b[off:]. It panics if the
+// word is not inside b or not 4-byte aligned. b must stay mapped (and, if it
+// is Go memory, reachable) while the view is used.
+func U32(b []byte, off int) *atomic.Uint32 {
+	return (*atomic.Uint32)(at(b, off, 4))
+}
+
+// U64 returns an atomic view of the 8-byte word at b[off:]. It panics if the
+// word is not inside b or not 8-byte aligned.
+func U64(b []byte, off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(at(b, off, 8))
+}
+
+// Ptr64 returns a plain *uint64 for the 8-byte word at b[off:], for Write64
+// (a doorbell register or record). It panics if the word is not inside b or
+// not 8-byte aligned.
+func Ptr64(b []byte, off int) *uint64 {
+	return (*uint64)(at(b, off, 8))
+}
+
+// Ptr32 returns a plain *uint32 for the 4-byte word at b[off:], for Write32.
+// It panics if the word is not inside b or not 4-byte aligned.
+func Ptr32(b []byte, off int) *uint32 {
+	return (*uint32)(at(b, off, 4))
+}
+
+// LoadAcquire32 loads *p with (at least) acquire ordering: later reads of
+// the shared region see everything the other side wrote before its matching
+// release store (kernel smp_load_acquire, C11 memory_order_acquire).
+func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
+
+// StoreRelease32 stores v to *p with (at least) release ordering: every
+// earlier write to the shared region is visible to the other side before it
+// can observe v (kernel smp_store_release, C11 memory_order_release).
+func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
+
+// LoadAcquire64 is LoadAcquire32 for a 64-bit word.
+func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
+
+// StoreRelease64 is StoreRelease32 for a 64-bit word.
+func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
+
+// Bytes returns an n-byte slice of memory at the raw address addr, the form
+// in which RDMA scatter/gather entries name memory (struct ibv_sge.addr).
+//
+// The caller guarantees that [addr, addr+n) is mapped and stays mapped and
+// alive while the slice is used: in practice it lies in a registered memory
+// region, which the kernel has pinned and the owner does not unmap or free
+// before deregistering it. Memory from an anonymous mmap is not managed by
+// the Go garbage collector, so holding a pointer to it is sound; Go heap
+// memory does not move, but its owner must keep it reachable.
+//
+// n == 0 returns nil without touching addr.
+func Bytes(addr uint64, n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	// Reinterpret the integer as a pointer through memory instead of a
+	// uintptr conversion: the address does not come from a Go pointer, so
+	// there is nothing for the uintptr rules to protect.
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), n)
+}

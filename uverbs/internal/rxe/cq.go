@@ -1,0 +1,101 @@
+package rxe
+
+import "encoding/binary"
+
+// Work-completion flags (enum ib_wc_flags / IB_WC_*).
+const (
+	WCGRH                = 1
+	WCWithImm            = 2
+	WCWithInvalidate     = 4
+	WCIPCsumOK           = 8
+	WCWithSMAC           = 16
+	WCWithVLAN           = 32
+	WCWithNetworkHdrType = 64
+)
+
+// WC is a work completion decoded from a struct ib_uverbs_wc. Status,
+// Opcode and Flags carry the kernel's values (enum ib_wc_status,
+// ib_wc_opcode, ib_wc_flags). On an error status only ID, Status, QPNum
+// (and VendorErr) are meaningful (ibv_poll_cq(3)).
+type WC struct {
+	ID        uint64
+	Status    uint32
+	Opcode    uint32
+	VendorErr uint32
+	ByteLen   uint32
+	// ImmData is the immediate value in host order (converted from the
+	// network-order imm_data); valid when Flags&WCWithImm != 0, else 0.
+	ImmData uint32
+	// InvalidatedRKey is the rkey the peer invalidated; valid when
+	// Flags&WCWithInvalidate != 0, else 0.
+	InvalidatedRKey uint32
+	QPNum           uint32
+	SrcQP           uint32
+	Flags           uint32
+	PKeyIndex       uint16
+	SLID            uint16
+	SL              uint8
+	DLIDPathBits    uint8
+	PortNum         uint8
+}
+
+// DecodeCQE reads the struct ib_uverbs_wc at the start of slot into wc
+// (every field is overwritten). slot must be at least WCSize bytes.
+func DecodeCQE(slot []byte, wc *WC) {
+	s := slot[:WCSize:WCSize]
+	wc.ID = native.Uint64(s[wcWRID:])
+	wc.Status = native.Uint32(s[wcStatus:])
+	wc.Opcode = native.Uint32(s[wcOpcode:])
+	wc.VendorErr = native.Uint32(s[wcVendorErr:])
+	wc.ByteLen = native.Uint32(s[wcByteLen:])
+	wc.Flags = native.Uint32(s[wcFlags:])
+	// ex is a union: __be32 imm_data or u32 invalidate_rkey.
+	wc.ImmData, wc.InvalidatedRKey = 0, 0
+	if wc.Flags&WCWithImm != 0 {
+		wc.ImmData = binary.BigEndian.Uint32(s[wcEx:])
+	}
+	if wc.Flags&WCWithInvalidate != 0 {
+		wc.InvalidatedRKey = native.Uint32(s[wcEx:])
+	}
+	wc.QPNum = native.Uint32(s[wcQPNum:])
+	wc.SrcQP = native.Uint32(s[wcSrcQP:])
+	wc.PKeyIndex = native.Uint16(s[wcPKeyIndex:])
+	wc.SLID = native.Uint16(s[wcSLID:])
+	wc.SL = s[wcSL]
+	wc.DLIDPathBits = s[wcDLIDPathBits]
+	wc.PortNum = s[wcPortNum]
+}
+
+// CQ is the user side of an rxe completion queue.
+//
+// A CQ is not safe for concurrent use: hold the CQ's lock.
+type CQ struct {
+	*Consumer
+}
+
+// NewCQ validates a mapped completion queue (mi of CREATE_CQ or
+// RESIZE_CQ). Like librxe it refuses slots smaller than ib_uverbs_wc.
+func NewCQ(buf []byte) (*CQ, error) {
+	c, err := NewConsumer(buf, WCSize)
+	if err != nil {
+		return nil, err
+	}
+	return &CQ{Consumer: c}, nil
+}
+
+// Poll decodes up to len(wcs) completions into wcs and returns how many. It
+// loads producer_index (acquire) when it has caught up with the last value
+// it saw, and publishes consumer_index once per call (store-release), after
+// the last entry was read. It allocates nothing.
+func (q *CQ) Poll(wcs []WC) int {
+	n := 0
+	for n < len(wcs) && !q.Empty() {
+		DecodeCQE(q.Peek(), &wcs[n])
+		q.skip()
+		n++
+	}
+	if n > 0 {
+		q.publish()
+	}
+	return n
+}

@@ -1,0 +1,96 @@
+package rxe
+
+import (
+	"fmt"
+	"math"
+)
+
+// RecvWQE is a receive work request in Go form, the input of EncodeRecv.
+type RecvWQE struct {
+	ID   uint64 // returned in the completion's wr_id; never a Go pointer
+	SGEs []SGE
+}
+
+// ValidateRecv checks wr against the queue's max_recv_sge (or the SRQ's
+// max_sge), as librxe's rxe_post_one_recv does, and that the total length
+// fits the 32-bit dma.length.
+func ValidateRecv(wr *RecvWQE, maxSGE int) error {
+	if len(wr.SGEs) > maxSGE {
+		return fmt.Errorf("%w: %d SGEs, max_recv_sge is %d", ErrTooManySGEs, len(wr.SGEs), maxSGE)
+	}
+	var length uint64
+	for i := range wr.SGEs {
+		length += uint64(wr.SGEs[i].Length)
+	}
+	if length > math.MaxUint32 {
+		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
+	}
+	return nil
+}
+
+// EncodeRecv writes wr into slot as a struct rxe_recv_wqe: the slot is
+// zeroed, then wr_id, dma.length = dma.resid = total, dma.num_sge and the
+// SGE list (providers/rxe/rxe.c rxe_post_one_recv). wr must have passed
+// ValidateRecv for the queue slot belongs to.
+func EncodeRecv(slot []byte, wr *RecvWQE) {
+	clear(slot)
+	_ = slot[RecvWQEHeaderSize-1]
+	native.PutUint64(slot[recvWRID:], wr.ID)
+	payload := slot[RecvWQEHeaderSize:]
+	var length uint32
+	for i := range wr.SGEs {
+		s := payload[i*SGESize : (i+1)*SGESize]
+		native.PutUint64(s[sgeAddr:], wr.SGEs[i].Addr)
+		native.PutUint32(s[sgeLength:], wr.SGEs[i].Length)
+		native.PutUint32(s[sgeLKey:], wr.SGEs[i].LKey)
+		length += wr.SGEs[i].Length
+	}
+	dma := slot[recvDMA:RecvWQEHeaderSize]
+	native.PutUint32(dma[dmaLength:], length)
+	native.PutUint32(dma[dmaResid:], length)
+	native.PutUint32(dma[dmaNumSGE:], uint32(len(wr.SGEs)))
+}
+
+// RQ is the user side of an rxe receive queue or SRQ. Receives need no
+// doorbell: the kernel reads the ring when a packet arrives (abi-reference
+// §3.8).
+//
+// An RQ is not safe for concurrent use: hold the queue's receive lock.
+type RQ struct {
+	*Producer
+	maxSGE int
+}
+
+// NewRQ validates a mapped receive queue (rq_mi of CREATE_QP) or SRQ
+// (mi of CREATE_SRQ / MODIFY_SRQ) against the max_recv_sge / max_sge the
+// kernel returned.
+func NewRQ(buf []byte, maxSGE int) (*RQ, error) {
+	if maxSGE < 0 || maxSGE > MaxSGE {
+		return nil, fmt.Errorf("rxe: receive queue max_sge %d is outside 0..%d", maxSGE, MaxSGE)
+	}
+	p, err := NewProducer(buf, RecvWQEHeaderSize+maxSGE*SGESize)
+	if err != nil {
+		return nil, err
+	}
+	return &RQ{Producer: p, maxSGE: maxSGE}, nil
+}
+
+// MaxSGE returns the SGE limit the RQ validates against.
+func (q *RQ) MaxSGE() int { return q.maxSGE }
+
+// Post validates wr, writes it into the next free slot and publishes it.
+// It returns ErrQueueFull when the ring is full and a validation error
+// otherwise; in both cases nothing was written. It allocates nothing on
+// success. The caller must not post while the QP is in RESET (librxe
+// refuses with EINVAL; the kernel wipes the ring on reset).
+func (q *RQ) Post(wr *RecvWQE) error {
+	if q.Full() {
+		return ErrQueueFull
+	}
+	if err := ValidateRecv(wr, q.maxSGE); err != nil {
+		return err
+	}
+	EncodeRecv(q.Slot(), wr)
+	q.Publish()
+	return nil
+}
