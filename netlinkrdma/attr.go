@@ -2,6 +2,7 @@ package netlinkrdma
 
 import (
 	"fmt"
+	"github.com/goverbs/rdma/internal/abi"
 
 	"github.com/vishvananda/netlink/nl"
 )
@@ -27,7 +28,7 @@ func parseAttrs(payload []byte) (attrs, error) {
 	a := make(attrs, len(raw))
 	for _, r := range raw {
 		t := r.Attr.Type & nlaTypeMask
-		if t == abi_RDMA_NLDEV_ATTR_PAD {
+		if t == abi.RDMA_NLDEV_ATTR_PAD {
 			continue
 		}
 		a[t] = r.Value

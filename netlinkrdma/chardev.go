@@ -2,6 +2,7 @@ package netlinkrdma
 
 import (
 	"fmt"
+	"github.com/goverbs/rdma/internal/abi"
 
 	"golang.org/x/sys/unix"
 )
@@ -113,22 +114,22 @@ func parseChardev(payload []byte) (Chardev, error) {
 	if err != nil {
 		return Chardev{}, err
 	}
-	if !a.has(abi_RDMA_NLDEV_ATTR_CHARDEV_NAME) || !a.has(abi_RDMA_NLDEV_ATTR_CHARDEV) {
+	if !a.has(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME) || !a.has(abi.RDMA_NLDEV_ATTR_CHARDEV) {
 		return Chardev{}, fmt.Errorf("char device reply without name or device number")
 	}
 	var cd Chardev
-	dev, err := a.u64(abi_RDMA_NLDEV_ATTR_CHARDEV)
+	dev, err := a.u64(abi.RDMA_NLDEV_ATTR_CHARDEV)
 	if err != nil {
 		return Chardev{}, err
 	}
-	if cd.ABI, err = a.u64(abi_RDMA_NLDEV_ATTR_CHARDEV_ABI); err != nil {
+	if cd.ABI, err = a.u64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI); err != nil {
 		return Chardev{}, err
 	}
-	id, err := a.uint(abi_RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID)
+	id, err := a.uint(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID)
 	if err != nil {
 		return Chardev{}, err
 	}
-	cd.Name = a.str(abi_RDMA_NLDEV_ATTR_CHARDEV_NAME)
+	cd.Name = a.str(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME)
 	cd.Major, cd.Minor = decodeHugeDev(dev)
 	cd.DriverID = uint32(id)
 	return cd, nil

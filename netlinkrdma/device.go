@@ -3,6 +3,7 @@ package netlinkrdma
 import (
 	"cmp"
 	"fmt"
+	"github.com/goverbs/rdma/internal/abi"
 	"slices"
 	"strconv"
 
@@ -39,25 +40,25 @@ type Port struct {
 // driverNames maps enum rdma_driver_id to a name; "rxe" follows the link
 // type used in `rdma link add`.
 var driverNames = map[uint32]string{
-	abi_RDMA_DRIVER_MLX5:       "mlx5",
-	abi_RDMA_DRIVER_MLX4:       "mlx4",
-	abi_RDMA_DRIVER_CXGB3:      "cxgb3",
-	abi_RDMA_DRIVER_CXGB4:      "cxgb4",
-	abi_RDMA_DRIVER_MTHCA:      "mthca",
-	abi_RDMA_DRIVER_BNXT_RE:    "bnxt_re",
-	abi_RDMA_DRIVER_OCRDMA:     "ocrdma",
-	abi_RDMA_DRIVER_NES:        "nes",
-	abi_RDMA_DRIVER_I40IW:      "irdma",
-	abi_RDMA_DRIVER_VMW_PVRDMA: "vmw_pvrdma",
-	abi_RDMA_DRIVER_QEDR:       "qedr",
-	abi_RDMA_DRIVER_HNS:        "hns",
-	abi_RDMA_DRIVER_USNIC:      "usnic",
-	abi_RDMA_DRIVER_RXE:        "rxe",
-	abi_RDMA_DRIVER_HFI1:       "hfi1",
-	abi_RDMA_DRIVER_QIB:        "qib",
-	abi_RDMA_DRIVER_EFA:        "efa",
-	abi_RDMA_DRIVER_SIW:        "siw",
-	abi_RDMA_DRIVER_ERDMA:      "erdma",
+	abi.RDMA_DRIVER_MLX5:       "mlx5",
+	abi.RDMA_DRIVER_MLX4:       "mlx4",
+	abi.RDMA_DRIVER_CXGB3:      "cxgb3",
+	abi.RDMA_DRIVER_CXGB4:      "cxgb4",
+	abi.RDMA_DRIVER_MTHCA:      "mthca",
+	abi.RDMA_DRIVER_BNXT_RE:    "bnxt_re",
+	abi.RDMA_DRIVER_OCRDMA:     "ocrdma",
+	abi.RDMA_DRIVER_NES:        "nes",
+	abi.RDMA_DRIVER_I40IW:      "irdma",
+	abi.RDMA_DRIVER_VMW_PVRDMA: "vmw_pvrdma",
+	abi.RDMA_DRIVER_QEDR:       "qedr",
+	abi.RDMA_DRIVER_HNS:        "hns",
+	abi.RDMA_DRIVER_USNIC:      "usnic",
+	abi.RDMA_DRIVER_RXE:        "rxe",
+	abi.RDMA_DRIVER_HFI1:       "hfi1",
+	abi.RDMA_DRIVER_QIB:        "qib",
+	abi.RDMA_DRIVER_EFA:        "efa",
+	abi.RDMA_DRIVER_SIW:        "siw",
+	abi.RDMA_DRIVER_ERDMA:      "erdma",
 	abi_RDMA_DRIVER_MANA:       "mana",
 }
 
@@ -205,26 +206,26 @@ func parseDevice(payload []byte) (Device, error) {
 	if err != nil {
 		return Device{}, err
 	}
-	if !a.has(abi_RDMA_NLDEV_ATTR_DEV_INDEX) || !a.has(abi_RDMA_NLDEV_ATTR_DEV_NAME) {
+	if !a.has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !a.has(abi.RDMA_NLDEV_ATTR_DEV_NAME) {
 		return Device{}, fmt.Errorf("device reply without index or name")
 	}
 	var d Device
 	var nodeGUID, sysGUID uint64
-	if d.Index, err = a.u32(abi_RDMA_NLDEV_ATTR_DEV_INDEX); err != nil {
+	if d.Index, err = a.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX); err != nil {
 		return Device{}, err
 	}
-	if nodeGUID, err = a.u64(abi_RDMA_NLDEV_ATTR_NODE_GUID); err != nil {
+	if nodeGUID, err = a.u64(abi.RDMA_NLDEV_ATTR_NODE_GUID); err != nil {
 		return Device{}, err
 	}
-	if sysGUID, err = a.u64(abi_RDMA_NLDEV_ATTR_SYS_IMAGE_GUID); err != nil {
+	if sysGUID, err = a.u64(abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID); err != nil {
 		return Device{}, err
 	}
-	if d.NodeType, err = a.u8(abi_RDMA_NLDEV_ATTR_DEV_NODE_TYPE); err != nil {
+	if d.NodeType, err = a.u8(abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE); err != nil {
 		return Device{}, err
 	}
-	d.Name = a.str(abi_RDMA_NLDEV_ATTR_DEV_NAME)
-	d.FirmwareVersion = a.str(abi_RDMA_NLDEV_ATTR_FW_VERSION)
-	d.Protocol = a.str(abi_RDMA_NLDEV_ATTR_DEV_PROTOCOL)
+	d.Name = a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME)
+	d.FirmwareVersion = a.str(abi.RDMA_NLDEV_ATTR_FW_VERSION)
+	d.Protocol = a.str(abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL)
 	d.NodeGUID, d.SysImageGUID = GUID(nodeGUID), GUID(sysGUID)
 	return d, nil
 }
@@ -236,28 +237,28 @@ func parsePort(payload []byte) (Port, uint32, error) {
 	if err != nil {
 		return Port{}, 0, err
 	}
-	if !a.has(abi_RDMA_NLDEV_ATTR_DEV_INDEX) || !a.has(abi_RDMA_NLDEV_ATTR_PORT_INDEX) {
+	if !a.has(abi.RDMA_NLDEV_ATTR_DEV_INDEX) || !a.has(abi.RDMA_NLDEV_ATTR_PORT_INDEX) {
 		return Port{}, 0, fmt.Errorf("port reply without device or port index")
 	}
 	var p Port
 	var devIndex uint32
 	var state, phys uint8
-	if devIndex, err = a.u32(abi_RDMA_NLDEV_ATTR_DEV_INDEX); err != nil {
+	if devIndex, err = a.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX); err != nil {
 		return Port{}, 0, err
 	}
-	if p.Index, err = a.u32(abi_RDMA_NLDEV_ATTR_PORT_INDEX); err != nil {
+	if p.Index, err = a.u32(abi.RDMA_NLDEV_ATTR_PORT_INDEX); err != nil {
 		return Port{}, 0, err
 	}
-	if state, err = a.u8(abi_RDMA_NLDEV_ATTR_PORT_STATE); err != nil {
+	if state, err = a.u8(abi.RDMA_NLDEV_ATTR_PORT_STATE); err != nil {
 		return Port{}, 0, err
 	}
-	if phys, err = a.u8(abi_RDMA_NLDEV_ATTR_PORT_PHYS_STATE); err != nil {
+	if phys, err = a.u8(abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE); err != nil {
 		return Port{}, 0, err
 	}
-	if p.NetdevIndex, err = a.u32(abi_RDMA_NLDEV_ATTR_NDEV_INDEX); err != nil {
+	if p.NetdevIndex, err = a.u32(abi.RDMA_NLDEV_ATTR_NDEV_INDEX); err != nil {
 		return Port{}, 0, err
 	}
 	p.State, p.PhysState = PortState(state), PhysState(phys)
-	p.Netdev = a.str(abi_RDMA_NLDEV_ATTR_NDEV_NAME)
+	p.Netdev = a.str(abi.RDMA_NLDEV_ATTR_NDEV_NAME)
 	return p, devIndex, nil
 }

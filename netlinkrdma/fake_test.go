@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/goverbs/rdma/internal/abi"
 	"slices"
 	"strings"
 	"testing"
@@ -52,7 +53,7 @@ func newFakeKernel(t *testing.T) *fakeKernel {
 		netdevs:   map[string]uint32{"lo": 1, "eth0": 2, "veth0": 5, "veth1": 6, "vlan7": 9},
 		linkTypes: map[string]string{"lo": "device", "vlan7": "vlan"},
 		nextIndex: 1,
-		sysAttrs:  []tattr{tU8(abi_RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1), tU8(abi_RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1)},
+		sysAttrs:  []tattr{tU8(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1), tU8(abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1)},
 	}
 }
 
@@ -160,7 +161,7 @@ func (k *fakeKernel) exec(req *nl.NetlinkRequest) ([][]byte, error) {
 
 	case 0x1405: // PORT_GET
 		k.log = append(k.log, "PORT_GET")
-		idx, ok := u32(abi_RDMA_NLDEV_ATTR_DEV_INDEX)
+		idx, ok := u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX)
 		if !ok || !dump {
 			return nil, unix.EINVAL
 		}
@@ -177,8 +178,8 @@ func (k *fakeKernel) exec(req *nl.NetlinkRequest) ([][]byte, error) {
 
 	case 0x140f: // GET_CHARDEV
 		k.log = append(k.log, "GET_CHARDEV")
-		ct := str(abi_RDMA_NLDEV_ATTR_CHARDEV_TYPE)
-		idx, perDevice := u32(abi_RDMA_NLDEV_ATTR_DEV_INDEX)
+		ct := str(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE)
+		idx, perDevice := u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX)
 		if perDevice {
 			i := k.find(idx)
 			if i < 0 {
@@ -192,19 +193,19 @@ func (k *fakeKernel) exec(req *nl.NetlinkRequest) ([][]byte, error) {
 			}
 			d := k.devs[i]
 			return [][]byte{encodeKernel(
-				tU64(abi_RDMA_NLDEV_ATTR_CHARDEV, uint64(192+d.index-1)|231<<8),
-				tU64(abi_RDMA_NLDEV_ATTR_CHARDEV_ABI, 2),
-				tStr(abi_RDMA_NLDEV_ATTR_CHARDEV_NAME, fmt.Sprintf("uverbs%d", d.index-1)),
-				tU32(abi_RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, d.driverID),
+				tU64(abi.RDMA_NLDEV_ATTR_CHARDEV, uint64(192+d.index-1)|231<<8),
+				tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 2),
+				tStr(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, fmt.Sprintf("uverbs%d", d.index-1)),
+				tU32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, d.driverID),
 			)}, nil
 		}
 		if ct != "rdma_cm" {
 			return nil, unix.EOPNOTSUPP
 		}
 		return [][]byte{encodeKernel(
-			tU64(abi_RDMA_NLDEV_ATTR_CHARDEV, 10<<8|58),
-			tU64(abi_RDMA_NLDEV_ATTR_CHARDEV_ABI, 4),
-			tStr(abi_RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm"),
+			tU64(abi.RDMA_NLDEV_ATTR_CHARDEV, 10<<8|58),
+			tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 4),
+			tStr(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm"),
 		)}, nil
 
 	case 0x1406: // SYS_GET
@@ -222,7 +223,7 @@ func (k *fakeKernel) exec(req *nl.NetlinkRequest) ([][]byte, error) {
 		if k.dellinkErr != nil {
 			return nil, k.dellinkErr
 		}
-		idx, _ := u32(abi_RDMA_NLDEV_ATTR_DEV_INDEX)
+		idx, _ := u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX)
 		i := k.find(idx)
 		if i < 0 {
 			return nil, unix.EINVAL
@@ -256,7 +257,7 @@ func (k *fakeKernel) newlink(name, linkType, netdev string) error {
 			return unix.ENFILE
 		}
 	}
-	k.add(name, netdev, abi_RDMA_DRIVER_RXE)
+	k.add(name, netdev, abi.RDMA_DRIVER_RXE)
 	k.devs[len(k.devs)-1].hidden = k.hideNew
 	return nil
 }
@@ -536,7 +537,7 @@ func TestLinkDelRace(t *testing.T) {
 	c := k.client()
 	exec := c.exec
 	c.exec = func(req *nl.NetlinkRequest) ([][]byte, error) {
-		if req.Type == uint16(nlType(abi_RDMA_NLDEV_CMD_DELLINK)) {
+		if req.Type == uint16(nlType(abi.RDMA_NLDEV_CMD_DELLINK)) {
 			k.devs = nil
 		}
 		return exec(req)
@@ -600,9 +601,9 @@ func TestCopyOnFork(t *testing.T) {
 		attrs []tattr
 		want  bool
 	}{
-		{[]tattr{tU8(abi_RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1), tU8(abi_RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1)}, true},
-		{[]tattr{tU8(abi_RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 0)}, false},
-		{[]tattr{tU8(abi_RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1)}, false}, // before 5.13
+		{[]tattr{tU8(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1), tU8(abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1)}, true},
+		{[]tattr{tU8(abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 0)}, false},
+		{[]tattr{tU8(abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, 1)}, false}, // before 5.13
 	} {
 		k := newFakeKernel(t)
 		k.sysAttrs = c.attrs

@@ -3,6 +3,7 @@ package netlinkrdma
 import (
 	"errors"
 	"fmt"
+	"github.com/goverbs/rdma/internal/abi"
 	"net"
 	"os"
 	"os/exec"
@@ -67,7 +68,7 @@ func checkAgainstSysfs(t *testing.T, d Device) {
 			t.Errorf("%s/%d: sysfs phys_state %q, netlink %d (%s)", d.Name, p.Index, got, p.PhysState, p.PhysState)
 		}
 	}
-	if d.Driver != "rxe" || d.DriverID != abi_RDMA_DRIVER_RXE || d.Protocol != "roce" || d.NodeType != 1 {
+	if d.Driver != "rxe" || d.DriverID != abi.RDMA_DRIVER_RXE || d.Protocol != "roce" || d.NodeType != 1 {
 		t.Errorf("%s: driver %q (%d) protocol %q node type %d, want rxe (14) roce 1",
 			d.Name, d.Driver, d.DriverID, d.Protocol, d.NodeType)
 	}
@@ -133,7 +134,7 @@ func TestLabChardev(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %+v", d.Name, cd)
-	if !strings.HasPrefix(cd.Name, "uverbs") || cd.ABI != 2 || cd.DriverID != abi_RDMA_DRIVER_RXE {
+	if !strings.HasPrefix(cd.Name, "uverbs") || cd.ABI != 2 || cd.DriverID != abi.RDMA_DRIVER_RXE {
 		t.Errorf("uverbs char device %+v, want uverbsN, ABI 2, driver id 14", cd)
 	}
 	checkNode(t, cd)

@@ -3,6 +3,7 @@ package netlinkrdma
 import (
 	"errors"
 	"fmt"
+	"github.com/goverbs/rdma/internal/abi"
 	"strings"
 	"time"
 
@@ -40,8 +41,8 @@ func validName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("empty RDMA device name")
-	case len(name) > abi_IB_DEVICE_NAME_MAX-1:
-		return fmt.Errorf("RDMA device name %q is longer than %d bytes", name, abi_IB_DEVICE_NAME_MAX-1)
+	case len(name) > abi.IB_DEVICE_NAME_MAX-1:
+		return fmt.Errorf("RDMA device name %q is longer than %d bytes", name, abi.IB_DEVICE_NAME_MAX-1)
 	case strings.ContainsAny(name, "%/ \t\n"):
 		// '%' is a kernel name template ("rxe%d"); '/' and blanks cannot
 		// be sysfs names.

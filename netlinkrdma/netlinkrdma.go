@@ -2,6 +2,7 @@ package netlinkrdma
 
 import (
 	"errors"
+	"github.com/goverbs/rdma/internal/abi"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -59,15 +60,15 @@ const dumpAttempts = 3
 
 // getDumpRequest lists every device: RDMA_NLDEV_CMD_GET with NLM_F_DUMP.
 func getDumpRequest() *nl.NetlinkRequest {
-	return nl.NewNetlinkRequest(nlType(abi_RDMA_NLDEV_CMD_GET), unix.NLM_F_DUMP)
+	return nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_GET), unix.NLM_F_DUMP)
 }
 
 // portDumpRequest lists the ports of one device: RDMA_NLDEV_CMD_PORT_GET
 // with NLM_F_DUMP needs RDMA_NLDEV_ATTR_DEV_INDEX (core/nldev.c
 // nldev_port_get_dumpit).
 func portDumpRequest(devIndex uint32) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(nlType(abi_RDMA_NLDEV_CMD_PORT_GET), unix.NLM_F_DUMP)
-	req.AddData(nl.NewRtAttr(abi_RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
+	req := nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_PORT_GET), unix.NLM_F_DUMP)
+	req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
 	return req
 }
 
@@ -75,24 +76,24 @@ func portDumpRequest(devIndex uint32) *nl.NetlinkRequest {
 // "rdma_cm", ...), for one device or, with global, for none
 // (core/nldev.c nldev_get_chardev).
 func chardevRequest(devIndex uint32, global bool, typ string) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(nlType(abi_RDMA_NLDEV_CMD_GET_CHARDEV), 0)
+	req := nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0)
 	if !global {
-		req.AddData(nl.NewRtAttr(abi_RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
+		req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
 	}
-	req.AddData(nl.NewRtAttr(abi_RDMA_NLDEV_ATTR_CHARDEV_TYPE, nl.ZeroTerminated(typ)))
+	req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, nl.ZeroTerminated(typ)))
 	return req
 }
 
 // sysGetRequest reads the RDMA subsystem settings (RDMA_NLDEV_CMD_SYS_GET).
 func sysGetRequest() *nl.NetlinkRequest {
-	return nl.NewNetlinkRequest(nlType(abi_RDMA_NLDEV_CMD_SYS_GET), 0)
+	return nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_SYS_GET), 0)
 }
 
 // delLinkRequest removes a device by index (RDMA_NLDEV_CMD_DELLINK). It
 // needs NLM_F_ACK: DELLINK sends no reply message, only the ack.
 func delLinkRequest(devIndex uint32) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(nlType(abi_RDMA_NLDEV_CMD_DELLINK), unix.NLM_F_ACK)
-	req.AddData(nl.NewRtAttr(abi_RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
+	req := nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_DELLINK), unix.NLM_F_ACK)
+	req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
 	return req
 }
 

@@ -2,6 +2,7 @@ package netlinkrdma
 
 import (
 	"encoding/binary"
+	"github.com/goverbs/rdma/internal/abi"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -13,16 +14,16 @@ const rxeGUID = 0x505400fffe123456
 
 func deviceReply(index uint32, name string, withPads bool) []byte {
 	as := []tattr{
-		tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, index),
-		tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, name),
-		tU32(abi_RDMA_NLDEV_ATTR_PORT_INDEX, 1),
+		tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, index),
+		tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, name),
+		tU32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, 1),
 		tU64(4 /* CAP_FLAGS */, 0x1234),
-		tStr(abi_RDMA_NLDEV_ATTR_FW_VERSION, "0.0.0"),
-		tU64(abi_RDMA_NLDEV_ATTR_NODE_GUID, rxeGUID),
-		tU64(abi_RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, rxeGUID),
-		tU8(abi_RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1),
+		tStr(abi.RDMA_NLDEV_ATTR_FW_VERSION, "0.0.0"),
+		tU64(abi.RDMA_NLDEV_ATTR_NODE_GUID, rxeGUID),
+		tU64(abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID, rxeGUID),
+		tU8(abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1),
 		tU8(84 /* DEV_DIM */, 0),
-		tStr(abi_RDMA_NLDEV_ATTR_DEV_PROTOCOL, "roce"),
+		tStr(abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL, "roce"),
 	}
 	if withPads {
 		return encodeKernel(as...)
@@ -56,20 +57,20 @@ func TestParseDevice(t *testing.T) {
 func TestParseDeviceMissingAttrs(t *testing.T) {
 	// Only the index and name are required; the rest defaults to zero
 	// (FW_VERSION is absent when the driver has none).
-	d, err := parseDevice(encodeAttrs(tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, 9), tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "x")))
+	d, err := parseDevice(encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 9), tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "x")))
 	if err != nil || d.Index != 9 || d.Name != "x" || d.FirmwareVersion != "" || d.NodeGUID != 0 {
 		t.Errorf("minimal reply: %+v, %v", d, err)
 	}
-	if _, err := parseDevice(encodeAttrs(tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "x"))); err == nil {
+	if _, err := parseDevice(encodeAttrs(tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "x"))); err == nil {
 		t.Error("reply without DEV_INDEX accepted")
 	}
-	if _, err := parseDevice(encodeAttrs(tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, 1))); err == nil {
+	if _, err := parseDevice(encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 1))); err == nil {
 		t.Error("reply without DEV_NAME accepted")
 	}
 }
 
 func TestParseMalformed(t *testing.T) {
-	good := encodeAttrs(tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, 1), tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"))
+	good := encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 1), tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"))
 	// An attribute whose length runs past the end of the message.
 	bad := append([]byte{}, good...)
 	binary.NativeEndian.PutUint16(bad[8:], 200)
@@ -83,13 +84,13 @@ func TestParseMalformed(t *testing.T) {
 		t.Error("attribute length 2 accepted")
 	}
 	// A u32 attribute carrying 2 bytes.
-	short := encodeAttrs(tattr{abi_RDMA_NLDEV_ATTR_DEV_INDEX, []byte{1, 0}}, tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"))
+	short := encodeAttrs(tattr{abi.RDMA_NLDEV_ATTR_DEV_INDEX, []byte{1, 0}}, tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"))
 	if _, err := parseDevice(short); err == nil {
 		t.Error("2-byte DEV_INDEX accepted")
 	}
 	// A u64 GUID carrying 4 bytes.
-	short = encodeAttrs(tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, 1), tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
-		tU32(abi_RDMA_NLDEV_ATTR_NODE_GUID, 5))
+	short = encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 1), tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
+		tU32(abi.RDMA_NLDEV_ATTR_NODE_GUID, 5))
 	if _, err := parseDevice(short); err == nil {
 		t.Error("4-byte NODE_GUID accepted")
 	}
@@ -104,18 +105,18 @@ func TestParseAttrsFlagsAndPad(t *testing.T) {
 	const nested = 1 << 15 // NLA_F_NESTED
 	b := encodeAttrs(
 		tPad(),
-		tattr{abi_RDMA_NLDEV_ATTR_DEV_INDEX | nested, binary.NativeEndian.AppendUint32(nil, 5)},
+		tattr{abi.RDMA_NLDEV_ATTR_DEV_INDEX | nested, binary.NativeEndian.AppendUint32(nil, 5)},
 		tattr{16 | nested /* RES_SUMMARY_ENTRY, a nested table */, encodeAttrs(tStr(17, "qp"), tU64(18, 3))},
-		tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "siw0"),
+		tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "siw0"),
 	)
 	a, err := parseAttrs(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.has(abi_RDMA_NLDEV_ATTR_PAD) {
+	if a.has(abi.RDMA_NLDEV_ATTR_PAD) {
 		t.Error("pad attribute (type 0) kept")
 	}
-	if v, _ := a.u32(abi_RDMA_NLDEV_ATTR_DEV_INDEX); v != 5 {
+	if v, _ := a.u32(abi.RDMA_NLDEV_ATTR_DEV_INDEX); v != 5 {
 		t.Errorf("DEV_INDEX with NLA_F_NESTED set: got %d, want 5", v)
 	}
 	inner, err := parseAttrs(a[16])
@@ -125,26 +126,26 @@ func TestParseAttrsFlagsAndPad(t *testing.T) {
 	if v, _ := inner.u64(18); v != 3 {
 		t.Errorf("nested u64 = %d, want 3", v)
 	}
-	if a.str(abi_RDMA_NLDEV_ATTR_DEV_NAME) != "siw0" {
-		t.Errorf("attribute after a nested one: %q", a.str(abi_RDMA_NLDEV_ATTR_DEV_NAME))
+	if a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME) != "siw0" {
+		t.Errorf("attribute after a nested one: %q", a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME))
 	}
 	// A string without its NUL is taken whole.
-	a, _ = parseAttrs(encodeAttrs(tattr{abi_RDMA_NLDEV_ATTR_DEV_NAME, []byte("abc")}))
-	if a.str(abi_RDMA_NLDEV_ATTR_DEV_NAME) != "abc" {
-		t.Errorf("unterminated string: %q", a.str(abi_RDMA_NLDEV_ATTR_DEV_NAME))
+	a, _ = parseAttrs(encodeAttrs(tattr{abi.RDMA_NLDEV_ATTR_DEV_NAME, []byte("abc")}))
+	if a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME) != "abc" {
+		t.Errorf("unterminated string: %q", a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME))
 	}
 }
 
 func portReply(dev, port uint32, state PortState, phys PhysState, netdev string, ifindex uint32) []byte {
 	as := []tattr{
-		tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, dev),
-		tStr(abi_RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
-		tU32(abi_RDMA_NLDEV_ATTR_PORT_INDEX, port),
-		tU8(abi_RDMA_NLDEV_ATTR_PORT_STATE, uint8(state)),
-		tU8(abi_RDMA_NLDEV_ATTR_PORT_PHYS_STATE, uint8(phys)),
+		tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, dev),
+		tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
+		tU32(abi.RDMA_NLDEV_ATTR_PORT_INDEX, port),
+		tU8(abi.RDMA_NLDEV_ATTR_PORT_STATE, uint8(state)),
+		tU8(abi.RDMA_NLDEV_ATTR_PORT_PHYS_STATE, uint8(phys)),
 	}
 	if netdev != "" {
-		as = append(as, tU32(abi_RDMA_NLDEV_ATTR_NDEV_INDEX, ifindex), tStr(abi_RDMA_NLDEV_ATTR_NDEV_NAME, netdev))
+		as = append(as, tU32(abi.RDMA_NLDEV_ATTR_NDEV_INDEX, ifindex), tStr(abi.RDMA_NLDEV_ATTR_NDEV_NAME, netdev))
 	}
 	return encodeKernel(as...)
 }
@@ -163,7 +164,7 @@ func TestParsePort(t *testing.T) {
 	if err != nil || p.Netdev != "" || p.NetdevIndex != 0 || p.State != PortDown {
 		t.Errorf("port without netdev: %+v %v", p, err)
 	}
-	if _, _, err := parsePort(encodeAttrs(tU32(abi_RDMA_NLDEV_ATTR_DEV_INDEX, 3))); err == nil {
+	if _, _, err := parsePort(encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 3))); err == nil {
 		t.Error("port reply without PORT_INDEX accepted")
 	}
 }
@@ -178,15 +179,15 @@ func TestParseChardev(t *testing.T) {
 		pads         bool
 		driverID     tattr
 	}{
-		{231, 192, false, tU32(abi_RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 14)},
-		{511, 0x12345, true, tU32(abi_RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 14)},
+		{231, 192, false, tU32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 14)},
+		{511, 0x12345, true, tU32(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 14)},
 		// The header comments the driver id as u64; accept that width too.
-		{231, 193, true, tU64(abi_RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 14)},
+		{231, 193, true, tU64(abi.RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, 14)},
 	} {
 		as := []tattr{
-			tU64(abi_RDMA_NLDEV_ATTR_CHARDEV, huge(uint64(c.major), uint64(c.minor))),
-			tU64(abi_RDMA_NLDEV_ATTR_CHARDEV_ABI, 2),
-			tStr(abi_RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0"),
+			tU64(abi.RDMA_NLDEV_ATTR_CHARDEV, huge(uint64(c.major), uint64(c.minor))),
+			tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 2),
+			tStr(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0"),
 			c.driverID,
 		}
 		var b []byte
@@ -208,12 +209,12 @@ func TestParseChardev(t *testing.T) {
 		}
 	}
 	// rdma_cm: no driver id.
-	cd, err := parseChardev(encodeAttrs(tU64(abi_RDMA_NLDEV_ATTR_CHARDEV, 10<<8|58),
-		tU64(abi_RDMA_NLDEV_ATTR_CHARDEV_ABI, 4), tStr(abi_RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm")))
+	cd, err := parseChardev(encodeAttrs(tU64(abi.RDMA_NLDEV_ATTR_CHARDEV, 10<<8|58),
+		tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 4), tStr(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm")))
 	if err != nil || cd != (Chardev{Name: "rdma_cm", Major: 10, Minor: 58, ABI: 4}) || cd.Path() != "/dev/infiniband/rdma_cm" {
 		t.Errorf("rdma_cm: %+v %v", cd, err)
 	}
-	if _, err := parseChardev(encodeAttrs(tU64(abi_RDMA_NLDEV_ATTR_CHARDEV_ABI, 4))); err == nil {
+	if _, err := parseChardev(encodeAttrs(tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 4))); err == nil {
 		t.Error("char device reply without name accepted")
 	}
 }

@@ -1,6 +1,10 @@
 package netlinkrdma
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/goverbs/rdma/internal/abi"
+)
 
 // CopyOnFork reports whether the kernel copies pinned (registered) anonymous
 // pages into a forked child instead of sharing them, which makes
@@ -24,7 +28,7 @@ func (c *client) copyOnFork() (bool, error) {
 	if err != nil {
 		return false, wrap(op, err)
 	}
-	v, err := a.u8(abi_RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK)
+	v, err := a.u8(abi.RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK)
 	if err != nil {
 		return false, wrap(op, err)
 	}

@@ -3,6 +3,7 @@ package netlinkrdma
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/goverbs/rdma/internal/abi"
 	"testing"
 
 	"github.com/vishvananda/netlink/nl"
@@ -22,7 +23,7 @@ func tU8(t uint16, v uint8) tattr   { return tattr{t, []byte{v}} }
 func tU32(t uint16, v uint32) tattr { return tattr{t, binary.NativeEndian.AppendUint32(nil, v)} }
 func tU64(t uint16, v uint64) tattr { return tattr{t, binary.NativeEndian.AppendUint64(nil, v)} }
 func tStr(t uint16, s string) tattr { return tattr{t, append([]byte(s), 0)} }
-func tPad() tattr                   { return tattr{abi_RDMA_NLDEV_ATTR_PAD, nil} }
+func tPad() tattr                   { return tattr{abi.RDMA_NLDEV_ATTR_PAD, nil} }
 
 func encodeAttrs(as ...tattr) []byte {
 	var b []byte
@@ -114,20 +115,20 @@ func TestVishvanandaConstants(t *testing.T) {
 		name      string
 		got, want int
 	}{
-		{"RDMA_NL_NLDEV", nl.RDMA_NL_NLDEV, abi_RDMA_NL_NLDEV},
-		{"RDMA_NL_GET_CLIENT_SHIFT", nl.RDMA_NL_GET_CLIENT_SHIFT, abi_RDMA_NL_GET_CLIENT_SHIFT},
-		{"RDMA_NLDEV_CMD_NEWLINK", nl.RDMA_NLDEV_CMD_NEWLINK, abi_RDMA_NLDEV_CMD_NEWLINK},
-		{"RDMA_NLDEV_CMD_SYS_GET", nl.RDMA_NLDEV_CMD_SYS_GET, abi_RDMA_NLDEV_CMD_SYS_GET},
-		{"RDMA_NLDEV_ATTR_DEV_NAME", nl.RDMA_NLDEV_ATTR_DEV_NAME, abi_RDMA_NLDEV_ATTR_DEV_NAME},
-		{"RDMA_NLDEV_ATTR_LINK_TYPE", nl.RDMA_NLDEV_ATTR_LINK_TYPE, abi_RDMA_NLDEV_ATTR_LINK_TYPE},
-		{"RDMA_NLDEV_ATTR_NDEV_NAME", nl.RDMA_NLDEV_ATTR_NDEV_NAME, abi_RDMA_NLDEV_ATTR_NDEV_NAME},
-		{"RDMA_NLDEV_SYS_ATTR_NETNS_MODE", nl.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, abi_RDMA_NLDEV_SYS_ATTR_NETNS_MODE},
+		{"RDMA_NL_NLDEV", nl.RDMA_NL_NLDEV, abi.RDMA_NL_NLDEV},
+		{"RDMA_NL_GET_CLIENT_SHIFT", nl.RDMA_NL_GET_CLIENT_SHIFT, 10},
+		{"RDMA_NLDEV_CMD_NEWLINK", nl.RDMA_NLDEV_CMD_NEWLINK, abi.RDMA_NLDEV_CMD_NEWLINK},
+		{"RDMA_NLDEV_CMD_SYS_GET", nl.RDMA_NLDEV_CMD_SYS_GET, abi.RDMA_NLDEV_CMD_SYS_GET},
+		{"RDMA_NLDEV_ATTR_DEV_NAME", nl.RDMA_NLDEV_ATTR_DEV_NAME, abi.RDMA_NLDEV_ATTR_DEV_NAME},
+		{"RDMA_NLDEV_ATTR_LINK_TYPE", nl.RDMA_NLDEV_ATTR_LINK_TYPE, abi.RDMA_NLDEV_ATTR_LINK_TYPE},
+		{"RDMA_NLDEV_ATTR_NDEV_NAME", nl.RDMA_NLDEV_ATTR_NDEV_NAME, abi.RDMA_NLDEV_ATTR_NDEV_NAME},
+		{"RDMA_NLDEV_SYS_ATTR_NETNS_MODE", nl.RDMA_NLDEV_SYS_ATTR_NETNS_MODE, abi.RDMA_NLDEV_SYS_ATTR_NETNS_MODE},
 	} {
 		if c.got != c.want {
 			t.Errorf("nl.%s = %d, <rdma/rdma_netlink.h> says %d", c.name, c.got, c.want)
 		}
 	}
-	if got := nlType(abi_RDMA_NLDEV_CMD_NEWLINK); got != 0x1403 {
+	if got := nlType(abi.RDMA_NLDEV_CMD_NEWLINK); got != 0x1403 {
 		t.Errorf("nlType(NEWLINK) = %#x, want 0x1403", got)
 	}
 }
