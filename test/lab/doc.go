@@ -1,0 +1,28 @@
+// Package lab boots a Debian kernel that has rdma_rxe under QEMU (TCG) and
+// runs one host command inside it, as root, with the host's root file system
+// mounted read-only over 9p, the host's /tmp mounted read-write, and a fixed
+// RDMA topology (see docs/testing.md):
+//
+//   - rxe0 on lo: verbs tests with an out-of-band exchange, GID index 1 is
+//     ::ffff:127.0.0.1;
+//   - rxe1 on veth0 (10.77.0.1/24) and rxe2 on veth1 (10.77.0.2/24): tests
+//     through the RDMA CM.
+//
+// The command sees GOVERBS_LAB=1, GOVERBS_LAB_KERNEL (uname -r),
+// GOVERBS_LAB_LO_DEV and GOVERBS_LAB_VETH (device:netdev:ipv4, comma
+// separated). Its stdout and stderr are streamed back separately from the
+// kernel console, and its exit status is returned by Run.
+//
+// Everything the lab needs is set up on first use: missing Debian packages are
+// installed with apt-get, the kernel package is downloaded with
+// apt-get download and unpacked with dpkg-deb, the guest's /init (the
+// guestinit program, embedded here as source) is built with the Go toolchain,
+// and an initramfs with /init and the needed modules is written. All of it is
+// cached in $GOVERBS_LAB_CACHE (default $HOME/.cache/goverbs-lab); concurrent
+// runs share the cache safely.
+//
+// GOVERBS_LAB_APPEND adds words to the guest kernel's command line (for
+// debugging, e.g. GOVERBS_LAB_APPEND=loglevel=7 with rxelab -v).
+//
+// The command line front end is test/rxelab.
+package lab

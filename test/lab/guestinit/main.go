@@ -1,0 +1,707 @@
+// The lab package embeds this file alone (see doc.go) and builds it with
+// CGO_ENABLED=0; the frame format is shared with test/lab/proto.go.
+
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+// Frame types; keep in sync with test/lab/proto.go.
+const (
+	frameRequest = 'R' // host->guest: JSON request
+	frameSignal  = 'S' // host->guest: one byte, a signal number for the command
+	frameAck     = 'A' // host->guest: exit status received, power off
+	frameBegin   = 'B' // guest->host: JSON begin (command is starting)
+	frameStdout  = 'O' // guest->host: command stdout bytes
+	frameStderr  = 'E' // guest->host: command stderr bytes
+	frameExit    = 'X' // guest->host: JSON exit status
+	frameFatal   = 'F' // guest->host: setup failed, text
+
+	maxFrame = 1 << 20
+)
+
+type share struct {
+	Tag      string
+	Path     string
+	ReadOnly bool
+}
+
+type request struct {
+	Args    []string
+	Dir     string
+	Env     []string
+	Root    string // mount tag of the host root
+	Shares  []share
+	Verbose bool
+}
+
+type begin struct {
+	Kernel string
+}
+
+type exitStatus struct {
+	Code   int
+	Signal string `json:",omitempty"`
+	Error  string `json:",omitempty"`
+}
+
+const newRoot = "/newroot"
+
+// saneEnvPath replaces the host's PATH inside the guest.
+const sanePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+var (
+	start   = time.Now()
+	ctl     *os.File
+	ctlMu   sync.Mutex
+	verbose bool
+)
+
+func main() {
+	if os.Getpid() != 1 {
+		fmt.Fprintln(os.Stderr, "guestinit: this is the lab guest's /init; it runs only as PID 1")
+		os.Exit(2)
+	}
+	err := run()
+	if err != nil {
+		fmt.Fprintf(os.Stdout, "lab-init: %v\n", err)
+		if ctl != nil {
+			_ = sendFrame(frameFatal, []byte(err.Error()))
+			waitAck(10 * time.Second)
+		}
+	}
+	syscall.Sync()
+	_ = syscall.Reboot(syscall.LINUX_REBOOT_CMD_POWER_OFF)
+	select {}
+}
+
+func logf(format string, args ...any) {
+	msg := fmt.Sprintf("[%6.2fs] "+format, append([]any{time.Since(start).Seconds()}, args...)...)
+	fmt.Fprintln(os.Stdout, "lab-init: "+msg)
+}
+
+func run() error {
+	for _, m := range []struct{ src, dir, fs string }{
+		{"devtmpfs", "/dev", "devtmpfs"},
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+	} {
+		if err := mount(m.src, m.dir, m.fs, 0, ""); err != nil {
+			return err
+		}
+	}
+	if err := loadModules("/modules"); err != nil {
+		return err
+	}
+	modulesDone := time.Since(start)
+	var err error
+	ctl, err = openPort("lab.ctl", 20*time.Second)
+	if err != nil {
+		return err
+	}
+	reqs := make(chan request, 1)
+	signals := make(chan syscall.Signal, 8)
+	go readHost(reqs, signals)
+	var req request
+	select {
+	case req = <-reqs:
+	case <-time.After(60 * time.Second):
+		return errors.New("no request from the host within 60s")
+	}
+	verbose = req.Verbose
+	logf("modules loaded after %.2fs; request received", modulesDone.Seconds())
+	if err := mountRoot(req); err != nil {
+		return err
+	}
+	logf("file systems mounted")
+	if err := syscall.Chroot(newRoot); err != nil {
+		return fmt.Errorf("chroot %s: %w", newRoot, err)
+	}
+	if err := os.Chdir("/"); err != nil {
+		return err
+	}
+	os.Setenv("PATH", sanePath)
+	if err := topology(); err != nil {
+		return err
+	}
+	logf("topology ready")
+	return runCommand(req, signals)
+}
+
+func mount(src, dir, fstype string, flags uintptr, data string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, syscall.EROFS) {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	if err := syscall.Mount(src, dir, fstype, flags, data); err != nil {
+		return fmt.Errorf("mount %s on %s (type %s, %q): %w", src, dir, fstype, data, err)
+	}
+	return nil
+}
+
+// loadModules loads the modules listed in dir/order: one line per module,
+// "file.ko dep.ko ...", dependencies listed before their users. A module is
+// loaded as soon as its dependencies are, in parallel with the others (the
+// guest has two CPUs). EEXIST means the module is already there.
+func loadModules(dir string) error {
+	order, err := os.ReadFile(filepath.Join(dir, "order"))
+	if err != nil {
+		return err
+	}
+	done := map[string]chan struct{}{}
+	errs := make(chan error, 64)
+	var wg sync.WaitGroup
+	for _, line := range strings.Split(string(order), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		name, deps := f[0], make([]chan struct{}, 0, len(f)-1)
+		for _, d := range f[1:] {
+			ch, ok := done[d]
+			if !ok {
+				return fmt.Errorf("modules/order: %s needs %s, which is not listed before it", name, d)
+			}
+			deps = append(deps, ch)
+		}
+		ch := make(chan struct{})
+		done[name] = ch
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, d := range deps {
+				<-d
+			}
+			if err := loadModule(filepath.Join(dir, name)); err != nil {
+				errs <- err
+				return // users of this module never start
+			}
+			close(ch)
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case err := <-errs:
+		return err
+	case <-finished:
+		return nil
+	}
+}
+
+func loadModule(path string) error {
+	img, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	empty := []byte{0}
+	// init_module(2): (void *image, unsigned long len, const char *params).
+	_, _, errno := syscall.Syscall(syscall.SYS_INIT_MODULE,
+		uintptr(unsafe.Pointer(&img[0])), uintptr(len(img)), uintptr(unsafe.Pointer(&empty[0])))
+	if errno != 0 && errno != syscall.EEXIST {
+		return fmt.Errorf("loading module %s: %w", filepath.Base(path), errno)
+	}
+	return nil
+}
+
+// openPort finds the virtio-serial port with the given name; the kernel
+// publishes it in /sys/class/virtio-ports/vportNpM/name.
+func openPort(name string, wait time.Duration) (*os.File, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		ents, _ := os.ReadDir("/sys/class/virtio-ports")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/sys/class/virtio-ports", e.Name(), "name"))
+			if err != nil || strings.TrimSpace(string(b)) != name {
+				continue
+			}
+			f, err := os.OpenFile(filepath.Join("/dev", e.Name()), os.O_RDWR, 0)
+			if err == nil {
+				return f, nil
+			}
+			if time.Now().After(deadline) {
+				return nil, err
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("virtio-serial port %q did not appear within %v", name, wait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var acks = make(chan struct{}, 1)
+
+func readHost(reqs chan<- request, signals chan<- syscall.Signal) {
+	r := bufio.NewReader(ctl)
+	for {
+		var hdr [5]byte
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			fmt.Fprintf(os.Stdout, "lab-init: control port: %v\n", err)
+			return
+		}
+		n := binary.BigEndian.Uint32(hdr[1:])
+		if n > maxFrame {
+			fmt.Fprintf(os.Stdout, "lab-init: control port: frame of %d bytes\n", n)
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			fmt.Fprintf(os.Stdout, "lab-init: control port: %v\n", err)
+			return
+		}
+		switch hdr[0] {
+		case frameRequest:
+			var req request
+			if err := json.Unmarshal(body, &req); err != nil {
+				fmt.Fprintf(os.Stdout, "lab-init: bad request: %v\n", err)
+				return
+			}
+			reqs <- req
+		case frameSignal:
+			if len(body) == 1 {
+				signals <- syscall.Signal(body[0])
+			}
+		case frameAck:
+			select {
+			case acks <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func waitAck(d time.Duration) {
+	select {
+	case <-acks:
+	case <-time.After(d):
+	}
+}
+
+func sendFrame(typ byte, body []byte) error {
+	ctlMu.Lock()
+	defer ctlMu.Unlock()
+	for {
+		n := len(body)
+		if n > maxFrame {
+			n = maxFrame
+		}
+		var hdr [5]byte
+		hdr[0] = typ
+		binary.BigEndian.PutUint32(hdr[1:], uint32(n))
+		if _, err := ctl.Write(append(hdr[:], body[:n]...)); err != nil {
+			return err
+		}
+		body = body[n:]
+		if len(body) == 0 {
+			return nil
+		}
+	}
+}
+
+func sendJSON(typ byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return sendFrame(typ, b)
+}
+
+// mountRoot mounts the host root read-only at newRoot, the read-write shares
+// on top, and fresh proc, sys, dev, dev/pts, dev/shm and run file systems.
+func mountRoot(req request) error {
+	const opts = "trans=virtio,version=9p2000.L,msize=262144"
+	// The root is read-only for the VM's short life: let the guest cache it
+	// (cache=loose), which makes running the host's dynamic binaries
+	// several times faster than the uncached default.
+	if err := mount(req.Root, newRoot, "9p", syscall.MS_RDONLY, opts+",ro,cache=loose"); err != nil {
+		return err
+	}
+	for _, s := range req.Shares {
+		var flags uintptr
+		o := opts
+		if s.ReadOnly {
+			flags, o = syscall.MS_RDONLY, opts+",ro"
+		}
+		if err := mount(s.Tag, filepath.Join(newRoot, s.Path), "9p", flags, o); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct {
+		src, dir, fs string
+		flags        uintptr
+		data         string
+	}{
+		{"proc", "/proc", "proc", 0, ""},
+		{"sysfs", "/sys", "sysfs", 0, ""},
+		{"devtmpfs", "/dev", "devtmpfs", 0, ""},
+		{"devpts", "/dev/pts", "devpts", 0, "newinstance,ptmxmode=0666"},
+		{"tmpfs", "/dev/shm", "tmpfs", 0, "mode=1777"},
+		{"tmpfs", "/run", "tmpfs", 0, "mode=755"},
+	} {
+		if err := mount(m.src, filepath.Join(newRoot, m.dir), m.fs, m.flags, m.data); err != nil {
+			return err
+		}
+	}
+	_ = syscall.Mount("configfs", filepath.Join(newRoot, "/sys/kernel/config"), "configfs", 0, "")
+	return nil
+}
+
+// Topology (testing.md): rxe0 on lo for verbs tests without the CM, and a
+// veth pair with rxe1/rxe2 for tests through the RDMA CM.
+var links = []struct{ dev, netdev, ip string }{
+	{"rxe0", "lo", "127.0.0.1"},
+	{"rxe1", "veth0", "10.77.0.1"},
+	{"rxe2", "veth1", "10.77.0.2"},
+}
+
+func topology() error {
+	steps := []func() error{
+		func() error { return linkUp("lo") },
+		func() error { return addVeth("veth0", "veth1") },
+		func() error { return addAddr("veth0", "10.77.0.1", 24) },
+		func() error { return addAddr("veth1", "10.77.0.2", 24) },
+		func() error { return linkUp("veth0") },
+		func() error { return linkUp("veth1") },
+	}
+	for _, l := range links {
+		l := l
+		steps = append(steps, func() error { return rdmaLinkAdd(l.dev, l.netdev) })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	logf("rxe links added")
+	// rxe fills in the IPv4-mapped GID (::ffff:a.b.c.d) once the address is
+	// seen on the netdev; tests need it, so wait for it.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, l := range links {
+		want := mappedGID(l.ip)
+		for !hasGID(l.dev, want) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s on %s never got GID %s (::ffff:%s)", l.dev, l.netdev, want, l.ip)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// mappedGID renders ::ffff:a.b.c.d the way sysfs prints GIDs
+// (eight groups of four hex digits).
+func mappedGID(ip string) string {
+	var b [4]int
+	for i, p := range strings.Split(ip, ".") {
+		b[i], _ = strconv.Atoi(p)
+	}
+	return fmt.Sprintf("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", b[0], b[1], b[2], b[3])
+}
+
+func hasGID(dev, want string) bool {
+	dir := filepath.Join("/sys/class/infiniband", dev, "ports/1/gids")
+	for i := 0; i < 16; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i)))
+		if err == nil && strings.TrimSpace(string(b)) == want {
+			return true
+		}
+	}
+	return false
+}
+
+type frameWriter byte
+
+func (w frameWriter) Write(p []byte) (int, error) {
+	if err := sendFrame(byte(w), p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func runCommand(req request, signals <-chan syscall.Signal) error {
+	if len(req.Args) == 0 {
+		return errors.New("empty command")
+	}
+	var uts syscall.Utsname
+	_ = syscall.Uname(&uts)
+	release := utsString(uts.Release[:])
+
+	env := make([]string, 0, len(req.Env)+8)
+	for _, kv := range req.Env {
+		if k, _, _ := strings.Cut(kv, "="); k == "PATH" || strings.HasPrefix(k, "GOVERBS_LAB") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	var veth []string
+	for _, l := range links[1:] {
+		veth = append(veth, l.dev+":"+l.netdev+":"+l.ip)
+	}
+	env = append(env,
+		"PATH="+sanePath,
+		"GOVERBS_LAB=1",
+		"GOVERBS_LAB_KERNEL="+release,
+		"GOVERBS_LAB_LO_DEV="+links[0].dev,
+		"GOVERBS_LAB_VETH="+strings.Join(veth, ","),
+	)
+
+	cmd := exec.Command(req.Args[0], req.Args[1:]...)
+	cmd.Dir = req.Dir
+	cmd.Env = env
+	cmd.Stdout = frameWriter(frameStdout)
+	cmd.Stderr = frameWriter(frameStderr)
+	// A background child that keeps stdout open must not hold up the exit.
+	cmd.WaitDelay = 2 * time.Second
+
+	if err := sendJSON(frameBegin, begin{Kernel: release}); err != nil {
+		return err
+	}
+	var st exitStatus
+	if err := cmd.Start(); err != nil {
+		st.Code = 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			st.Code = 127
+		}
+		st.Error = fmt.Sprintf("cannot start %s (cwd %s): %v", req.Args[0], req.Dir, err)
+	} else {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var werr error
+	wait:
+		for {
+			select {
+			case werr = <-done:
+				break wait
+			case s := <-signals:
+				_ = cmd.Process.Signal(s)
+			}
+		}
+		ps := cmd.ProcessState
+		switch {
+		case ps == nil:
+			st.Code, st.Error = 125, werr.Error()
+		case ps.Exited():
+			st.Code = ps.ExitCode()
+		default:
+			ws := ps.Sys().(syscall.WaitStatus)
+			if ws.Signaled() {
+				st.Code = 128 + int(ws.Signal())
+				st.Signal = ws.Signal().String()
+			} else {
+				st.Code = 125
+				st.Error = ps.String()
+			}
+		}
+	}
+	logf("command finished: code %d", st.Code)
+	if err := sendJSON(frameExit, st); err != nil {
+		return err
+	}
+	waitAck(30 * time.Second)
+	return nil
+}
+
+func utsString(b []int8) string {
+	s := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		s = append(s, byte(c))
+	}
+	return string(s)
+}
+
+// Minimal netlink client for the topology, so /init does not have to run the
+// host's ip and rdma binaries (slow to load over 9p under TCG).
+
+type nlMsg struct{ b []byte }
+
+func newNLMsg(typ, flags uint16) *nlMsg {
+	m := &nlMsg{b: make([]byte, syscall.NLMSG_HDRLEN, 256)}
+	binary.LittleEndian.PutUint16(m.b[4:], typ)
+	binary.LittleEndian.PutUint16(m.b[6:], flags|syscall.NLM_F_REQUEST|syscall.NLM_F_ACK)
+	return m
+}
+
+func (m *nlMsg) align() {
+	for len(m.b)%4 != 0 {
+		m.b = append(m.b, 0)
+	}
+}
+
+func (m *nlMsg) raw(p []byte) { m.b = append(m.b, p...); m.align() }
+
+func (m *nlMsg) attr(typ uint16, data []byte) {
+	var h [4]byte
+	binary.LittleEndian.PutUint16(h[0:], uint16(4+len(data)))
+	binary.LittleEndian.PutUint16(h[2:], typ)
+	m.b = append(append(m.b, h[:]...), data...)
+	m.align()
+}
+
+func (m *nlMsg) str(typ uint16, s string) { m.attr(typ, append([]byte(s), 0)) }
+
+func (m *nlMsg) nest(typ uint16, body func()) {
+	start := len(m.b)
+	m.attr(typ, nil)
+	body()
+	binary.LittleEndian.PutUint16(m.b[start:], uint16(len(m.b)-start))
+}
+
+// ifinfomsg: family, pad, type u16, index i32, flags u32, change u32.
+func ifinfomsg(index int32, flags, change uint32) []byte {
+	b := make([]byte, syscall.SizeofIfInfomsg)
+	binary.LittleEndian.PutUint32(b[4:], uint32(index))
+	binary.LittleEndian.PutUint32(b[8:], flags)
+	binary.LittleEndian.PutUint32(b[12:], change)
+	return b
+}
+
+// nlDo sends one request on a new socket of the protocol and waits for the
+// kernel's acknowledgement (NLMSG_ERROR with error 0).
+func nlDo(proto int, m *nlMsg) error {
+	binary.LittleEndian.PutUint32(m.b[0:], uint32(len(m.b)))
+	binary.LittleEndian.PutUint32(m.b[8:], 1)
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return err
+	}
+	if err := syscall.Sendto(fd, m.b, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<16)
+	for {
+		n, _, err := syscall.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return err
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return err
+		}
+		for _, msg := range msgs {
+			if msg.Header.Type == syscall.NLMSG_ERROR && len(msg.Data) >= 4 {
+				if e := int32(binary.LittleEndian.Uint32(msg.Data)); e != 0 {
+					return syscall.Errno(-e)
+				}
+				return nil
+			}
+		}
+	}
+}
+
+func ifindex(name string) (int32, error) {
+	b, err := os.ReadFile("/sys/class/net/" + name + "/ifindex")
+	if err != nil {
+		return 0, err
+	}
+	i, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return int32(i), err
+}
+
+func linkUp(name string) error {
+	idx, err := ifindex(name)
+	if err != nil {
+		return err
+	}
+	m := newNLMsg(syscall.RTM_NEWLINK, 0)
+	m.raw(ifinfomsg(idx, syscall.IFF_UP, syscall.IFF_UP))
+	if err := nlDo(syscall.NETLINK_ROUTE, m); err != nil {
+		return fmt.Errorf("setting %s up: %w", name, err)
+	}
+	return nil
+}
+
+// addVeth creates a veth pair: IFLA_LINKINFO{IFLA_INFO_KIND "veth",
+// IFLA_INFO_DATA{VETH_INFO_PEER: ifinfomsg + IFLA_IFNAME}} (linux/veth.h).
+func addVeth(name, peer string) error {
+	const (
+		iflaLinkinfo = 18
+		iflaInfoKind = 1
+		iflaInfoData = 2
+		vethInfoPeer = 1
+	)
+	m := newNLMsg(syscall.RTM_NEWLINK, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
+	m.raw(ifinfomsg(0, 0, 0))
+	m.str(syscall.IFLA_IFNAME, name)
+	m.nest(iflaLinkinfo, func() {
+		m.str(iflaInfoKind, "veth")
+		m.nest(iflaInfoData, func() {
+			m.nest(vethInfoPeer, func() {
+				m.raw(ifinfomsg(0, 0, 0))
+				m.str(syscall.IFLA_IFNAME, peer)
+			})
+		})
+	})
+	if err := nlDo(syscall.NETLINK_ROUTE, m); err != nil {
+		return fmt.Errorf("creating veth pair %s/%s: %w", name, peer, err)
+	}
+	return nil
+}
+
+// addAddr adds an IPv4 address: ifaddrmsg{family, prefixlen, flags, scope,
+// index u32} with IFA_LOCAL and IFA_ADDRESS.
+func addAddr(dev, ip string, prefix byte) error {
+	idx, err := ifindex(dev)
+	if err != nil {
+		return err
+	}
+	var a [4]byte
+	for i, p := range strings.Split(ip, ".") {
+		v, _ := strconv.Atoi(p)
+		a[i] = byte(v)
+	}
+	m := newNLMsg(syscall.RTM_NEWADDR, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
+	hdr := make([]byte, syscall.SizeofIfAddrmsg)
+	hdr[0], hdr[1] = syscall.AF_INET, prefix
+	binary.LittleEndian.PutUint32(hdr[4:], uint32(idx))
+	m.raw(hdr)
+	m.attr(syscall.IFA_LOCAL, a[:])
+	m.attr(syscall.IFA_ADDRESS, a[:])
+	if err := nlDo(syscall.NETLINK_ROUTE, m); err != nil {
+		return fmt.Errorf("adding %s/%d to %s: %w", ip, prefix, dev, err)
+	}
+	return nil
+}
+
+// rdmaLinkAdd is `rdma link add DEV type rxe netdev NETDEV`:
+// RDMA_NL_GET_TYPE(RDMA_NL_NLDEV=5, RDMA_NLDEV_CMD_NEWLINK=3) with
+// RDMA_NLDEV_ATTR_DEV_NAME (2), _LINK_TYPE (65) and _NDEV_NAME (51)
+// (rdma/rdma_netlink.h).
+func rdmaLinkAdd(dev, netdev string) error {
+	const (
+		netlinkRDMA  = 20
+		nldevNewlink = 5<<10 + 3
+		attrDevName  = 2
+		attrNdevName = 51
+		attrLinkType = 65
+	)
+	m := newNLMsg(nldevNewlink, 0)
+	m.str(attrDevName, dev)
+	m.str(attrLinkType, "rxe")
+	m.str(attrNdevName, netdev)
+	if err := nlDo(netlinkRDMA, m); err != nil {
+		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", dev, netdev, err)
+	}
+	return nil
+}

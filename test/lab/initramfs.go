@@ -1,0 +1,146 @@
+package lab
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// guestInitSource is the guest's /init; see guestinit/main.go.
+//
+//go:embed guestinit/main.go
+var guestInitSource []byte
+
+func guestInitHash() string {
+	h := sha256.Sum256(append([]byte(runtime.GOARCH+"\n"), guestInitSource...))
+	return hex.EncodeToString(h[:])[:16]
+}
+
+// goTool finds the go command: PATH first (go test puts its own GOROOT/bin
+// there), then the GOROOT this program was built with.
+func goTool() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	for _, p := range []string{filepath.Join(runtime.GOROOT(), "bin", "go"), "/usr/local/go/bin/go"} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("the lab builds the guest's /init with the Go toolchain, but no go command was found; put go in PATH")
+}
+
+// guestInit returns the path of the static /init binary, building it once
+// per source version.
+func (e *env) guestInit() (string, error) {
+	final := filepath.Join(e.cache, "init", guestInitHash())
+	bin := filepath.Join(final, "init")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	goCmd, err := goTool()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(final), "tmp-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.WriteFile(filepath.Join(tmp, "main.go"), guestInitSource, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module labinit\n\ngo 1.21\n"), 0o644); err != nil {
+		return "", err
+	}
+	e.logf("building the guest /init ...")
+	cmd := exec.Command(goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", "init", ".")
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH,
+		"GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "GOPROXY=off")
+	if os.Getenv("HOME") == "" && os.Getenv("GOCACHE") == "" && os.Getenv("XDG_CACHE_HOME") == "" {
+		cmd.Env = append(cmd.Env, "GOCACHE="+filepath.Join(e.cache, "gocache"))
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the guest /init: %v\n%s", err, out)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		if _, serr := os.Stat(bin); serr == nil {
+			return bin, nil // built at the same time by another run
+		}
+		return "", err
+	}
+	return bin, nil
+}
+
+// initramfs returns an uncompressed newc initramfs with /init, /dev/console
+// and the kernel's modules, cached per kernel and /init version.
+func (e *env) initramfs(k *kernel, initBin string) (string, error) {
+	dir := filepath.Join(e.cache, "initramfs")
+	final := filepath.Join(dir, k.key+"-"+guestInitHash()+".cpio")
+	if _, err := os.Stat(final); err == nil {
+		return final, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, "tmp-*.cpio")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+
+	w := &cpioWriter{w: f}
+	for _, d := range []string{"dev", "proc", "sys", "newroot", "modules"} {
+		w.Dir(d, 0o755)
+	}
+	// The kernel opens /dev/console for init's stdin/stdout/stderr before
+	// init can mount devtmpfs.
+	w.CharDev("dev/console", 0o600, 5, 1)
+	initData, err := os.ReadFile(initBin)
+	if err != nil {
+		return "", err
+	}
+	w.File("init", 0o755, initData)
+	order, err := os.ReadFile(filepath.Join(k.dir, "modules", "order"))
+	if err != nil {
+		return "", err
+	}
+	w.File("modules/order", 0o644, order)
+	for _, line := range strings.Split(string(order), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		name := f[0]
+		data, err := os.ReadFile(filepath.Join(k.dir, "modules", name))
+		if err != nil {
+			return "", err
+		}
+		w.File("modules/"+name, 0o644, data)
+	}
+	if err := w.Close(); err != nil {
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return "", err
+	}
+	return final, os.Rename(f.Name(), final)
+}

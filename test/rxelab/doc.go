@@ -1,0 +1,15 @@
+// Command rxelab runs one command inside the rxe lab: a Debian kernel with
+// rdma_rxe booted under QEMU (see package test/lab). The command's stdout and
+// stderr are streamed to rxelab's, and its exit status becomes rxelab's.
+//
+//	rxelab [-kernel 6.1|6.12] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
+//
+// The kernel series also comes from GOVERBS_LAB_KERNEL (the flag wins). The
+// command runs as root with the same working directory and the same absolute
+// paths as on the host, so it works as a go test -exec wrapper:
+//
+//	go test -exec "rxelab -kernel 6.12" ./...
+//
+// Failures of the lab itself exit with 125, a command that runs past
+// -timeout with 124.
+package main

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run on the host: they build rxelab, boot real kernels under
+// QEMU and check what the command in the guest sees and what comes back.
+// The first run downloads the kernels and installs missing packages.
+
+var rxelab string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GOVERBS_LAB") == "1" {
+		fmt.Println("skipping the lab's own tests inside the lab: they start VMs and run on the host (go test ./test/...)")
+		os.Exit(0)
+	}
+	dir, err := os.MkdirTemp("", "rxelab-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	rxelab = filepath.Join(dir, "rxelab")
+	out, err := exec.Command("go", "build", "-o", rxelab, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building rxelab: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+func runLab(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(rxelab, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), env...)
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout.String(), stderr.String(), 0, time.Since(start)}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "running rxelab: %v\nstderr:\n%s", err, r.stderr)
+		r.code = ee.ExitCode()
+	}
+	t.Logf("rxelab %s: exit %d after %v", strings.Join(args, " "), r.code, r.elapsed.Round(time.Millisecond))
+	return r
+}
+
+// TestKernels boots both series; the guest must run the right kernel and
+// have the three rxe devices, their IPv4-mapped GIDs and the lab's
+// environment. The 6.12 run takes the series from GOVERBS_LAB_KERNEL, the
+// 6.1 run from the flag, which must win over the variable.
+func TestKernels(t *testing.T) {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	script := `uname -r
+echo "devices: $(ls /sys/class/infiniband | tr '\n' ' ')"
+ibv_devices
+for d in rxe0 rxe1 rxe2; do echo "gid1 $d $(cat /sys/class/infiniband/$d/ports/1/gids/1)"; done
+echo "env: $GOVERBS_LAB|$GOVERBS_LAB_KERNEL|$GOVERBS_LAB_LO_DEV|$GOVERBS_LAB_VETH"
+echo "cwd: $(pwd)"
+echo "uid: $(id -u)"`
+	for _, tc := range []struct {
+		series string
+		env    []string
+		args   []string
+	}{
+		{"6.1", []string{"GOVERBS_LAB_KERNEL=6.12"}, []string{"-kernel", "6.1"}},
+		{"6.12", []string{"GOVERBS_LAB_KERNEL=6.12"}, nil},
+	} {
+		t.Run(tc.series, func(t *testing.T) {
+			t.Parallel()
+			r := runLab(t, tc.env, append(tc.args, "--", "sh", "-c", script)...)
+			require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			lines := strings.Split(r.stdout, "\n")
+			release := lines[0]
+			require.True(t, strings.HasPrefix(release, tc.series+"."), "guest runs %q, want series %s", release, tc.series)
+			require.Contains(t, r.stdout, "devices: rxe0 rxe1 rxe2 \n")
+			for _, d := range []string{"rxe0", "rxe1", "rxe2"} {
+				require.Regexp(t, `(?m)^\s+`+d+`\s+[0-9a-f]{16}$`, r.stdout, "ibv_devices must list %s", d)
+			}
+			require.Contains(t, r.stdout, "gid1 rxe0 0000:0000:0000:0000:0000:ffff:7f00:0001\n")
+			require.Contains(t, r.stdout, "gid1 rxe1 0000:0000:0000:0000:0000:ffff:0a4d:0001\n")
+			require.Contains(t, r.stdout, "gid1 rxe2 0000:0000:0000:0000:0000:ffff:0a4d:0002\n")
+			require.Contains(t, r.stdout, "env: 1|"+release+"|rxe0|rxe1:veth0:10.77.0.1,rxe2:veth1:10.77.0.2\n")
+			require.Contains(t, r.stdout, "cwd: "+wd+"\n")
+			require.Contains(t, r.stdout, "uid: 0\n")
+			require.NotContains(t, r.stdout, "lab-init", "kernel console leaked into stdout")
+		})
+	}
+}
+
+// TestOutput checks that stdout and stderr come back separately and
+// byte-exact (no tty translation, large outputs split into many frames),
+// and that the command's exit status comes back.
+func TestOutput(t *testing.T) {
+	t.Parallel()
+	script := `echo out1; echo err1 >&2; printf 'raw\r\n\000\377end\n'; echo out2; echo err2 >&2
+seq 1 200000
+echo tmp > "$1/from-guest"
+exit 7`
+	tmp := t.TempDir()
+	// No "--": flag parsing must stop at the command, leaving its flags
+	// (go test -exec passes -test.*) alone; -timeout 1s would fail the run.
+	r := runLab(t, nil, "-kernel", "6.1", "sh", "-c", script, "sh", tmp, "-timeout", "1s")
+	require.Equal(t, 7, r.code, "stderr:\n%s", r.stderr)
+
+	var want strings.Builder
+	want.WriteString("out1\nraw\r\n\x00\xffend\nout2\n")
+	for i := 1; i <= 200000; i++ {
+		want.WriteString(strconv.Itoa(i) + "\n")
+	}
+	require.True(t, r.stdout == want.String(), "stdout differs: got %d bytes, want %d; starts %q", len(r.stdout), want.Len(), r.stdout[:min(len(r.stdout), 80)])
+	require.Contains(t, r.stderr, "err1\nerr2\n")
+	require.NotContains(t, r.stderr, "out1")
+	require.NotContains(t, r.stderr, "lab-init", "kernel console leaked into stderr")
+
+	// The host's /tmp is shared read-write.
+	b, err := os.ReadFile(filepath.Join(tmp, "from-guest"))
+	require.NoError(t, err)
+	require.Equal(t, "tmp\n", string(b))
+}
+
+// TestTimeout: a command that hangs is stopped at -timeout with a clear
+// message and exit status 124.
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	r := runLab(t, nil, "-kernel", "6.1", "-timeout", "20s", "--", "sleep", "1000")
+	require.Equal(t, 124, r.code, "stderr:\n%s", r.stderr)
+	require.Contains(t, r.stderr, "lab: command did not finish within 20s; the VM was stopped\n")
+	require.Less(t, r.elapsed, 20*time.Second+4*time.Minute)
+}
+
+// TestBootTimeout: a VM that does not get to the command in time is stopped
+// with a message and the tail of the kernel console.
+func TestBootTimeout(t *testing.T) {
+	t.Parallel()
+	r := runLab(t, nil, "-kernel", "6.1", "-boot-timeout", "1s", "--", "true")
+	require.Equal(t, 125, r.code, "stderr:\n%s", r.stderr)
+	require.Contains(t, r.stderr, "did not start the command within 1s; the VM was stopped")
+}
+
+// TestCommandErrors: a command that cannot be started reports 127 and why;
+// a signal to rxelab reaches the command in the guest.
+func TestCommandErrors(t *testing.T) {
+	t.Parallel()
+	t.Run("not-found", func(t *testing.T) {
+		r := runLab(t, nil, "-kernel", "6.1", "--", "/nonexistent/command")
+		require.Equal(t, 127, r.code, "stderr:\n%s", r.stderr)
+		require.Contains(t, r.stderr, "cannot start /nonexistent/command")
+	})
+	t.Run("signal", func(t *testing.T) {
+		cmd := exec.Command(rxelab, "-kernel", "6.1", "--", "sh", "-c",
+			`trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.2; done`)
+		stdout := &syncBuffer{}
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = stdout, &stderr
+		require.NoError(t, cmd.Start())
+		deadline := time.Now().Add(4 * time.Minute)
+		for !strings.Contains(stdout.String(), "ready\n") {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("the command never started; stderr:\n%s", stderr.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "stderr:\n%s", stderr.String())
+		require.Equal(t, 3, ee.ExitCode(), "stderr:\n%s", stderr.String())
+		require.Contains(t, stdout.String(), "got-term\n")
+	})
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

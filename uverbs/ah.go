@@ -1,0 +1,168 @@
+package uverbs
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/goverbs/rdma/internal/abi"
+)
+
+// AH is an address handle: the destination of UD send work requests
+// (SendWR.AH).
+//
+// Close is idempotent and safe on a nil *AH. Posting with a closed AH is
+// refused.
+//
+// rdma-core: struct ibv_ah.
+type AH struct {
+	pd     *PD
+	h      uint64
+	handle uint32
+	num    uint32 // rxe's AH number, which UD WQEs carry
+	attr   AHAttr
+	mu     sync.Mutex
+	closed atomic.Bool
+}
+
+// CreateAH creates an address handle (write() command CREATE_AH). On RoCE
+// the kernel resolves the destination's MAC address here, so an unreachable
+// address fails now (for example with EHOSTUNREACH or ENETUNREACH).
+// Port 0 means port 1.
+//
+// rdma-core: ibv_create_ah.
+func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
+	const op = "create_ah"
+	if pd == nil {
+		return nil, &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	if attr.Port == 0 {
+		attr.Port = 1
+	}
+	c := pd.ctx
+	r, err := c.objects(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := pd.hold(op); err != nil {
+		return nil, err
+	}
+	ah := &AH{pd: pd, h: newHandle(), attr: attr}
+	req := abi.UverbsCreateAH{UserHandle: ah.h, PDHandle: pd.handle, Attr: attr.toAHAttr()}
+	// rxe returns struct rxe_create_ah_resp (the AH number) after the core
+	// response when there is room for it (kernel: sw/rxe/rxe_verbs.c
+	// rxe_create_ah).
+	var resp struct {
+		core abi.UverbsCreateAHResp
+		drv  abi.RxeCreateAHResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(&req), bytesOf(&resp)); err != nil {
+		pd.kids.unhold()
+		return nil, err
+	}
+	ah.handle, ah.num = resp.core.AHHandle, resp.drv.AHNum
+	if ah.num == 0 && c.dev.DriverID == DriverRXE {
+		ah.destroy()
+		pd.kids.unhold()
+		return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", ErrNotSupported)}
+	}
+	pd.kids.adopt(ah, kindAH)
+	if err := r.add(op, ah.h, kindAH, ah); err != nil {
+		ah.close(true)
+		return nil, err
+	}
+	return ah, nil
+}
+
+// CreateAHForIP creates an address handle for the RoCE v2 address ip on
+// port: the destination GID is ip (IPv4 as ::ffff:a.b.c.d), and the source
+// GID is the port's RoCE v2 GID of the local address the kernel's routing
+// table picks to reach ip (Context.GIDIndexForIP), or else the port's first
+// RoCE v2 GID of the same IP family.
+func (pd *PD) CreateAHForIP(port int, ip net.IP) (*AH, error) {
+	const op = "create_ah"
+	if pd == nil {
+		return nil, &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	if ip.To16() == nil {
+		return nil, &OpError{Op: op, Err: fmt.Errorf("%q is not an IP address", ip)}
+	}
+	if port < 1 || port > 255 {
+		return nil, &OpError{Op: op, Err: fmt.Errorf("port %d out of range: ports are numbered from 1", port)}
+	}
+	idx, err := pd.ctx.sourceGIDIndex(port, ip)
+	if err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
+	return pd.CreateAH(AHAttr{DGID: GIDFromIP(ip), SGIDIndex: uint8(idx), HopLimit: 64, Port: uint8(port)})
+}
+
+// sourceGIDIndex picks the GID index to send to ip from.
+func (c *Context) sourceGIDIndex(port int, ip net.IP) (int, error) {
+	if src := routeSource(ip); src != nil {
+		if idx, err := c.GIDIndexForIP(port, src); err == nil {
+			return idx, nil
+		}
+	}
+	entries, err := c.GIDs(port)
+	if err != nil {
+		return -1, err
+	}
+	v4 := ip.To4() != nil
+	for _, e := range entries {
+		if e.Type == GIDTypeRoCEv2 && (e.GID.IP().To4() != nil) == v4 && e.Index <= 255 {
+			return e.Index, nil
+		}
+	}
+	return -1, fmt.Errorf("%s port %d has no RoCE v2 GID for an %s destination: give the port's network device an address of that family", c.dev.Name, port, map[bool]string{true: "IPv4", false: "IPv6"}[v4])
+}
+
+// routeSource returns the local address the kernel would send to ip from,
+// by connecting a UDP socket (which sends nothing), or nil.
+func routeSource(ip net.IP) net.IP {
+	conn, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: ip, Port: 4791})
+	if err != nil {
+		return nil
+	}
+	defer conn.Close()
+	if la, ok := conn.LocalAddr().(*net.UDPAddr); ok {
+		return la.IP
+	}
+	return nil
+}
+
+// Attr returns the address the AH was created with.
+func (ah *AH) Attr() AHAttr { return ah.attr }
+
+// PD returns the AH's protection domain.
+func (ah *AH) PD() *PD { return ah.pd }
+
+// Close destroys the address handle (DESTROY_AH). Do not close an AH that
+// posted work requests still use: rxe resolves the AH number when it sends.
+//
+// rdma-core: ibv_destroy_ah.
+func (ah *AH) Close() error {
+	if ah == nil {
+		return nil
+	}
+	return ah.close(false)
+}
+
+func (ah *AH) close(bool) error {
+	ah.mu.Lock()
+	defer ah.mu.Unlock()
+	if ah.closed.Load() {
+		return nil
+	}
+	ah.closed.Store(true)
+	err := ah.destroy()
+	ah.pd.kids.drop(ah)
+	ah.pd.ctx.forget(ah.h)
+	return ignoreClosedContext(err)
+}
+
+func (ah *AH) destroy() error {
+	req := abi.UverbsDestroyAH{AHHandle: ah.handle}
+	return ah.pd.ctx.write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
+}

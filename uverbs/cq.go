@@ -1,0 +1,321 @@
+package uverbs
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// CQInit describes a completion queue to create.
+type CQInit struct {
+	// Depth is the minimum number of completions the CQ must hold. Size it
+	// for every work request that can be outstanding on the QPs that use
+	// it: a CQ that overflows raises EventCQErr, and its QPs go to the
+	// error state (abi-reference §6 pitfall 6). The kernel rounds it up;
+	// CQ.Depth tells the real size.
+	Depth int
+	// Channel, if not nil, receives a notification when the CQ is armed
+	// with ReqNotify and gets a completion.
+	Channel *CompChannel
+	// Vector is the completion vector (0 .. Context.NumCompVectors()-1).
+	Vector int
+}
+
+// CQ is a completion queue. Poll reads completions straight from the ring
+// the kernel shares with the process, without a system call and without
+// allocating.
+//
+// Its methods may be called from several goroutines (one lock per CQ).
+// Close refuses (ErrBusy) while QPs use the CQ. Close is idempotent and safe
+// on a nil *CQ; every other method of a closed CQ returns an error matching
+// ErrClosed and never touches the unmapped ring.
+//
+// rdma-core: struct ibv_cq.
+type CQ struct {
+	ctx  *Context
+	h    uint64 // user handle: names the CQ in completion and async events
+	ch   *CompChannel
+	kids children // QPs that use the CQ
+
+	handle uint32
+	depth  atomic.Int32
+
+	mu      sync.Mutex
+	ring    *sys.Mapping
+	q       *rxe.CQ // nil once closed
+	pending []WC    // completions pulled out of the ring by QP.Close; Poll returns them first
+	broken  bool    // a resize lost the ring
+	notify  notifyCmd
+}
+
+// notifyCmd is the REQ_NOTIFY_CQ write() command, built once at creation so
+// that arming a CQ allocates nothing (the command has no response pointer,
+// so Go heap memory is fine).
+type notifyCmd struct {
+	hdr abi.UverbsCmdHdr
+	req abi.UverbsReqNotifyCQ
+}
+
+// CreateCQ creates a completion queue (write() command CREATE_CQ) and maps
+// its ring.
+//
+// rdma-core: ibv_create_cq.
+func (c *Context) CreateCQ(init CQInit) (*CQ, error) {
+	const op = "create_cq"
+	if init.Depth <= 0 {
+		return nil, &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", init.Depth)}
+	}
+	if err := c.requireRXE(op); err != nil {
+		return nil, err
+	}
+	if init.Vector < 0 || (c.numCompVectors > 0 && init.Vector >= c.numCompVectors) {
+		return nil, &OpError{Op: op, Err: fmt.Errorf("completion vector %d: the device has vectors 0 to %d", init.Vector, c.numCompVectors-1)}
+	}
+	r, err := c.objects(op)
+	if err != nil {
+		return nil, err
+	}
+	chFD := int32(-1)
+	if init.Channel != nil {
+		if init.Channel.ctx != c {
+			return nil, &OpError{Op: op, Err: fmt.Errorf("the completion channel belongs to another Context")}
+		}
+		if err := init.Channel.kids.hold(op, "completion channel"); err != nil {
+			return nil, err
+		}
+		chFD = int32(init.Channel.ev.Raw())
+	}
+	cq := &CQ{ctx: c, h: newHandle(), ch: init.Channel}
+	fail := func(err error) (*CQ, error) {
+		if init.Channel != nil {
+			init.Channel.kids.unhold()
+		}
+		return nil, err
+	}
+	req := abi.UverbsCreateCQ{
+		UserHandle:  cq.h,
+		CQE:         uint32(init.Depth),
+		CompVector:  uint32(init.Vector),
+		CompChannel: chFD,
+	}
+	var resp struct {
+		core abi.UverbsCreateCQResp
+		drv  abi.RxeCreateCQResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return fail(err)
+	}
+	cq.handle = resp.core.CQHandle
+	m, q, err := c.mapCQ(op, resp.drv.MI)
+	if err != nil {
+		cq.destroy()
+		return fail(err)
+	}
+	cq.ring, cq.q = m, q
+	cq.depth.Store(int32(q.Capacity()))
+	cq.notify.hdr = abi.UverbsCmdHdr{
+		Command: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+		InWords: uint16(unsafe.Sizeof(cq.notify) / 4),
+	}
+	cq.notify.req.CQHandle = cq.handle
+	if init.Channel != nil {
+		init.Channel.kids.adopt(cq, kindCQ)
+	}
+	if err := r.add(op, cq.h, kindCQ, cq); err != nil {
+		cq.close(true)
+		return nil, err
+	}
+	return cq, nil
+}
+
+// mapCQ maps a CQ ring described by the driver's mmap info and checks its
+// header (rxe: struct rxe_queue_buf with 128-byte slots, abi-reference §3.4).
+func (c *Context) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
+	m, err := c.mmapRing(op, mi, "cq ring")
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := rxe.NewCQ(m.Bytes())
+	if err != nil {
+		m.Unmap()
+		return nil, nil, &OpError{Op: op, Err: err}
+	}
+	return m, q, nil
+}
+
+// Depth returns the number of completions the CQ holds (the ring's
+// index_mask; at least the depth asked for).
+func (cq *CQ) Depth() int { return int(cq.depth.Load()) }
+
+// Channel returns the completion channel given at creation, or nil.
+func (cq *CQ) Channel() *CompChannel { return cq.ch }
+
+// Poll moves up to len(wcs) completions into wcs and returns how many. It
+// never waits and never allocates. Completions a QP.Close pulled out of the
+// ring while draining come first, then the ring's, in order.
+//
+// rdma-core: ibv_poll_cq.
+func (cq *CQ) Poll(wcs []WC) (int, error) {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.q == nil {
+		return 0, cq.unusable("poll_cq")
+	}
+	n := 0
+	if len(cq.pending) > 0 {
+		n = copy(wcs, cq.pending)
+		cq.pending = cq.pending[n:]
+		if len(cq.pending) == 0 {
+			cq.pending = nil
+		}
+	}
+	var w rxe.WC
+	for n < len(wcs) && !cq.q.Empty() {
+		rxe.DecodeCQE(cq.q.Peek(), &w)
+		cq.q.Consume()
+		wcs[n].fromRXE(&w)
+		n++
+	}
+	return n, nil
+}
+
+// pull moves every completion in the ring to the pending list, for
+// QP.Close, which must see the completions of the QP it drains without
+// losing those of other QPs sharing the CQ. It returns false if the CQ is
+// closed.
+func (cq *CQ) pull() bool {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.q == nil {
+		return false
+	}
+	var w rxe.WC
+	for !cq.q.Empty() {
+		rxe.DecodeCQE(cq.q.Peek(), &w)
+		cq.q.Consume()
+		var wc WC
+		wc.fromRXE(&w)
+		cq.pending = append(cq.pending, wc)
+	}
+	return true
+}
+
+// ReqNotify arms the CQ: the next completion (with solicitedOnly, the next
+// solicited receive or any failed one) sends one notification to the CQ's
+// completion channel (write() command REQ_NOTIFY_CQ; rxe has no
+// user-mapped arm flag, abi-reference §3.10). It allocates nothing.
+//
+// rdma-core: ibv_req_notify_cq.
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	const op = "req_notify_cq"
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.q == nil {
+		return cq.unusable(op)
+	}
+	if cq.ch == nil {
+		return &OpError{Op: op, Err: fmt.Errorf("the CQ has no completion channel to notify: create it with CQInit.Channel")}
+	}
+	cq.notify.req.SolicitedOnly = 0
+	if solicitedOnly {
+		cq.notify.req.SolicitedOnly = 1
+	}
+	c := cq.ctx
+	if err := c.lockCmd(op); err != nil {
+		return err
+	}
+	err := sys.Write(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
+	c.mu.RUnlock()
+	return err
+}
+
+// Resize changes the CQ to hold at least n completions (write() command
+// RESIZE_CQ). The kernel moves the completions not yet polled to the new
+// ring; it refuses (EINVAL) a size smaller than their number.
+//
+// rdma-core: ibv_resize_cq.
+func (cq *CQ) Resize(n int) error {
+	const op = "resize_cq"
+	if n <= 0 {
+		return &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", n)}
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.q == nil {
+		return cq.unusable(op)
+	}
+	req := abi.UverbsResizeCQ{CQHandle: cq.handle, CQE: uint32(n)}
+	var resp struct {
+		core abi.UverbsResizeCQResp
+		drv  abi.RxeResizeCQResp
+	}
+	if err := cq.ctx.write(op, abi.IB_USER_VERBS_CMD_RESIZE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	// The kernel copied the unread entries into a new ring and frees the
+	// old one once unmapped (kernel: sw/rxe/rxe_queue.c rxe_queue_resize).
+	old := cq.ring
+	m, q, err := cq.ctx.mapCQ(op, resp.drv.MI)
+	old.Unmap()
+	if err != nil {
+		// The kernel has switched rings; without the new one the CQ is
+		// unusable.
+		cq.ring, cq.q = nil, nil
+		cq.broken = true
+		return &OpError{Op: op, Err: fmt.Errorf("the CQ was resized but its new ring could not be mapped, so it is no longer usable: close it: %w", err)}
+	}
+	cq.ring, cq.q = m, q
+	cq.depth.Store(int32(q.Capacity()))
+	return nil
+}
+
+// Close destroys the CQ (DESTROY_CQ) and unmaps its ring. It refuses with an
+// error matching ErrBusy while QPs use the CQ. Completions not yet polled
+// are lost.
+//
+// rdma-core: ibv_destroy_cq.
+func (cq *CQ) Close() error {
+	if cq == nil {
+		return nil
+	}
+	return cq.close(false)
+}
+
+func (cq *CQ) close(force bool) error {
+	already, err := cq.kids.beginClose("destroy_cq", "CQ", force)
+	if already || err != nil {
+		return err
+	}
+	cq.mu.Lock()
+	err = cq.destroy()
+	if cq.ring != nil {
+		cq.ring.Unmap()
+	}
+	cq.ring, cq.q, cq.pending = nil, nil, nil
+	cq.mu.Unlock()
+	if cq.ch != nil {
+		cq.ch.kids.drop(cq)
+	}
+	cq.ctx.forget(cq.h)
+	return ignoreClosedContext(err)
+}
+
+// unusable is the error of a call on a CQ without a ring. Call with cq.mu
+// held.
+func (cq *CQ) unusable(op string) error {
+	if cq.broken {
+		return &OpError{Op: op, Err: fmt.Errorf("the CQ lost its ring in a failed resize: close it")}
+	}
+	return closedErr(op)
+}
+
+func (cq *CQ) destroy() error {
+	req := abi.UverbsDestroyCQ{CQHandle: cq.handle}
+	var resp abi.UverbsDestroyCQResp
+	return cq.ctx.write("destroy_cq", abi.IB_USER_VERBS_CMD_DESTROY_CQ, bytesOf(&req), bytesOf(&resp))
+}

@@ -1,0 +1,78 @@
+package uverbs
+
+import (
+	"github.com/goverbs/rdma/internal/abi"
+)
+
+// PD is a protection domain: MRs, QPs, SRQs and AHs are created in one, and
+// a QP can only use memory regions and address handles of its own PD.
+//
+// Close refuses (ErrBusy) while any of them is open. Close is idempotent and
+// safe on a nil *PD; every other method of a closed PD returns an error
+// matching ErrClosed.
+//
+// rdma-core: struct ibv_pd.
+type PD struct {
+	ctx    *Context
+	h      uint64
+	handle uint32
+	kids   children
+}
+
+// AllocPD allocates a protection domain (write() command ALLOC_PD).
+//
+// rdma-core: ibv_alloc_pd.
+func (c *Context) AllocPD() (*PD, error) {
+	const op = "alloc_pd"
+	r, err := c.objects(op)
+	if err != nil {
+		return nil, err
+	}
+	var req abi.UverbsAllocPD
+	var resp abi.UverbsAllocPDResp
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_ALLOC_PD, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return nil, err
+	}
+	pd := &PD{ctx: c, h: newHandle(), handle: resp.PDHandle}
+	if err := r.add(op, pd.h, kindPD, pd); err != nil {
+		pd.close(true)
+		return nil, err
+	}
+	return pd, nil
+}
+
+// Context returns the Context the PD was allocated from.
+func (pd *PD) Context() *Context { return pd.ctx }
+
+// Close deallocates the PD (DEALLOC_PD). It refuses with an error matching
+// ErrBusy, naming what is still open, while MRs, QPs, SRQs or AHs of the PD
+// exist.
+//
+// rdma-core: ibv_dealloc_pd.
+func (pd *PD) Close() error {
+	if pd == nil {
+		return nil
+	}
+	return pd.close(false)
+}
+
+func (pd *PD) close(force bool) error {
+	const op = "dealloc_pd"
+	already, err := pd.kids.beginClose(op, "PD", force)
+	if already || err != nil {
+		return err
+	}
+	req := abi.UverbsDeallocPD{PDHandle: pd.handle}
+	err = pd.ctx.write(op, abi.IB_USER_VERBS_CMD_DEALLOC_PD, bytesOf(&req), nil)
+	pd.ctx.forget(pd.h)
+	return ignoreClosedContext(err)
+}
+
+// use checks that the PD is open and belongs to c, for a child being
+// created, and holds a child slot.
+func (pd *PD) hold(op string) error {
+	if pd == nil {
+		return &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	return pd.kids.hold(op, "PD")
+}

@@ -1,0 +1,331 @@
+package uverbs
+
+import (
+	"fmt"
+	"strconv"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// SGE is a scatter/gather entry: Length bytes at address Addr inside the
+// memory region whose local key is LKey (rdma-core: struct ibv_sge).
+// MR.SGE builds one.
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// SGE has the layout of the provider's entry, so a []SGE is handed to the
+// encoders without copying (checked again in TestSGELayout).
+var (
+	_ [unsafe.Sizeof(SGE{}) - unsafe.Sizeof(rxe.SGE{})]byte
+	_ [unsafe.Sizeof(rxe.SGE{}) - unsafe.Sizeof(SGE{})]byte
+	_ [unsafe.Offsetof(SGE{}.Length) - unsafe.Offsetof(rxe.SGE{}.Length)]byte
+	_ [unsafe.Offsetof(rxe.SGE{}.Length) - unsafe.Offsetof(SGE{}.Length)]byte
+	_ [unsafe.Offsetof(SGE{}.LKey) - unsafe.Offsetof(rxe.SGE{}.LKey)]byte
+	_ [unsafe.Offsetof(rxe.SGE{}.LKey) - unsafe.Offsetof(SGE{}.LKey)]byte
+)
+
+func rxeSGEs(s []SGE) []rxe.SGE {
+	return unsafe.Slice((*rxe.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
+}
+
+// WROpcode is the operation of a send work request (enum ib_wr_opcode;
+// rdma-core: enum ibv_wr_opcode).
+type WROpcode uint32
+
+const (
+	OpWrite          WROpcode = WROpcode(rxe.OpRDMAWrite)         // IBV_WR_RDMA_WRITE
+	OpWriteImm       WROpcode = WROpcode(rxe.OpRDMAWriteWithImm)  // IBV_WR_RDMA_WRITE_WITH_IMM: also consumes a receive at the peer
+	OpSend           WROpcode = WROpcode(rxe.OpSend)              // IBV_WR_SEND
+	OpSendImm        WROpcode = WROpcode(rxe.OpSendWithImm)       // IBV_WR_SEND_WITH_IMM
+	OpRead           WROpcode = WROpcode(rxe.OpRDMARead)          // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  WROpcode = WROpcode(rxe.OpAtomicCmpAndSwp)   // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd WROpcode = WROpcode(rxe.OpAtomicFetchAndAdd) // IBV_WR_ATOMIC_FETCH_AND_ADD
+)
+
+// String returns rdma-core's ibv_wr_opcode_str text ("rdma-write").
+func (o WROpcode) String() string {
+	switch o {
+	case OpWrite:
+		return "rdma-write"
+	case OpWriteImm:
+		return "rdma-write-with-imm"
+	case OpSend:
+		return "send"
+	case OpSendImm:
+		return "send-with-imm"
+	case OpRead:
+		return "rdma-read"
+	case OpAtomicCmpSwap:
+		return "atomic-cmp-and-swp"
+	case OpAtomicFetchAdd:
+		return "atomic-fetch-and-add"
+	}
+	return "opcode " + strconv.Itoa(int(o))
+}
+
+// SendFlags modify a send work request (enum ib_send_flags; rdma-core: enum
+// ibv_send_flags).
+type SendFlags uint32
+
+const (
+	// SendFence waits for earlier RDMA READ and atomic requests to complete
+	// before this one starts.
+	SendFence SendFlags = SendFlags(rxe.SendFence)
+	// SendSignaled makes the request produce a completion when it
+	// succeeds (failures always do). Every send queue slot is released only
+	// when the kernel retires the request, signaled or not.
+	SendSignaled SendFlags = SendFlags(rxe.SendSignaled)
+	// SendSolicited sets the solicited-event bit: a peer CQ armed with
+	// ReqNotify(true) is notified.
+	SendSolicited SendFlags = SendFlags(rxe.SendSolicited)
+	// SendInline copies the bytes the SGEs point at into the work request
+	// at post time (up to QP.Cap().MaxInline in total); the memory may be
+	// reused as soon as PostSend returns and need not be registered, but it
+	// must be valid memory: the copy reads it through the SGE addresses.
+	// Valid for SEND and RDMA WRITE.
+	SendInline SendFlags = SendFlags(rxe.SendInline)
+)
+
+// SendWR is a send work request (rdma-core: struct ibv_send_wr).
+type SendWR struct {
+	ID    uint64 // returned in the completion; any value
+	Op    WROpcode
+	Flags SendFlags
+	// SGEs are the local buffers: the data to send or write, where to put
+	// what an RDMA READ reads, or the 8 bytes that receive an atomic's
+	// original value. Not more than QP.Cap().MaxSendSGE.
+	SGEs []SGE
+	// Imm is the immediate data of OpSendImm and OpWriteImm, in host order
+	// (it travels in network order and the peer's WC.Imm gives it back in
+	// host order).
+	Imm uint32
+
+	RemoteAddr uint64 // RDMA and atomic target address (atomics: 8-byte aligned)
+	RKey       uint32 // RDMA and atomic target key
+	CompareAdd uint64 // OpAtomicCmpSwap: compare value; OpAtomicFetchAdd: addend
+	Swap       uint64 // OpAtomicCmpSwap: value stored if the compare matched
+
+	// UD only: the destination.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// RecvWR is a receive work request (rdma-core: struct ibv_recv_wr). On a UD
+// QP the first 40 bytes of what it receives are a GRH area (for IPv4: 20
+// zero bytes, then the IPv4 header), so the buffers need 40 bytes more than
+// the largest message.
+type RecvWR struct {
+	ID   uint64
+	SGEs []SGE
+}
+
+// Errors of PostSend and PostRecv, all refused before anything is written
+// to the ring. Test with errors.Is; they also match unix.EINVAL (or
+// unix.ENOMEM for ErrQueueFull), the errnos rdma-core's rxe provider
+// returns for the same checks (providers/rxe/rxe.c validate_send_wr).
+var (
+	// ErrQueueFull: the queue has no room for all the work requests of the
+	// call. Poll the CQ: send slots are freed when the kernel retires work
+	// requests, receive slots when messages arrive.
+	ErrQueueFull = rxe.ErrQueueFull
+	// ErrInvalidWR is matched by every validation error below.
+	ErrInvalidWR          = rxe.ErrInvalidWR
+	ErrTooManySGEs        = rxe.ErrTooManySGEs
+	ErrInlineTooLong      = rxe.ErrInlineTooLong
+	ErrInlineNotAllowed   = rxe.ErrInlineNotAllowed
+	ErrAtomicAlignment    = rxe.ErrAtomicAlignment
+	ErrAtomicLength       = rxe.ErrAtomicLength
+	ErrOpcodeNotSupported = rxe.ErrOpcodeNotSupported
+	ErrBadSendFlags       = rxe.ErrBadSendFlags
+	ErrLengthOverflow     = rxe.ErrLengthOverflow
+	ErrUDAddress          = rxe.ErrUDAddress
+	// ErrQPState: the QP's state does not allow posting: receives need
+	// INIT or later, sends RTS or later (the kernel refuses the doorbell
+	// before RTS, abi-reference §3.7).
+	ErrQPState error = &qpStateError{}
+)
+
+type qpStateError struct{}
+
+func (*qpStateError) Error() string {
+	return "the QP's state does not allow posting: post receives from INIT on and sends from RTS on"
+}
+func (*qpStateError) Is(target error) bool { return target == ErrInvalidWR || target == unix.EINVAL }
+
+// PostError is the error of PostSend, PostRecv and SRQ.PostRecv when a work
+// request is refused: Index is its position in the call's list. Nothing of
+// the call was posted.
+type PostError struct {
+	Op    string // "post_send", "post_recv", "post_srq_recv"
+	Index int
+	ID    uint64
+	Err   error
+}
+
+func (e *PostError) Error() string {
+	return fmt.Sprintf("%s: work request %d (ID %#x): %v; nothing was posted", e.Op, e.Index, e.ID, e.Err)
+}
+
+func (e *PostError) Unwrap() error { return e.Err }
+
+// toWQE converts a send work request for the encoder; the SGEs are shared,
+// not copied.
+func (wr *SendWR) toWQE(w *rxe.SendWQE) {
+	*w = rxe.SendWQE{
+		ID:         wr.ID,
+		Opcode:     rxe.SendOpcode(wr.Op),
+		Flags:      rxe.SendFlags(wr.Flags),
+		ImmData:    wr.Imm,
+		RemoteAddr: wr.RemoteAddr,
+		RKey:       wr.RKey,
+		CompareAdd: wr.CompareAdd,
+		Swap:       wr.Swap,
+		SGEs:       rxeSGEs(wr.SGEs),
+	}
+	if wr.AH != nil {
+		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.AH.num}
+	} else if wr.RemoteQPN != 0 || wr.RemoteQKey != 0 {
+		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+	}
+}
+
+// PostSend posts the send work requests of wrs, all of them or none: each
+// is validated as rdma-core's rxe provider does (opcode for the QP type,
+// SGE count, inline length summed in 64 bits, atomic alignment and length,
+// UD address), and the queue must have room for all, before the first is
+// written to the send ring. Then it rings the doorbell once (write()
+// command POST_SEND with wr_count 0, the only system call of the data
+// path). It allocates nothing.
+//
+// A refused request gives a *PostError. A QP that is not yet in RTS gives
+// ErrQPState. A send posted on a QP in the error state completes with
+// WCFlushError.
+//
+// rdma-core: ibv_post_send.
+func (qp *QP) PostSend(wrs []SendWR) error {
+	const op = "post_send"
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	if qp.sq == nil {
+		return closedErr(op)
+	}
+	if len(wrs) == 0 {
+		return nil
+	}
+	if st := QPState(qp.state.Load()); st < QPStateRTS {
+		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in %v)", ErrQPState, qp.qpn, st)}
+	}
+	var w rxe.SendWQE
+	for i := range wrs {
+		wr := &wrs[i]
+		if wr.AH != nil {
+			if err := qp.checkAH(wr.AH); err != nil {
+				return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
+			}
+		}
+		wr.toWQE(&w)
+		if err := rxe.ValidateSend(&w, &qp.lim); err != nil {
+			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
+		}
+		if wr.Flags&SendInline != 0 {
+			// The inline copy reads the SGE addresses in this process: refuse
+			// an empty address rather than fault on it.
+			for j := range wr.SGEs {
+				if wr.SGEs[j].Addr == 0 && wr.SGEs[j].Length > 0 {
+					return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d has address 0", ErrInvalidWR, j)}
+				}
+			}
+		}
+	}
+	if free := qp.sq.Free(); free < len(wrs) {
+		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
+	}
+	for i := range wrs {
+		wrs[i].toWQE(&w)
+		rxe.EncodeSend(qp.sq.Slot(), &w)
+		qp.sq.Publish()
+	}
+	return qp.ringDoorbell(op)
+}
+
+func (qp *QP) checkAH(ah *AH) error {
+	if ah.closed.Load() {
+		return fmt.Errorf("%w: the AH is closed", ErrUDAddress)
+	}
+	if ah.pd != qp.pd {
+		return fmt.Errorf("%w: the AH belongs to another PD than the QP", ErrUDAddress)
+	}
+	return nil
+}
+
+// ringDoorbell writes the prebuilt POST_SEND command. The caller holds
+// sendMu; the Context's command lock keeps the descriptor open for the call.
+func (qp *QP) ringDoorbell(op string) error {
+	c := qp.ctx
+	if err := c.lockCmd(op); err != nil {
+		return err
+	}
+	err := sys.Write(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
+	c.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
+	}
+	return nil
+}
+
+// PostRecv posts the receive work requests of wrs, all of them or none
+// (SGE count and total length are checked, and the queue must have room for
+// all, before anything is written). Receives need no system call: the
+// kernel takes them from the ring when messages arrive. It allocates
+// nothing. A QP with an SRQ has no receive queue: post to the SRQ.
+//
+// rdma-core: ibv_post_recv.
+func (qp *QP) PostRecv(wrs []RecvWR) error {
+	const op = "post_recv"
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
+	if qp.closed {
+		return closedErr(op)
+	}
+	if qp.rq == nil {
+		return &OpError{Op: op, Err: fmt.Errorf("QP %#x receives from an SRQ: post receives with SRQ.PostRecv: %w", qp.qpn, unix.EINVAL)}
+	}
+	if len(wrs) == 0 {
+		return nil
+	}
+	// rdma-core refuses receives in RESET; the kernel wipes the ring when a
+	// QP is reset (kernel: sw/rxe/rxe_qp.c rxe_qp_reset).
+	if st := QPState(qp.state.Load()); st == QPStateReset {
+		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
+	}
+	return postRecv(op, qp.rq, wrs)
+}
+
+// postRecv validates and posts wrs on a receive queue or SRQ; the caller
+// holds the queue's lock.
+func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
+	var w rxe.RecvWQE
+	for i := range wrs {
+		w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
+		if err := rxe.ValidateRecv(&w, q.MaxSGE()); err != nil {
+			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+		}
+	}
+	if free := q.Free(); free < len(wrs) {
+		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
+	}
+	for i := range wrs {
+		w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
+		rxe.EncodeRecv(q.Slot(), &w)
+		q.Publish()
+	}
+	return nil
+}

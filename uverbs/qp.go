@@ -1,0 +1,457 @@
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// QPType is the transport of a QP (enum ib_uverbs_qp_type).
+type QPType uint8
+
+const (
+	RC QPType = abi.IB_UVERBS_QPT_RC // reliable connected
+	UC QPType = abi.IB_UVERBS_QPT_UC // unreliable connected
+	UD QPType = abi.IB_UVERBS_QPT_UD // unreliable datagram
+)
+
+func (t QPType) String() string {
+	switch t {
+	case RC:
+		return "RC"
+	case UC:
+		return "UC"
+	case UD:
+		return "UD"
+	}
+	return "QPType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// QPCap are the capabilities of a QP's queues (rdma-core: struct
+// ibv_qp_cap).
+type QPCap struct {
+	MaxSendWR  int // work requests the send queue holds
+	MaxRecvWR  int // work requests the receive queue holds (0 with an SRQ)
+	MaxSendSGE int // scatter/gather entries per send work request
+	MaxRecvSGE int // scatter/gather entries per receive work request
+	MaxInline  int // bytes a send work request can carry inline
+}
+
+// QPInit describes a QP to create.
+type QPInit struct {
+	Type   QPType
+	SendCQ *CQ
+	RecvCQ *CQ  // may be SendCQ
+	SRQ    *SRQ // if set, receives come from the SRQ and the QP has no receive queue
+	Cap    QPCap
+	// SignalAll makes every send work request produce a completion, as if
+	// each had SendSignaled.
+	SignalAll bool
+}
+
+// QP is a queue pair. PostSend, PostRecv and the CQ's Poll write and read
+// the rings the kernel shares with the process directly; only PostSend makes
+// a system call (the doorbell), and none of them allocates.
+//
+// Its methods may be called from several goroutines: the send queue and the
+// receive queue each have a lock. Close drains the QP (see Close) and is
+// idempotent and safe on a nil *QP; every other method of a closed QP
+// returns an error matching ErrClosed and never touches the unmapped rings.
+//
+// rdma-core: struct ibv_qp.
+type QP struct {
+	ctx    *Context
+	pd     *PD
+	h      uint64
+	typ    QPType
+	sendCQ *CQ
+	recvCQ *CQ
+	srq    *SRQ
+	handle uint32
+	qpn    uint32
+	cap    QPCap
+	state  atomic.Uint32 // QPState as last set or queried
+	port   uint8
+
+	closeMu sync.Mutex // serialises Close
+
+	sendMu sync.Mutex
+	sq     *rxe.SQ
+	sqMap  *sys.Mapping
+	db     *doorbell    // in dbMap
+	dbMap  *sys.Mapping // off-heap page holding the doorbell command and its response
+	lim    rxe.SendLimits
+
+	recvMu sync.Mutex
+	rq     *rxe.RQ // nil with an SRQ
+	rqMap  *sys.Mapping
+
+	closed bool // set with both locks held
+}
+
+// doorbell is the write() command POST_SEND with wr_count 0, which makes
+// rxe run the QP's requester on the WQEs already in the send ring
+// (rdma-core providers/rxe/rxe.c post_send_db; abi-reference §3.7). It lives
+// in an mmap'd page so that the response pointer inside it always points at
+// memory that cannot move, and PostSend builds nothing.
+type doorbell struct {
+	hdr  abi.UverbsCmdHdr
+	cmd  abi.UverbsPostSend
+	resp abi.UverbsPostSendResp
+}
+
+const doorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{})
+
+// CreateQP creates a QP in the RESET state (write() command CREATE_QP) and
+// maps its rings: the response's rq_mi then sq_mi (rxe_create_qp_resp), and
+// no receive ring with an SRQ (abi-reference §3.2-3.3).
+//
+// The capabilities actually granted (QP.Cap) are at least those asked for:
+// the queue sizes come from the rings (their index_mask), since kernel 6.1
+// echoes the requested numbers.
+//
+// rdma-core: ibv_create_qp.
+func (pd *PD) CreateQP(init QPInit) (*QP, error) {
+	const op = "create_qp"
+	if err := checkQPInit(pd, &init); err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
+	c := pd.ctx
+	if err := c.requireRXE(op); err != nil {
+		return nil, err
+	}
+	r, err := c.objects(op)
+	if err != nil {
+		return nil, err
+	}
+	// Hold a child slot in every parent so none closes under the create.
+	var held []*children
+	release := func() {
+		for _, h := range held {
+			h.unhold()
+		}
+	}
+	parents := []struct {
+		kids *children
+		name string
+	}{{&pd.kids, "PD"}, {&init.SendCQ.kids, "send CQ"}}
+	if init.RecvCQ != init.SendCQ {
+		parents = append(parents, struct {
+			kids *children
+			name string
+		}{&init.RecvCQ.kids, "receive CQ"})
+	}
+	if init.SRQ != nil {
+		parents = append(parents, struct {
+			kids *children
+			name string
+		}{&init.SRQ.kids, "SRQ"})
+	}
+	for _, p := range parents {
+		if err := p.kids.hold(op, p.name); err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, p.kids)
+	}
+
+	qp := &QP{ctx: c, pd: pd, h: newHandle(), typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ, srq: init.SRQ}
+	req := abi.UverbsCreateQP{
+		UserHandle:    qp.h,
+		PDHandle:      pd.handle,
+		SendCQHandle:  init.SendCQ.handle,
+		RecvCQHandle:  init.RecvCQ.handle,
+		MaxSendWR:     uint32(init.Cap.MaxSendWR),
+		MaxRecvWR:     uint32(init.Cap.MaxRecvWR),
+		MaxSendSGE:    uint32(init.Cap.MaxSendSGE),
+		MaxRecvSGE:    uint32(init.Cap.MaxRecvSGE),
+		MaxInlineData: uint32(init.Cap.MaxInline),
+		QPType:        uint8(init.Type),
+	}
+	if init.SignalAll {
+		req.SQSigAll = 1
+	}
+	if init.SRQ != nil {
+		req.SRQHandle = init.SRQ.handle
+		req.IsSRQ = 1
+		req.MaxRecvWR, req.MaxRecvSGE = 0, 0
+	}
+	// rxe takes no driver input for CREATE_QP (it refuses any) and returns
+	// struct rxe_create_qp_resp after the core response.
+	var resp struct {
+		core abi.UverbsCreateQPResp
+		drv  abi.RxeCreateQPResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&req), bytesOf(&resp)); err != nil {
+		release()
+		return nil, err
+	}
+	qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
+	if err := qp.mapRings(op, &resp.core, &resp.drv); err != nil {
+		qp.destroy()
+		qp.unmap()
+		release()
+		return nil, err
+	}
+	for _, p := range parents {
+		p.kids.adopt(qp, kindQP)
+	}
+	if err := r.add(op, qp.h, kindQP, qp); err != nil {
+		qp.close(true)
+		return nil, err
+	}
+	return qp, nil
+}
+
+func checkQPInit(pd *PD, init *QPInit) error {
+	if pd == nil {
+		return errNilParent("PD")
+	}
+	switch init.Type {
+	case RC, UC, UD:
+	default:
+		return fmt.Errorf("QP type %v: rxe user QPs are RC, UC or UD", init.Type)
+	}
+	if init.SendCQ == nil || init.RecvCQ == nil {
+		return fmt.Errorf("a QP needs a send CQ and a receive CQ (they may be the same)")
+	}
+	if init.SendCQ.ctx != pd.ctx || init.RecvCQ.ctx != pd.ctx {
+		return fmt.Errorf("the CQs belong to another Context than the PD")
+	}
+	if init.SRQ != nil && init.SRQ.pd != pd {
+		return fmt.Errorf("the SRQ belongs to another PD")
+	}
+	c := init.Cap
+	if c.MaxSendWR < 1 {
+		return fmt.Errorf("Cap.MaxSendWR %d: the send queue needs at least one entry", c.MaxSendWR)
+	}
+	if init.SRQ == nil && c.MaxRecvWR < 1 {
+		return fmt.Errorf("Cap.MaxRecvWR %d: the receive queue needs at least one entry (or give an SRQ)", c.MaxRecvWR)
+	}
+	if c.MaxSendSGE < 0 || c.MaxRecvSGE < 0 || c.MaxInline < 0 || c.MaxRecvWR < 0 {
+		return fmt.Errorf("negative capability in %+v", c)
+	}
+	if c.MaxSendSGE > rxe.MaxSGE || c.MaxRecvSGE > rxe.MaxSGE {
+		return fmt.Errorf("Cap %+v: rxe allows at most %d scatter/gather entries per work request", c, rxe.MaxSGE)
+	}
+	if c.MaxInline > rxe.MaxInlineData {
+		return fmt.Errorf("Cap.MaxInline %d: rxe allows at most %d bytes of inline data", c.MaxInline, rxe.MaxInlineData)
+	}
+	return nil
+}
+
+// mapRings maps the send ring, the receive ring (without an SRQ) and the
+// doorbell page, and builds the ring views from their headers.
+func (qp *QP) mapRings(op string, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) error {
+	c := qp.ctx
+	var err error
+	if qp.srq == nil {
+		if qp.rqMap, err = c.mmapRing(op, drv.RQMI, "rq ring"); err != nil {
+			return err
+		}
+		if qp.rq, err = rxe.NewRQ(qp.rqMap.Bytes(), int(core.MaxRecvSGE)); err != nil {
+			return &OpError{Op: op, Err: err}
+		}
+	}
+	if qp.sqMap, err = c.mmapRing(op, drv.SQMI, "sq ring"); err != nil {
+		return err
+	}
+	qp.lim = rxe.SendLimits{QPType: rxe.QPType(qp.typ), MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
+	if qp.sq, err = rxe.NewSQ(qp.sqMap.Bytes(), qp.lim); err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	if qp.dbMap, err = sys.MmapAnon(int(unsafe.Sizeof(doorbell{})), "doorbell "+c.dev.Name); err != nil {
+		return err
+	}
+	qp.db = (*doorbell)(unsafe.Pointer(unsafe.SliceData(qp.dbMap.Bytes())))
+	qp.db.hdr = abi.UverbsCmdHdr{
+		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
+		InWords:  uint16(doorbellLen / 4),
+		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
+	}
+	qp.db.cmd = abi.UverbsPostSend{
+		Response: uint64(uintptr(unsafe.Pointer(&qp.db.resp))),
+		QPHandle: qp.handle,
+		// Any wqe_size of at least sizeof(ib_uverbs_send_wr) is accepted
+		// (kernel: core/uverbs_cmd.c ib_uverbs_post_send).
+		WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
+	}
+	qp.cap = QPCap{
+		MaxSendWR:  qp.sq.Capacity(),
+		MaxSendSGE: int(core.MaxSendSGE),
+		MaxRecvSGE: int(core.MaxRecvSGE),
+		MaxInline:  int(core.MaxInlineData),
+	}
+	if qp.rq != nil {
+		qp.cap.MaxRecvWR = qp.rq.Capacity()
+	} else {
+		qp.cap.MaxRecvSGE = 0
+	}
+	return nil
+}
+
+// QPN returns the QP number, which the peer needs (RTRAttr.DestQPN).
+func (qp *QP) QPN() uint32 { return qp.qpn }
+
+// Type returns the QP's transport.
+func (qp *QP) Type() QPType { return qp.typ }
+
+// Cap returns the capabilities granted: the send and receive queue sizes
+// are the rings' real capacity.
+func (qp *QP) Cap() QPCap { return qp.cap }
+
+// State returns the state the QP was last moved to (Modify and helpers) or
+// found in (Query). The kernel may move a QP to QPStateError by itself
+// after a failed work request; Query tells.
+func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
+
+// PD returns the QP's protection domain.
+func (qp *QP) PD() *PD { return qp.pd }
+
+// SendCQ returns the CQ of the send queue.
+func (qp *QP) SendCQ() *CQ { return qp.sendCQ }
+
+// RecvCQ returns the CQ of the receive queue.
+func (qp *QP) RecvCQ() *CQ { return qp.recvCQ }
+
+// SRQ returns the QP's shared receive queue, or nil.
+func (qp *QP) SRQ() *SRQ { return qp.srq }
+
+// outstanding returns the number of work requests in the send and receive
+// rings that the kernel has not retired yet.
+func (qp *QP) outstanding() (send, recv int) {
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
+	return qp.outstandingLocked()
+}
+
+func (qp *QP) outstandingLocked() (send, recv int) {
+	if qp.sq != nil {
+		send = qp.sq.Pending()
+	}
+	if qp.rq != nil {
+		recv = qp.rq.Pending()
+	}
+	return send, recv
+}
+
+// drainTimeout bounds how long Close waits for the kernel to flush.
+var drainTimeout = 10 * time.Second
+
+// Close destroys the QP without losing a work request:
+//
+//  1. it stops new posts (they return ErrClosed);
+//  2. it moves the QP to the error state, so the kernel completes
+//     everything still queued with WCFlushError;
+//  3. it waits until the kernel has retired every entry of the send and
+//     receive rings, moving the completions that appear on the QP's CQs to
+//     those CQs' pending lists (CQ.Poll returns them first, so nothing of
+//     this QP or of another QP sharing the CQ is lost);
+//  4. it destroys the QP (DESTROY_QP), which stops the kernel's tasks, and
+//     pulls the completions they posted last;
+//  5. it unmaps the rings.
+//
+// Receives posted to an SRQ belong to the SRQ and stay there. The error
+// says so if the kernel did not retire everything within the drain timeout
+// (10 s); the QP is destroyed anyway.
+//
+// rdma-core: ibv_destroy_qp (which does not drain; the kernel's ib_drain_qp
+// does).
+func (qp *QP) Close() error {
+	if qp == nil {
+		return nil
+	}
+	return qp.close(false)
+}
+
+func (qp *QP) close(bool) error {
+	qp.closeMu.Lock()
+	defer qp.closeMu.Unlock()
+	qp.sendMu.Lock()
+	qp.recvMu.Lock()
+	if qp.closed {
+		qp.recvMu.Unlock()
+		qp.sendMu.Unlock()
+		return nil
+	}
+	qp.closed = true
+	errDrain := qp.drainLocked()
+	errDestroy := qp.destroy()
+	// The kernel's tasks are stopped: collect what they posted last.
+	qp.sendCQ.pull()
+	if qp.recvCQ != qp.sendCQ {
+		qp.recvCQ.pull()
+	}
+	qp.unmap()
+	qp.recvMu.Unlock()
+	qp.sendMu.Unlock()
+
+	qp.pd.kids.drop(qp)
+	qp.sendCQ.kids.drop(qp)
+	qp.recvCQ.kids.drop(qp)
+	if qp.srq != nil {
+		qp.srq.kids.drop(qp)
+	}
+	qp.ctx.forget(qp.h)
+	return errors.Join(errDrain, ignoreClosedContext(errDestroy))
+}
+
+// drainLocked moves the QP to ERR and waits until the kernel has flushed
+// both rings (kernel: sw/rxe/rxe_qp.c rxe_qp_error schedules the requester,
+// completer and responder, which complete every queued WQE with
+// IB_WC_WR_FLUSH_ERR). The caller holds both ring locks.
+func (qp *QP) drainLocked() error {
+	s, r := qp.outstandingLocked()
+	if s+r == 0 {
+		return nil
+	}
+	if QPState(qp.state.Load()) != QPStateError {
+		if err := qp.modifyLocked(&QPAttr{State: QPStateError}, QPAttrState); err != nil {
+			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: could not move the QP to the error state, %d send and %d receive work requests may not complete: %w", s, r, err)}
+		}
+	}
+	deadline := time.Now().Add(drainTimeout)
+	pause := 50 * time.Microsecond
+	for {
+		okS := qp.sendCQ.pull()
+		okR := qp.recvCQ == qp.sendCQ || qp.recvCQ.pull()
+		s, r = qp.outstandingLocked()
+		if s+r == 0 {
+			return nil
+		}
+		if !okS || !okR || time.Now().After(deadline) {
+			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: the kernel did not flush %d send and %d receive work requests within %v; they will not complete", s, r, drainTimeout)}
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 10*time.Millisecond)
+	}
+}
+
+func (qp *QP) destroy() error {
+	req := abi.UverbsDestroyQP{QPHandle: qp.handle}
+	var resp abi.UverbsDestroyQPResp
+	return qp.ctx.write("destroy_qp", abi.IB_USER_VERBS_CMD_DESTROY_QP, bytesOf(&req), bytesOf(&resp))
+}
+
+// unmap releases the rings and the doorbell page (after DESTROY_QP, as
+// rdma-core does: the kernel keeps the queue memory until the last mapping
+// goes).
+func (qp *QP) unmap() {
+	qp.sq, qp.rq, qp.db = nil, nil, nil
+	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
+		if m != nil {
+			m.Unmap()
+		}
+	}
+	qp.sqMap, qp.rqMap, qp.dbMap = nil, nil, nil
+}

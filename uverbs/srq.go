@@ -1,0 +1,299 @@
+package uverbs
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// MODIFY_SRQ attribute mask bits (kernel: include/rdma/ib_verbs.h enum
+// ib_srq_attr_mask, not in the UAPI headers; rdma-core: IBV_SRQ_MAX_WR,
+// IBV_SRQ_LIMIT).
+const (
+	srqAttrMaxWR = 1
+	srqAttrLimit = 2
+)
+
+// SRQInit describes a shared receive queue to create.
+type SRQInit struct {
+	MaxWR  int // receive work requests it holds (rounded up by the kernel)
+	MaxSGE int // scatter/gather entries per work request (rxe: at most 27)
+	// Limit, if not 0, arms the limit event: when fewer than Limit work
+	// requests remain, the kernel raises EventSRQLimitReached once
+	// (AsyncEvent.SRQ names the SRQ) and disarms it. SetLimit re-arms.
+	Limit int
+}
+
+// SRQAttr are the attributes QUERY_SRQ reports.
+type SRQAttr struct {
+	MaxWR  int
+	MaxSGE int
+	Limit  int // 0 once the limit event fired
+}
+
+// SRQ is a shared receive queue: QPs created with it take their receive
+// buffers from it. PostRecv writes to the ring shared with the kernel
+// without a system call and without allocating.
+//
+// Close refuses (ErrBusy) while QPs use the SRQ. Close is idempotent and safe
+// on a nil *SRQ; every other method of a closed SRQ returns an error matching
+// ErrClosed.
+//
+// rdma-core: struct ibv_srq.
+type SRQ struct {
+	ctx    *Context
+	pd     *PD
+	h      uint64
+	handle uint32
+	srqn   uint32
+	kids   children // QPs
+
+	mu   sync.Mutex
+	ring *sys.Mapping
+	rq   *rxe.RQ // nil once closed
+}
+
+// CreateSRQ creates a shared receive queue (write() command CREATE_SRQ) and
+// maps its ring.
+//
+// rdma-core: ibv_create_srq.
+func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
+	const op = "create_srq"
+	if init.MaxWR < 1 || init.MaxSGE < 0 || init.Limit < 0 {
+		return nil, &OpError{Op: op, Err: fmt.Errorf("SRQInit %+v: MaxWR must be at least 1, MaxSGE and Limit not negative", init)}
+	}
+	if pd == nil {
+		return nil, &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	c := pd.ctx
+	if err := c.requireRXE(op); err != nil {
+		return nil, err
+	}
+	r, err := c.objects(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := pd.hold(op); err != nil {
+		return nil, err
+	}
+	srq := &SRQ{ctx: c, pd: pd, h: newHandle()}
+	req := abi.UverbsCreateSRQ{
+		UserHandle: srq.h,
+		PDHandle:   pd.handle,
+		MaxWR:      uint32(init.MaxWR),
+		MaxSGE:     uint32(init.MaxSGE),
+		SRQLimit:   uint32(init.Limit),
+	}
+	var resp struct {
+		core abi.UverbsCreateSRQResp
+		drv  abi.RxeCreateSRQResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+		pd.kids.unhold()
+		return nil, err
+	}
+	srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
+	if err := srq.mapRing(op, resp.drv.MI, int(resp.core.MaxSGE)); err != nil {
+		srq.destroy()
+		pd.kids.unhold()
+		return nil, err
+	}
+	pd.kids.adopt(srq, kindSRQ)
+	if err := r.add(op, srq.h, kindSRQ, srq); err != nil {
+		srq.close(true)
+		return nil, err
+	}
+	return srq, nil
+}
+
+func (srq *SRQ) mapRing(op string, mi abi.RxeMminfo, maxSGE int) error {
+	m, err := srq.ctx.mmapRing(op, mi, "srq ring")
+	if err != nil {
+		return err
+	}
+	q, err := rxe.NewRQ(m.Bytes(), maxSGE)
+	if err != nil {
+		m.Unmap()
+		return &OpError{Op: op, Err: err}
+	}
+	srq.ring, srq.rq = m, q
+	return nil
+}
+
+// SRQN returns the SRQ number.
+func (srq *SRQ) SRQN() uint32 { return srq.srqn }
+
+// PD returns the SRQ's protection domain.
+func (srq *SRQ) PD() *PD { return srq.pd }
+
+// MaxWR returns the number of receive work requests the ring holds.
+func (srq *SRQ) MaxWR() int {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return 0
+	}
+	return srq.rq.Capacity()
+}
+
+// MaxSGE returns the scatter/gather entries per work request.
+func (srq *SRQ) MaxSGE() int {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return 0
+	}
+	return srq.rq.MaxSGE()
+}
+
+// PostRecv posts receive work requests, all of them or none (see
+// QP.PostRecv). It allocates nothing.
+//
+// rdma-core: ibv_post_srq_recv.
+func (srq *SRQ) PostRecv(wrs []RecvWR) error {
+	const op = "post_srq_recv"
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return closedErr(op)
+	}
+	if len(wrs) == 0 {
+		return nil
+	}
+	return postRecv(op, srq.rq, wrs)
+}
+
+// outstanding returns the number of posted receives not consumed yet.
+func (srq *SRQ) outstanding() int {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return 0
+	}
+	return srq.rq.Pending()
+}
+
+// SetLimit arms the limit event (MODIFY_SRQ with IB_SRQ_LIMIT): when fewer
+// than n work requests remain, the kernel raises EventSRQLimitReached once.
+// 0 disarms it.
+//
+// rdma-core: ibv_modify_srq with IBV_SRQ_LIMIT.
+func (srq *SRQ) SetLimit(n int) error {
+	const op = "modify_srq"
+	if n < 0 {
+		return &OpError{Op: op, Err: fmt.Errorf("limit %d is negative", n)}
+	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return closedErr(op)
+	}
+	return srq.modify(op, srqAttrLimit, 0, n, 0)
+}
+
+// Resize changes the number of work requests the SRQ holds (MODIFY_SRQ with
+// IB_SRQ_MAX_WR). The kernel copies the posted receives into a new ring,
+// which replaces the mapping (abi-reference §3.11).
+//
+// rdma-core: ibv_modify_srq with IBV_SRQ_MAX_WR.
+func (srq *SRQ) Resize(maxWR int) error {
+	const op = "modify_srq"
+	if maxWR < 1 {
+		return &OpError{Op: op, Err: fmt.Errorf("max_wr %d: an SRQ holds at least one work request", maxWR)}
+	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return closedErr(op)
+	}
+	// rxe writes the new ring's mmap info through a user pointer passed as
+	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
+	// sw/rxe/rxe_srq.c rxe_srq_from_attr), so it must be memory that does
+	// not move: pinned heap memory.
+	mi := new(abi.RxeMminfo)
+	var pin runtime.Pinner
+	pin.Pin(mi)
+	err := srq.modify(op, srqAttrMaxWR, maxWR, 0, uint64(uintptr(unsafe.Pointer(mi))))
+	pin.Unpin()
+	if err != nil {
+		return err
+	}
+	maxSGE := srq.rq.MaxSGE()
+	old := srq.ring
+	srq.ring, srq.rq = nil, nil
+	err = srq.mapRing(op, *mi, maxSGE)
+	old.Unmap()
+	if err != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("the SRQ was resized but its new ring could not be mapped; it is no longer usable: close it: %w", err)}
+	}
+	return nil
+}
+
+// modify issues MODIFY_SRQ with rxe's driver input. The caller holds mu.
+func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) error {
+	var cmd struct {
+		core abi.UverbsModifySRQ
+		drv  abi.RxeModifySRQCmd
+	}
+	cmd.core = abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, MaxWR: uint32(maxWR), SRQLimit: uint32(limit)}
+	cmd.drv.MmapInfoAddr = miAddr
+	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
+}
+
+// Query returns the SRQ's attributes (write() command QUERY_SRQ).
+//
+// rdma-core: ibv_query_srq.
+func (srq *SRQ) Query() (SRQAttr, error) {
+	const op = "query_srq"
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return SRQAttr{}, closedErr(op)
+	}
+	req := abi.UverbsQuerySRQ{SRQHandle: srq.handle}
+	var resp abi.UverbsQuerySRQResp
+	if err := srq.ctx.write(op, abi.IB_USER_VERBS_CMD_QUERY_SRQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return SRQAttr{}, err
+	}
+	return SRQAttr{MaxWR: int(resp.MaxWR), MaxSGE: int(resp.MaxSGE), Limit: int(resp.SRQLimit)}, nil
+}
+
+// Close destroys the SRQ (DESTROY_SRQ) and unmaps its ring. It refuses with
+// an error matching ErrBusy while QPs use it. Receives still posted are
+// discarded without completions.
+//
+// rdma-core: ibv_destroy_srq.
+func (srq *SRQ) Close() error {
+	if srq == nil {
+		return nil
+	}
+	return srq.close(false)
+}
+
+func (srq *SRQ) close(force bool) error {
+	already, err := srq.kids.beginClose("destroy_srq", "SRQ", force)
+	if already || err != nil {
+		return err
+	}
+	srq.mu.Lock()
+	err = srq.destroy()
+	if srq.ring != nil {
+		srq.ring.Unmap()
+	}
+	srq.ring, srq.rq = nil, nil
+	srq.mu.Unlock()
+	srq.pd.kids.drop(srq)
+	srq.ctx.forget(srq.h)
+	return ignoreClosedContext(err)
+}
+
+func (srq *SRQ) destroy() error {
+	req := abi.UverbsDestroySRQ{SRQHandle: srq.handle}
+	var resp abi.UverbsDestroySRQResp
+	return srq.ctx.write("destroy_srq", abi.IB_USER_VERBS_CMD_DESTROY_SRQ, bytesOf(&req), bytesOf(&resp))
+}
