@@ -13,7 +13,7 @@ GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 KERNEL  ?= 6.1
 LAB     := $(CURDIR)/bin/rxelab
 # Packages whose tests run inside the lab (the lab's own tests run on the host).
-LAB_PKGS = $(shell $(GO) list ./... | grep -v '/test/')
+LAB_PKGS = $(shell $(GO) list ./... | grep -v -e '/test/lab' -e '/test/rxelab')
 
 export CGO_ENABLED := 0
 
