@@ -48,10 +48,52 @@
 // honours a context.Context; Events ranges over them. Events of objects carry
 // the user handle the object was created with.
 //
+// # Objects
+//
+// The objects and what they are made from (rdma-core name in brackets):
+//
+//	Context (ibv_context)
+//	├── PD (ibv_pd) ── MR (ibv_mr), QP (ibv_qp), SRQ (ibv_srq), AH (ibv_ah)
+//	├── CompChannel (ibv_comp_channel)
+//	└── CQ (ibv_cq), optionally reporting to a CompChannel
+//
+// A QP names a PD, a send CQ, a receive CQ and optionally an SRQ. Memory to
+// register comes from AllocBuffer: off-heap, page-aligned, never moved or
+// freed by the garbage collector (see PD.RegMR for the rule on other memory).
+//
+// # Data path
+//
+// For the soft-RoCE driver (rxe) the send queue, receive queue, SRQ and CQ
+// are rings the kernel maps into the process. QP.PostSend writes work
+// requests straight into the send ring and rings the doorbell (one write()
+// of POST_SEND with no work requests, as librxe does); QP.PostRecv and
+// SRQ.PostRecv write the receive ring with no system call; CQ.Poll reads
+// completions from the CQ ring into the caller's []WC. These calls allocate
+// nothing. A bad work request is refused before anything reaches the ring,
+// and a list of work requests is posted whole or not at all (PostError says
+// which one was refused).
+//
+// A work completion's Status is data, not a Go error: WCStatus has rdma-core's
+// texts (String) and C names (Name), and WCStatus.Err gives an error when one
+// is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it through
+// the netpoller with a context.Context.
+//
 // # Lifetimes
 //
-// Close is idempotent and safe on a nil Context. Closing a Context makes the
-// kernel destroy every object created through it. A soft-RoCE device cannot
-// be deleted (`rdma link delete`) while any process holds one of its
-// contexts or mappings open: close them first.
+// Close is idempotent and safe on nil on every object, and every call on a
+// closed object returns an error matching ErrClosed without touching an
+// unmapped ring. Closes in the wrong order are refused with ErrBusy, naming
+// what is still open: QPs before their CQs and SRQ, MRs, QPs, SRQs and AHs
+// before their PD, CQs before their CompChannel, a Buffer after the MRs over
+// it. An MR refuses to close while a QP or SRQ of its PD still has posted
+// work, since the device may still access the memory.
+//
+// Nothing posted is lost: QP.Close moves the QP to the error state, waits
+// until the kernel has retired every work request (flushed ones complete
+// with WCFlushError), and keeps the completions it pulled from shared CQs so
+// that the next CQ.Poll returns them. Context.Close closes whatever is still
+// open in the right order (QPs first, drained), then the context itself.
+//
+// A soft-RoCE device cannot be deleted (`rdma link delete`) while any
+// process holds one of its contexts or mappings open: close them first.
 package uverbs
