@@ -3,6 +3,7 @@ package sys
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -13,9 +14,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// TestMain is testutil.Main's logic (testutil imports this package, so it
+// cannot be used here): the run fails if a traced resource stays open.
 func TestMain(m *testing.M) {
 	EnableLeakTracing()
-	os.Exit(m.Run())
+	code := m.Run()
+	if leaks := Leaks(); len(leaks) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: %d kernel resource(s) leaked by the tests:\n%s", len(leaks), strings.Join(leaks, "\n"))
+		code = 1
+	}
+	os.Exit(code)
 }
 
 func TestFDCloseIdempotent(t *testing.T) {
