@@ -51,9 +51,17 @@ test-kernels: unit
 bench: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
 
+# The programs in the lab: list the links, describe rxe0 as `ibv_devinfo -v`
+# does, then a ping-pong between our rdma-pingpong (server) and rdma-core's
+# ibv_rc_pingpong (client) over rxe0.
 demo: lab-bin
 	$(GO) build -o bin/ ./cmd/...
-	$(LAB) -kernel $(KERNEL) -- sh -c '$(CURDIR)/bin/rdma-link show && $(CURDIR)/bin/rdma-devinfo -d rxe0'
+	$(LAB) -kernel $(KERNEL) -- sh -c 'set -e; cd $(CURDIR)/bin; \
+		echo "== rdma-link show"; ./rdma-link show; \
+		echo "== rdma-devinfo -v -d rxe0"; ./rdma-devinfo -v -d rxe0; \
+		echo "== rdma-pingpong (server) <-> ibv_rc_pingpong (client)"; \
+		./rdma-pingpong -d rxe0 -g 1 -n 200 & sleep 2; \
+		ibv_rc_pingpong -d rxe0 -g 1 -n 200 127.0.0.1; wait $$!'
 
 clean:
 	rm -rf bin
