@@ -90,7 +90,7 @@ func (b *Buffer) Close() error {
 	}
 	if b.regs > 0 {
 		return &OpError{Op: "close buffer", Err: &busyError{msg: fmt.Sprintf(
-			"%s register this buffer: close them before unmapping the memory they point at", plural(b.regs, "MR"))}}
+			"the buffer is still registered by %s: close them before unmapping the memory they point at", plural(b.regs, "MR"))}}
 	}
 	delete(buffers, b)
 	m := b.m

@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -297,7 +298,15 @@ func (qp *QP) modifyLocked(attr *QPAttr, mask QPAttrMask) error {
 	cmd.QPHandle = qp.handle
 	if err := qp.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_QP, bytesOf(&cmd), nil); err != nil {
 		if mask&QPAttrState != 0 {
-			return &OpError{Op: op, Err: fmt.Errorf("QP %#x %v -> %v with %v: %w", qp.qpn, qp.State(), attr.State, mask, unwrapOp(err))}
+			cause := unwrapOp(err)
+			if errors.Is(cause, unix.EINVAL) {
+				// kernel: core/verbs.c ib_modify_qp_is_ok, called by
+				// sw/rxe/rxe_qp.c rxe_qp_chk_attr.
+				return &OpError{Op: op, Err: fmt.Errorf("QP %#x %v -> %v with %v: %w: the kernel refused the transition or its attributes: "+
+					"a QP goes RESET -> INIT -> RTR -> RTS (ToInit, ToRTR, ToRTS set the attributes each step requires), and to ERR or RESET from any state; "+
+					"check the state with Query and the attribute values (port, GID index, path MTU)", qp.qpn, qp.State(), attr.State, mask, cause)}
+			}
+			return &OpError{Op: op, Err: fmt.Errorf("QP %#x %v -> %v with %v: %w", qp.qpn, qp.State(), attr.State, mask, cause)}
 		}
 		return err
 	}

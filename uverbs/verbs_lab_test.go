@@ -27,6 +27,10 @@ type verbsEnv struct {
 	pd     *PD
 	gidIdx uint8
 	gid    GID
+	// memory made by e.memory, closed after every QP and CQ of the test
+	// (an MR refuses to close while a QP of its PD has unretired work).
+	mrs  []*MR
+	bufs []*Buffer
 }
 
 // newVerbsEnv opens the loopback device and allocates a PD. Everything is
@@ -53,7 +57,21 @@ func newVerbsEnv(t testing.TB) *verbsEnv {
 		t.Fatal(err)
 	}
 	closeLater(t, "PD", pd.Close)
-	return &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: uint8(idx), gid: GIDFromIP(lo)}
+	e := &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: uint8(idx), gid: GIDFromIP(lo)}
+	// Registered before any QP, so it runs after their cleanups.
+	t.Cleanup(func() {
+		for _, mr := range e.mrs {
+			if err := mr.Close(); err != nil {
+				t.Errorf("closing MR: %v", err)
+			}
+		}
+		for _, b := range e.bufs {
+			if err := b.Close(); err != nil {
+				t.Errorf("closing buffer: %v", err)
+			}
+		}
+	})
+	return e
 }
 
 func closeLater(t testing.TB, what string, f func() error) {
@@ -71,12 +89,12 @@ func (e *verbsEnv) memory(size int) (*Buffer, *MR) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	closeLater(e.t, "buffer", b.Close)
+	e.bufs = append(e.bufs, b)
 	mr, err := e.pd.RegMR(b.Bytes(), allAccess)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	closeLater(e.t, "MR", mr.Close)
+	e.mrs = append(e.mrs, mr)
 	return b, mr
 }
 

@@ -134,7 +134,7 @@ func (s WCStatus) Name() string {
 // GoString returns the C name, so %#v prints IBV_WC_REM_ACCESS_ERR.
 func (s WCStatus) GoString() string { return s.Name() }
 
-// Err returns nil for WCSuccess and a *WCError otherwise (without
+// Err returns nil for WCSuccess and a WCError otherwise (without
 // allocating). errors.Is(err, ErrFlushed) holds for WCFlushError.
 func (s WCStatus) Err() error {
 	if s == WCSuccess {
