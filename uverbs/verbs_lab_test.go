@@ -27,10 +27,6 @@ type verbsEnv struct {
 	pd     *PD
 	gidIdx uint8
 	gid    GID
-	// memory made by e.memory, closed after every QP and CQ of the test
-	// (an MR refuses to close while a QP of its PD has unretired work).
-	mrs  []*MR
-	bufs []*Buffer
 }
 
 // newVerbsEnv opens the loopback device and allocates a PD. Everything is
@@ -57,21 +53,7 @@ func newVerbsEnv(t testing.TB) *verbsEnv {
 		t.Fatal(err)
 	}
 	closeLater(t, "PD", pd.Close)
-	e := &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: uint8(idx), gid: GIDFromIP(lo)}
-	// Registered before any QP, so it runs after their cleanups.
-	t.Cleanup(func() {
-		for _, mr := range e.mrs {
-			if err := mr.Close(); err != nil {
-				t.Errorf("closing MR: %v", err)
-			}
-		}
-		for _, b := range e.bufs {
-			if err := b.Close(); err != nil {
-				t.Errorf("closing buffer: %v", err)
-			}
-		}
-	})
-	return e
+	return &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: uint8(idx), gid: GIDFromIP(lo)}
 }
 
 func closeLater(t testing.TB, what string, f func() error) {
@@ -89,12 +71,12 @@ func (e *verbsEnv) memory(size int) (*Buffer, *MR) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.bufs = append(e.bufs, b)
+	closeLater(e.t, "buffer", b.Close)
 	mr, err := e.pd.RegMR(b.Bytes(), allAccess)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.mrs = append(e.mrs, mr)
+	closeLater(e.t, "MR", mr.Close)
 	return b, mr
 }
 
@@ -203,6 +185,7 @@ func fillPattern(b []byte, seed byte) {
 
 func TestVerbsRCSendRecv(t *testing.T) {
 	e := newVerbsEnv(t)
+	buf, mr := e.memory(16384)
 	cq := e.cq(64, nil)
 	a, b := e.rcPair(cq, defaultCap)
 	if a.State() != QPStateRTS {
@@ -211,7 +194,6 @@ func TestVerbsRCSendRecv(t *testing.T) {
 	if c := a.Cap(); c.MaxSendWR < 32 || c.MaxRecvWR < 32 || c.MaxSendSGE < 4 || c.MaxInline < 64 {
 		t.Fatalf("caps %+v below those asked for", c)
 	}
-	buf, mr := e.memory(16384)
 	mem := buf.Bytes()
 	src := mem[:4096]
 	dst := mem[8192:]
@@ -269,11 +251,11 @@ func TestVerbsRCSendRecv(t *testing.T) {
 
 func TestVerbsRCRDMAAndAtomics(t *testing.T) {
 	e := newVerbsEnv(t)
+	abuf, amr := e.memory(8192)
+	bbuf, bmr := e.memory(8192)
 	cq := e.cq(64, nil)
 	a, b := e.rcPair(cq, defaultCap)
 	// Separate regions for each side: a writes/reads b's memory by rkey.
-	abuf, amr := e.memory(8192)
-	bbuf, bmr := e.memory(8192)
 	am, bm := abuf.Bytes(), bbuf.Bytes()
 	fillPattern(am[:1024], 3)
 
@@ -346,6 +328,7 @@ func TestVerbsRCRDMAAndAtomics(t *testing.T) {
 
 func TestVerbsUD(t *testing.T) {
 	e := newVerbsEnv(t)
+	buf, mr := e.memory(8192)
 	cq := e.cq(64, nil)
 	cp := QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 2}
 	a := e.qp(QPInit{Type: UD, SendCQ: cq, RecvCQ: cq, Cap: cp})
@@ -377,7 +360,6 @@ func TestVerbsUD(t *testing.T) {
 	if ah.Attr().SGIDIndex != e.gidIdx || ah.Attr().DGID != e.gid {
 		t.Errorf("AH attributes %+v: want SGID index %d, DGID %v", ah.Attr(), e.gidIdx, e.gid)
 	}
-	buf, mr := e.memory(8192)
 	mem := buf.Bytes()
 	fillPattern(mem[:100], 5)
 	// The GRH area and the payload land in two SGEs.
@@ -419,6 +401,7 @@ func TestVerbsUD(t *testing.T) {
 
 func TestVerbsCompChannel(t *testing.T) {
 	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
 	ch, err := e.ctx.NewCompChannel()
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +413,6 @@ func TestVerbsCompChannel(t *testing.T) {
 		t.Error("ReqNotify on a CQ without a channel succeeded")
 	}
 	a, b := e.rcPair(cq, defaultCap)
-	_, mr := e.memory(4096)
 
 	// Nothing is queued yet: TryWait returns nil, a Wait ends with its
 	// context.
@@ -513,6 +495,7 @@ func TestVerbsCompChannel(t *testing.T) {
 
 func TestVerbsSRQ(t *testing.T) {
 	e := newVerbsEnv(t)
+	buf, mr := e.memory(65536)
 	cq := e.cq(128, nil)
 	srq, err := e.pd.CreateSRQ(SRQInit{MaxWR: 16, MaxSGE: 2})
 	if err != nil {
@@ -534,7 +517,6 @@ func TestVerbsSRQ(t *testing.T) {
 	if err := b1.PostRecv([]RecvWR{{ID: 1}}); err == nil {
 		t.Error("PostRecv on an SRQ QP succeeded")
 	}
-	buf, mr := e.memory(65536)
 	mem := buf.Bytes()
 	var recvs []RecvWR
 	for i := range 4 {
@@ -655,6 +637,7 @@ func awaitEvent(t *testing.T, c *Context, typ EventType) AsyncEvent {
 
 func TestVerbsCQResize(t *testing.T) {
 	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
 	scq := e.cq(8, nil)
 	rcq := e.cq(64, nil)
 	depth := scq.Depth()
@@ -664,7 +647,6 @@ func TestVerbsCQResize(t *testing.T) {
 	a := e.qp(QPInit{Type: RC, SendCQ: scq, RecvCQ: rcq, Cap: defaultCap})
 	b := e.qp(QPInit{Type: RC, SendCQ: scq, RecvCQ: rcq, Cap: defaultCap})
 	e.connect(a, b)
-	_, mr := e.memory(4096)
 	for i := range 3 {
 		if err := b.PostRecv([]RecvWR{{ID: uint64(10 + i), SGEs: []SGE{mr.SGE(2048, 64)}}}); err != nil {
 			t.Fatal(err)
@@ -898,10 +880,10 @@ func TestVerbsUseAfterClose(t *testing.T) {
 // of another QP on the same CQ are kept.
 func TestVerbsQPCloseDrains(t *testing.T) {
 	e := newVerbsEnv(t)
+	_, mr := e.memory(8192)
 	cq := e.cq(64, nil)
 	a, b := e.rcPair(cq, defaultCap)
 	c, d := e.rcPair(cq, defaultCap)
-	_, mr := e.memory(8192)
 
 	// A completed, unpolled send of another pair.
 	if err := d.PostRecv([]RecvWR{{ID: 500, SGEs: []SGE{mr.SGE(4096, 64)}}}); err != nil {
@@ -968,11 +950,11 @@ func TestVerbsQPCloseDrains(t *testing.T) {
 
 func TestVerbsPostValidation(t *testing.T) {
 	e := newVerbsEnv(t)
+	_, mr := e.memory(8192)
 	cq := e.cq(64, nil)
 	cp := QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 2, MaxRecvSGE: 1, MaxInline: 32}
 	a := e.qp(QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: cp})
 	b := e.qp(QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: cp})
-	_, mr := e.memory(8192)
 	one := []SGE{mr.SGE(0, 8)}
 
 	// Posting in the wrong state.
@@ -1069,6 +1051,7 @@ func TestVerbsPostValidation(t *testing.T) {
 // The hot path allocates nothing: post a receive and a send, poll both.
 func TestVerbsHotPathAllocs(t *testing.T) {
 	e := newVerbsEnv(t)
+	_, mr := e.memory(8192)
 	ch, err := e.ctx.NewCompChannel()
 	if err != nil {
 		t.Fatal(err)
@@ -1076,7 +1059,6 @@ func TestVerbsHotPathAllocs(t *testing.T) {
 	closeLater(t, "completion channel", ch.Close)
 	cq := e.cq(64, ch)
 	a, b := e.rcPair(cq, defaultCap)
-	_, mr := e.memory(8192)
 	recv := []RecvWR{{ID: 1, SGEs: []SGE{mr.SGE(4096, 256)}}}
 	send := []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(0, 128), mr.SGE(128, 128)}}}
 	write := []SendWR{{ID: 3, Op: OpWrite, Flags: SendSignaled | SendInline, SGEs: []SGE{mr.SGE(0, 32)}, RemoteAddr: mr.Addr() + 2048, RKey: mr.RKey()}}
@@ -1123,6 +1105,7 @@ func TestVerbsHotPathAllocs(t *testing.T) {
 
 func TestVerbsUC(t *testing.T) {
 	e := newVerbsEnv(t)
+	buf, mr := e.memory(8192)
 	cq := e.cq(64, nil)
 	a := e.qp(QPInit{Type: UC, SendCQ: cq, RecvCQ: cq, Cap: defaultCap})
 	b := e.qp(QPInit{Type: UC, SendCQ: cq, RecvCQ: cq, Cap: defaultCap})
@@ -1136,7 +1119,6 @@ func TestVerbsUC(t *testing.T) {
 			t.Fatalf("UC QP %#x attributes %+v", q.QPN(), attr)
 		}
 	}
-	buf, mr := e.memory(8192)
 	mem := buf.Bytes()
 	fillPattern(mem[:512], 21)
 	if err := b.PostRecv([]RecvWR{{ID: 7, SGEs: []SGE{mr.SGE(4096, 512)}}, {ID: 8}}); err != nil {
