@@ -396,15 +396,15 @@ func TestLinkAdd(t *testing.T) {
 		t.Errorf("after LinkAdd: %+v", devs)
 	}
 
-	// Never listed: a bounded wait, then an error.
+	// Never listed: a wait of at least appearTimeout, then an error.
 	k.hideNew = 1 << 30
 	start := time.Now()
 	err := c.linkAdd("rxe6", "veth1")
 	if !errors.Is(err, unix.ETIMEDOUT) || !strings.Contains(err.Error(), "rxe6") {
 		t.Errorf("device never listed: %v, want ETIMEDOUT naming rxe6", err)
 	}
-	if el := time.Since(start); el < c.appearTimeout || el > 10*c.appearTimeout {
-		t.Errorf("waited %v for a %v timeout", el, c.appearTimeout)
+	if el := time.Since(start); el < c.appearTimeout {
+		t.Errorf("gave up after %v, before the %v timeout", el, c.appearTimeout)
 	}
 }
 

@@ -2,12 +2,13 @@ package netlinkrdma
 
 import (
 	"errors"
-	"github.com/goverbs/rdma/internal/abi"
 	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/internal/abi"
 )
 
 // client runs the package's operations. Its fields are the seams unit tests

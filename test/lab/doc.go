@@ -1,7 +1,7 @@
-// Package lab boots a Debian kernel that has rdma_rxe under QEMU (TCG) and
-// runs one host command inside it, as root, with the host's root file system
-// mounted read-only over 9p, the host's /tmp mounted read-write, and a fixed
-// RDMA topology (see docs/testing.md):
+// Package lab boots a Debian kernel that has rdma_rxe under QEMU and runs one
+// host command inside it, as root, with the host's root file system mounted
+// read-only over 9p, the host's /tmp mounted read-write, and a fixed RDMA
+// topology:
 //
 //   - rxe0 on lo: verbs tests with an out-of-band exchange, GID index 1 is
 //     ::ffff:127.0.0.1;
@@ -20,6 +20,9 @@
 // and an initramfs with /init and the needed modules is written. All of it is
 // cached in $GOVERBS_LAB_CACHE (default $HOME/.cache/goverbs-lab); concurrent
 // runs share the cache safely.
+//
+// QEMU runs under TCG unless GOVERBS_LAB_ACCEL=kvm: KVM guests were seen to
+// hang during boot on some hosts, so KVM is opt-in.
 //
 // GOVERBS_LAB_APPEND adds words to the guest kernel's command line (for
 // debugging, e.g. GOVERBS_LAB_APPEND=loglevel=7 with rxelab -v).

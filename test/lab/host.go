@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // hostPackages are the Debian packages the lab needs on the host: QEMU, the
@@ -32,6 +33,7 @@ type env struct {
 	cache   string
 	log     io.Writer
 	verbose bool
+	accel   []string // QEMU's -accel and -cpu options (accelArgs)
 
 	updateOnce sync.Once
 	updateErr  error
@@ -63,29 +65,77 @@ func (e *env) logf(format string, args ...any) {
 // run runs a host tool; its output goes to the log when verbose and is
 // returned in the error otherwise.
 func (e *env) run(dir string, name string, args ...string) error {
+	_, err := e.runOutput(dir, name, args...)
+	return err
+}
+
+// runOutput is run that also returns the tool's combined output.
+func (e *env) runOutput(dir string, name string, args ...string) ([]byte, error) {
 	var buf bytes.Buffer
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	if e.verbose {
-		cmd.Stdout, cmd.Stderr = e.log, e.log
+		cmd.Stdout = io.MultiWriter(e.log, &buf)
 	} else {
-		cmd.Stdout, cmd.Stderr = &buf, &buf
+		cmd.Stdout = &buf
 	}
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(buf.Bytes(), 30))
+		return buf.Bytes(), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(buf.Bytes(), 30))
 	}
-	return nil
+	return buf.Bytes(), nil
 }
 
 // aptLockWait makes apt wait for the dpkg lock instead of failing when
-// another apt runs at the same time.
+// another apt runs at the same time. apt-get update does not honour it for
+// /var/lib/apt/lists/lock, which apt-daily holds for minutes after boot, so
+// apt runs again while its output reports a lock (aptLockRetry).
 var aptLockWait = []string{"-o", "DPkg::Lock::Timeout=600"}
+
+// aptLockRetry bounds the retries of an apt-get that failed on a lock;
+// aptLockPause is the first pause, doubled up to 30s.
+var (
+	aptLockRetry = 5 * time.Minute
+	aptLockPause = 2 * time.Second
+)
+
+// isAptLockError reports whether apt-get's output says it failed because
+// another apt or dpkg holds one of its locks.
+func isAptLockError(out []byte) bool {
+	s := string(out)
+	for _, m := range []string{"Could not get lock", "Unable to lock", "Unable to acquire the dpkg frontend lock", "is another process using it"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// apt runs apt-get with args, again with growing pauses while it fails on a
+// lock, for at most aptLockRetry.
+func (e *env) apt(args ...string) error {
+	args = append(append([]string{}, aptLockWait...), args...)
+	deadline := time.Now().Add(aptLockRetry)
+	pause := aptLockPause
+	for {
+		out, err := e.runOutput("", "apt-get", args...)
+		if err == nil || !isAptLockError(out) {
+			return err
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("%w\nanother apt or dpkg (often apt-daily after boot) held its lock for %v; run the lab again when it has finished", err, aptLockRetry)
+		}
+		e.logf("apt-get %s: another apt or dpkg holds its lock; trying again in %v ...", args[len(aptLockWait)], pause)
+		time.Sleep(pause)
+		pause = min(2*pause, 30*time.Second)
+	}
+}
 
 func (e *env) aptUpdate() error {
 	e.updateOnce.Do(func() {
 		e.logf("running apt-get update ...")
-		e.updateErr = e.run("", "apt-get", append(aptLockWait, "update")...)
+		e.updateErr = e.apt("update")
 	})
 	return e.updateErr
 }
@@ -112,8 +162,7 @@ func (e *env) ensurePackages() error {
 		return err
 	}
 	e.logf("installing %s ...", strings.Join(missing, " "))
-	args := append(append([]string{}, aptLockWait...), "install", "-y", "--no-install-recommends")
-	if err := e.run("", "apt-get", append(args, missing...)...); err != nil {
+	if err := e.apt(append([]string{"install", "-y", "--no-install-recommends"}, missing...)...); err != nil {
 		return fmt.Errorf("installing the lab's host packages: %w", err)
 	}
 	if missing = missingPackages(hostPackages); len(missing) != 0 {

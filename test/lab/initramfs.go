@@ -23,18 +23,26 @@ func guestInitHash() string {
 	return hex.EncodeToString(h[:])[:16]
 }
 
-// goTool finds the go command: PATH first (go test puts its own GOROOT/bin
-// there), then the GOROOT this program was built with.
+// goTool finds the go command: the toolchain of $GOROOT or of the build of
+// this program first, so that an older distribution Go earlier in PATH does
+// not build the guest's /init; then PATH and /usr/local/go.
 func goTool() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
+	var cands []string
+	for _, root := range []string{os.Getenv("GOROOT"), runtime.GOROOT()} {
+		if root != "" {
+			cands = append(cands, filepath.Join(root, "bin", "go"))
+		}
 	}
-	for _, p := range []string{filepath.Join(runtime.GOROOT(), "bin", "go"), "/usr/local/go/bin/go"} {
-		if _, err := os.Stat(p); err == nil {
+	if p, err := exec.LookPath("go"); err == nil {
+		cands = append(cands, p)
+	}
+	cands = append(cands, "/usr/local/go/bin/go")
+	for _, p := range cands {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", errors.New("the lab builds the guest's /init with the Go toolchain, but no go command was found; put go in PATH")
+	return "", errors.New("the lab builds the guest's /init with the Go toolchain, but no go command was found in $GOROOT/bin, PATH or /usr/local/go/bin; install Go or put go in PATH")
 }
 
 // guestInit returns the path of the static /init binary, building it once

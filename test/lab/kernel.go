@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// Series maps a kernel series to the Debian metapackage whose dependency is
-// the current kernel package of that series (testing.md).
+// Series maps a kernel series to the Debian 12 metapackage whose dependency
+// is the current kernel package of that series (apt-cache depends
+// linux-image-amd64 gives linux-image-6.1.0-N-amd64).
 var Series = map[string]string{
 	"6.1":  "linux-image-amd64",
 	"6.12": "linux-image-6.12-amd64",

@@ -132,7 +132,11 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "cache directory: %v (set GOVERBS_LAB_CACHE to a writable directory)", err)
 	}
-	e := &env{cache: cfg.CacheDir, log: cfg.Log, verbose: cfg.Verbose}
+	accel, err := accelArgs(os.Getenv("GOVERBS_LAB_ACCEL"))
+	if err != nil {
+		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
+	}
+	e := &env{cache: cfg.CacheDir, log: cfg.Log, verbose: cfg.Verbose, accel: accel}
 	if err := e.ensurePackages(); err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
@@ -172,6 +176,25 @@ func tempShares() []share {
 	return s
 }
 
+// accelArgs returns QEMU's accelerator and CPU options for
+// GOVERBS_LAB_ACCEL. TCG is the default: KVM guests were seen to hang during
+// boot on some hosts, and TCG needs no /dev/kvm. GOVERBS_LAB_ACCEL=kvm opts
+// in to KVM, which boots and runs the guest much faster where it works.
+func accelArgs(v string) ([]string, error) {
+	switch v {
+	case "", "tcg":
+		return []string{"-accel", "tcg,thread=multi", "-cpu", "max"}, nil
+	case "kvm":
+		f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
+		if err != nil {
+			return nil, fmt.Errorf("GOVERBS_LAB_ACCEL=kvm, but /dev/kvm cannot be used: %v; unset GOVERBS_LAB_ACCEL to run under TCG", err)
+		}
+		f.Close()
+		return []string{"-accel", "kvm", "-cpu", "host"}, nil
+	}
+	return nil, fmt.Errorf("GOVERBS_LAB_ACCEL=%q: use tcg (the default) or kvm", v)
+}
+
 func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (int, error) {
 	runDir, err := os.MkdirTemp("", "rxelab-")
 	if err == nil && len(runDir) > 90 {
@@ -196,21 +219,22 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 	defer ctlL.Close()
 
 	shares := tempShares()
-	args := []string{
+	args := append([]string{
 		"-nodefaults", "-no-user-config", "-display", "none",
-		// KVM guests hang on these machines; TCG works (testing.md).
-		"-accel", "tcg,thread=multi", "-cpu", "max", "-m", "2048", "-smp", "2",
+	}, e.accel...)
+	args = append(args,
+		"-m", "2048", "-smp", "2",
 		"-no-reboot",
 		"-kernel", k.bootImage(), "-initrd", initrd,
-		"-append", strings.TrimSpace("console=ttyS0 quiet panic=-1 " + os.Getenv("GOVERBS_LAB_APPEND")),
+		"-append", strings.TrimSpace("console=ttyS0 quiet panic=-1 "+os.Getenv("GOVERBS_LAB_APPEND")),
 		// Kernel console on the first serial port, captured apart from the
 		// command's output, which travels over a virtio-serial port.
-		"-chardev", "socket,id=con,path=" + qemuEscape(conPath), "-serial", "chardev:con",
+		"-chardev", "socket,id=con,path="+qemuEscape(conPath), "-serial", "chardev:con",
 		"-device", "virtio-serial-pci,id=vser",
-		"-chardev", "socket,id=ctl,path=" + qemuEscape(ctlPath),
+		"-chardev", "socket,id=ctl,path="+qemuEscape(ctlPath),
 		"-device", "virtserialport,bus=vser.0,chardev=ctl,name=lab.ctl",
 		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-	}
+	)
 	for _, s := range shares {
 		args = append(args, "-virtfs", fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,multidevs=remap", qemuEscape(s.Path), s.Tag))
 	}
@@ -223,7 +247,7 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 	if cfg.Verbose {
 		e.logf("qemu-system-x86_64 %s", strings.Join(args, " "))
 	}
-	e.logf("booting Linux %s (%s) under QEMU/TCG ...", k.release, k.pkg)
+	e.logf("booting Linux %s (%s) under QEMU (%s) ...", k.release, k.pkg, strings.SplitN(e.accel[1], ",", 2)[0])
 	bootStart := time.Now()
 	if err := qemu.Start(); err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "starting QEMU: %v", err)

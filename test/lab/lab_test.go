@@ -2,8 +2,14 @@ package lab
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -108,4 +114,73 @@ func TestFrames(t *testing.T) {
 	require.Equal(t, byte(frameAck), f.typ)
 	require.Empty(t, f.body)
 	require.Error(t, s.send(frameStdout, make([]byte, maxFrame+1)))
+}
+
+// fakeAptGet puts an apt-get in PATH that fails with out and status 100 for
+// the first fails runs, then succeeds; it returns the file counting the runs.
+func fakeAptGet(t *testing.T, fails int, out string) string {
+	dir := t.TempDir()
+	count := filepath.Join(dir, "count")
+	script := fmt.Sprintf(`#!/bin/sh
+n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s
+if [ $n -le %[2]d ]; then echo '%[3]s' >&2; exit 100; fi
+echo "ok $*"
+`, count, fails, out)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "apt-get"), []byte(script), 0o755))
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	return count
+}
+
+func runs(t *testing.T, count string) string {
+	b, err := os.ReadFile(count)
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
+
+// TestAptLockRetry: apt-get is run again while it fails on a lock held by
+// another apt (apt-daily at boot), up to a bound; other failures are final.
+func TestAptLockRetry(t *testing.T) {
+	defer func(r, p time.Duration) { aptLockRetry, aptLockPause = r, p }(aptLockRetry, aptLockPause)
+	aptLockRetry, aptLockPause = time.Minute, time.Millisecond
+	lockMsg := "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 812 (apt-get)"
+
+	var log bytes.Buffer
+	e := &env{log: &log}
+	count := fakeAptGet(t, 3, lockMsg)
+	require.NoError(t, e.aptUpdate())
+	require.Equal(t, "4", runs(t, count))
+	require.Contains(t, log.String(), "lab: apt-get update: another apt or dpkg holds its lock; trying again")
+
+	e = &env{log: &log}
+	count = fakeAptGet(t, 3, "E: Unable to locate package nosuch")
+	err := e.apt("install", "-y", "nosuch")
+	require.ErrorContains(t, err, "Unable to locate package nosuch")
+	require.Equal(t, "1", runs(t, count), "a failure other than a lock must not be retried")
+
+	aptLockRetry = 20 * time.Millisecond
+	e = &env{log: &log}
+	fakeAptGet(t, 1<<20, lockMsg)
+	err = e.apt("update")
+	require.ErrorContains(t, err, "held its lock for 20ms")
+	require.ErrorContains(t, err, "Could not get lock")
+}
+
+// TestGoTool: the go command is found without go in PATH.
+func TestGoTool(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	p, err := goTool()
+	require.NoError(t, err)
+	out, err := exec.Command(p, "env", "GOROOT").Output()
+	require.NoError(t, err, "%s", p)
+	require.Equal(t, filepath.Dir(filepath.Dir(p)), strings.TrimSpace(string(out)))
+}
+
+func TestAccelArgs(t *testing.T) {
+	for _, v := range []string{"", "tcg"} {
+		a, err := accelArgs(v)
+		require.NoError(t, err)
+		require.Equal(t, []string{"-accel", "tcg,thread=multi", "-cpu", "max"}, a)
+	}
+	_, err := accelArgs("hvf")
+	require.ErrorContains(t, err, `GOVERBS_LAB_ACCEL="hvf": use tcg (the default) or kvm`)
 }

@@ -15,7 +15,9 @@ import (
 // guestModules are the modules the guest loads (with their dependencies):
 // 9p and virtio for the host file systems and the control port, veth for the
 // CM topology, the RDMA stack, and crc32_generic: rxe asks the crypto API for
-// "crc32" and `rdma link add` fails with ENOENT without it (testing.md).
+// "crc32" (kernel: drivers/infiniband/sw/rxe/rxe_icrc.c rxe_icrc_init,
+// crypto_alloc_shash("crc32")), and `rdma link add` fails with ENOENT
+// without it.
 var guestModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p", "virtio_net", "veth",
 	"crc32_generic", "ib_uverbs", "rdma_ucm", "rdma_rxe",

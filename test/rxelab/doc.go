@@ -12,4 +12,14 @@
 //
 // Failures of the lab itself exit with 125, a command that runs past
 // -timeout with 124.
+//
+// Environment: GOVERBS_LAB_ACCEL=kvm runs the VM under KVM instead of the
+// default TCG (KVM guests were seen to hang during boot on some hosts, so
+// it is opt-in); GOVERBS_LAB_CACHE sets the cache directory (default
+// $HOME/.cache/goverbs-lab); GOVERBS_LAB_APPEND adds words to the guest
+// kernel's command line.
+//
+// The package's tests boot both kernels and need root to install QEMU and
+// the kernels; without root they skip unless GOVERBS_LAB_SELFTEST=1, which
+// make test sets, requires them to run.
 package main

@@ -361,8 +361,9 @@ func mountRoot(req request) error {
 	return nil
 }
 
-// Topology (testing.md): rxe0 on lo for verbs tests without the CM, and a
-// veth pair with rxe1/rxe2 for tests through the RDMA CM.
+// Topology: rxe0 on lo for verbs tests without the CM, and a veth pair with
+// rxe1/rxe2 for tests through the RDMA CM (the rdma_cm resolves addresses
+// through the IP stack, so the CM devices need netdevs with IPv4 addresses).
 var links = []struct{ dev, netdev, ip string }{
 	{"rxe0", "lo", "127.0.0.1"},
 	{"rxe1", "veth0", "10.77.0.1"},

@@ -13,7 +13,10 @@ import (
 func TestMain(m *testing.M) { testutil.Main(m) }
 
 // The tests read and write the mapped bytes at literal offsets taken from
-// the UAPI layouts (abi-reference §3.4-§3.9), independently of layout.go.
+// the kernel's layouts (kernel: drivers/infiniband/sw/rxe/rxe_queue.h
+// struct rxe_queue_buf; include/uapi/rdma/rdma_user_rxe.h struct
+// rxe_send_wqe, rxe_recv_wqe; include/uapi/rdma/ib_user_verbs.h struct
+// ib_uverbs_wc), independently of layout.go.
 var le = binary.LittleEndian
 
 func u16(b []byte, off int) uint16 { return le.Uint16(b[off:]) }

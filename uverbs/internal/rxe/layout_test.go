@@ -8,8 +8,10 @@ import (
 )
 
 // TestLayoutFacts checks every offset the codec uses, derived from
-// internal/abi, against the value documented for the UAPI headers
-// (abi-reference §3.4-§3.9, compiled offsetof on x86_64).
+// internal/abi, against offsetof compiled on x86_64 from the kernel's
+// layouts (kernel: drivers/infiniband/sw/rxe/rxe_queue.h struct
+// rxe_queue_buf; include/uapi/rdma/rdma_user_rxe.h struct rxe_send_wqe,
+// rxe_recv_wqe; include/uapi/rdma/ib_user_verbs.h struct ib_uverbs_wc).
 func TestLayoutFacts(t *testing.T) {
 	facts := []struct {
 		name      string

@@ -52,8 +52,9 @@ func EncodeRecv(slot []byte, wr *RecvWQE) {
 }
 
 // RQ is the user side of an rxe receive queue or SRQ. Receives need no
-// doorbell: the kernel reads the ring when a packet arrives (abi-reference
-// §3.8).
+// doorbell: the kernel's responder reads the ring when a packet arrives
+// (kernel: drivers/infiniband/sw/rxe/rxe_resp.c check_resource; rdma-core:
+// providers/rxe/rxe.c rxe_post_recv makes no system call).
 //
 // An RQ is not safe for concurrent use: hold the queue's receive lock.
 type RQ struct {

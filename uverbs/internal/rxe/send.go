@@ -269,8 +269,8 @@ func EncodeSend(slot []byte, wr *SendWQE) {
 
 // SQ is the user side of an rxe send queue: a Producer plus the limits
 // every work request is validated against. It does not ring the doorbell:
-// after posting, the caller writes POST_SEND with wr_count 0 (abi-reference
-// §3.7), once per batch.
+// after posting, the caller writes POST_SEND with wr_count 0 (rdma-core:
+// providers/rxe/rxe.c post_send_db), once per batch.
 //
 // An SQ is not safe for concurrent use: hold the QP's send lock.
 type SQ struct {
