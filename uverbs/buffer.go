@@ -3,8 +3,10 @@ package uverbs
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/goverbs/rdma/internal/sys"
 )
@@ -16,16 +18,41 @@ import (
 // Close unmaps it; Close refuses (ErrBusy) while an MR registers any part of
 // it. Close is idempotent and safe on a nil *Buffer.
 type Buffer struct {
-	mu   sync.Mutex
-	m    *sys.Mapping
-	b    []byte // the first size bytes of the mapping
-	regs int    // MRs registered over this buffer
+	mu    sync.Mutex
+	m     *sys.Mapping
+	b     []byte // the first size bytes of the mapping
+	regs  int    // MRs registered over this buffer
+	id    uint64
+	clean runtime.Cleanup
 }
 
+// buffers lists the open Buffers by start address, for RegMR (which MR
+// lies in which Buffer) and for the inline-data check of PostSend. It holds
+// weak pointers only: a Buffer dropped without Close is collected, its
+// mapping unmapped by the GC safety net and its entry removed.
 var (
-	buffersMu sync.Mutex
-	buffers   = map[*Buffer]struct{}{}
+	buffersMu  sync.RWMutex
+	buffers    = map[uint64]bufEntry{}
+	nextBuffer uint64 // under buffersMu
 )
+
+type bufEntry struct {
+	id         uint64
+	start, end uint64
+	b          weak.Pointer[Buffer]
+}
+
+type bufKey struct{ start, id uint64 }
+
+// forgetBuffer is the GC cleanup of a Buffer dropped without Close. The id
+// check keeps it from removing a newer Buffer mapped at the same address.
+func forgetBuffer(k bufKey) {
+	buffersMu.Lock()
+	if e, ok := buffers[k.start]; ok && e.id == k.id {
+		delete(buffers, k.start)
+	}
+	buffersMu.Unlock()
+}
 
 // AllocBuffer maps size bytes (rounded up to whole pages) of zeroed memory.
 // Bytes returns exactly size bytes.
@@ -44,9 +71,13 @@ func AllocBuffer(size int) (*Buffer, error) {
 		return nil, err
 	}
 	b := &Buffer{m: m, b: m.Bytes()[:size:size]}
+	start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.b))))
 	buffersMu.Lock()
-	buffers[b] = struct{}{}
+	nextBuffer++
+	b.id = nextBuffer
+	buffers[start] = bufEntry{id: b.id, start: start, end: start + uint64(size), b: weak.Make(b)}
 	buffersMu.Unlock()
+	b.clean = runtime.AddCleanup(b, forgetBuffer, bufKey{start: start, id: b.id})
 	return b, nil
 }
 
@@ -92,7 +123,11 @@ func (b *Buffer) Close() error {
 		return &OpError{Op: "close buffer", Err: &busyError{msg: fmt.Sprintf(
 			"the buffer is still registered by %s: close them before unmapping the memory they point at", plural(b.regs, "MR"))}}
 	}
-	delete(buffers, b)
+	start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.b))))
+	if e, ok := buffers[start]; ok && e.id == b.id {
+		delete(buffers, start)
+	}
+	b.clean.Stop()
 	m := b.m
 	b.m, b.b = nil, nil
 	return m.Unmap()
@@ -103,19 +138,43 @@ func (b *Buffer) Close() error {
 func bufferOf(addr uint64, n int) *Buffer {
 	buffersMu.Lock()
 	defer buffersMu.Unlock()
-	for b := range buffers {
+	for _, e := range buffers {
+		if addr < e.start || addr+uint64(n) > e.end || addr+uint64(n) < addr {
+			continue
+		}
+		b := e.b.Value()
+		if b == nil {
+			continue
+		}
 		b.mu.Lock()
-		if len(b.b) > 0 {
-			start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.b))))
-			if addr >= start && addr+uint64(n) <= start+uint64(len(b.b)) {
-				b.regs++
-				b.mu.Unlock()
-				return b
-			}
+		ok := len(b.b) > 0
+		if ok {
+			b.regs++
 		}
 		b.mu.Unlock()
+		if ok {
+			return b
+		}
 	}
 	return nil
+}
+
+// inBufferLocked reports whether [addr, addr+n) lies inside an open Buffer.
+// The caller holds buffersMu (read), which keeps every listed Buffer mapped
+// (Close takes it for writing). It allocates nothing.
+func inBufferLocked(addr, n uint64) bool {
+	end := addr + n
+	if end < addr {
+		return false
+	}
+	for _, e := range buffers {
+		// A nil Value is a Buffer the collector found unreachable: its
+		// mapping may already be gone.
+		if addr >= e.start && end <= e.end && e.b.Value() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // unregister drops a registration counted by bufferOf.

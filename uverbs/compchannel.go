@@ -54,8 +54,14 @@ func (c *Context) NewCompChannel() (*CompChannel, error) {
 
 // FD returns the channel's file descriptor, for callers that multiplex it
 // with other files themselves. It is non-blocking; each read returns one
-// 8-byte struct ib_uverbs_comp_event_desc.
-func (ch *CompChannel) FD() int { return ch.ev.Raw() }
+// 8-byte struct ib_uverbs_comp_event_desc. It returns -1 once the channel
+// is closed (the number may then name another file).
+func (ch *CompChannel) FD() int {
+	if ch == nil {
+		return -1
+	}
+	return ch.ev.Raw()
+}
 
 // Wait waits until a CQ of this channel that was armed with ReqNotify gets
 // a completion, and returns that CQ. The notification is one-shot: call

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -39,6 +40,11 @@ type Context struct {
 	hooks    map[uint64]func()
 	nextHook uint64
 	closing  bool // Close has started: no more hooks
+
+	devAttr atomic.Pointer[DeviceAttr] // QueryDevice, cached for the size checks (limits.go)
+
+	regMu sync.Mutex
+	reg   *registry // open objects, created on first use (objects.go)
 
 	portPath transportChoice // QUERY_PORT: ioctl, else write()
 	gidPath  transportChoice // QUERY_GID_ENTRY/TABLE: ioctl, else sysfs

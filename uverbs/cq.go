@@ -73,6 +73,9 @@ func (c *Context) CreateCQ(init CQInit) (*CQ, error) {
 	if err := c.requireRXE(op); err != nil {
 		return nil, err
 	}
+	if err := c.checkCQDepth(init.Depth); err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
 	if init.Vector < 0 || (c.numCompVectors > 0 && init.Vector >= c.numCompVectors) {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("completion vector %d: the device has vectors 0 to %d", init.Vector, c.numCompVectors-1)}
 	}
@@ -174,14 +177,34 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 			cq.pending = nil
 		}
 	}
-	var w rxe.WC
-	for n < len(wcs) && !cq.q.Empty() {
-		rxe.DecodeCQE(cq.q.Peek(), &w)
-		cq.q.Consume()
-		wcs[n].fromRXE(&w)
-		n++
+	if n < len(wcs) {
+		// One decode straight into the caller's slice and one
+		// consumer_index store for the whole batch.
+		n += cq.q.Poll(rxeWCs(wcs[n:]))
 	}
 	return n, nil
+}
+
+// WC has the field order and types of the provider's decoded completion, so
+// Poll decodes into the caller's []WC directly (checked again in
+// TestWCLayout).
+var (
+	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(rxe.WC{})]byte
+	_ [unsafe.Sizeof(rxe.WC{}) - unsafe.Sizeof(WC{})]byte
+	_ [unsafe.Offsetof(WC{}.Imm) - unsafe.Offsetof(rxe.WC{}.ImmData)]byte
+	_ [unsafe.Offsetof(rxe.WC{}.ImmData) - unsafe.Offsetof(WC{}.Imm)]byte
+	_ [unsafe.Offsetof(WC{}.QPN) - unsafe.Offsetof(rxe.WC{}.QPNum)]byte
+	_ [unsafe.Offsetof(rxe.WC{}.QPNum) - unsafe.Offsetof(WC{}.QPN)]byte
+	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(rxe.WC{}.Flags)]byte
+	_ [unsafe.Offsetof(rxe.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
+	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(rxe.WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(rxe.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(WC{}.Port) - unsafe.Offsetof(rxe.WC{}.PortNum)]byte
+	_ [unsafe.Offsetof(rxe.WC{}.PortNum) - unsafe.Offsetof(WC{}.Port)]byte
+)
+
+func rxeWCs(w []WC) []rxe.WC {
+	return unsafe.Slice((*rxe.WC)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
 
 // pull moves every completion in the ring to the pending list, for
@@ -243,6 +266,9 @@ func (cq *CQ) Resize(n int) error {
 	const op = "resize_cq"
 	if n <= 0 {
 		return &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", n)}
+	}
+	if err := cq.ctx.checkCQDepth(n); err != nil {
+		return &OpError{Op: op, Err: err}
 	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()

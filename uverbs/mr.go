@@ -75,10 +75,10 @@ func (a Access) String() string {
 // device may access, named by a local key (for this side's scatter/gather
 // entries) and a remote key (for peers' RDMA and atomic operations).
 //
-// Close deregisters it; Close refuses (ErrBusy) while a QP or SRQ of the
-// same PD has posted work the kernel has not retired, because the device may
-// still be reading or writing the memory. Close is idempotent and safe on a
-// nil *MR.
+// Close deregisters it; Close refuses (ErrBusy) while a work request the
+// kernel has not retired, on a QP or SRQ of the same PD, names the region's
+// lkey, because the device may still read or write the memory. Close is
+// idempotent and safe on a nil *MR.
 //
 // rdma-core: struct ibv_mr.
 type MR struct {
@@ -155,6 +155,7 @@ func (pd *PD) RegMR(b []byte, access Access) (*MR, error) {
 		addr: addr, length: len(b), mem: b, buf: bufferOf(addr, len(b)),
 	}
 	pd.kids.adopt(mr, kindMR)
+	pd.addMR(mr)
 	if err := r.add(op, mr.h, kindMR, mr); err != nil {
 		mr.close(true)
 		return nil, err
@@ -243,10 +244,20 @@ func (mr *MR) SGE(offset, length int) SGE {
 }
 
 // Close deregisters the region (DEREG_MR). It refuses with an error
-// matching ErrBusy while any QP or SRQ of the same PD has work requests the
-// kernel has not retired (posted receives count): close or drain those QPs
-// and SRQs first. The check reads the rings' indices; it is per PD, not per
-// region.
+// matching ErrBusy while a work request the kernel has not retired, on a QP
+// or SRQ of the same PD, names the region's local key in a scatter/gather
+// entry (posted receives count): wait for their completions, or close those
+// QPs (QP.Close drains them). Work requests naming other regions do not
+// hold it.
+//
+// Remote use cannot be seen: a peer may still RDMA READ, WRITE or run
+// atomics on the region by its rkey until Close; once deregistered, such
+// operations fail at the peer with a remote access error. Telling peers to
+// stop using an rkey before closing its MR is the application protocol's
+// job.
+//
+// If the kernel refuses the deregistration, the MR stays open (and its
+// Buffer registered) and Close can be called again.
 //
 // rdma-core: ibv_dereg_mr.
 func (mr *MR) Close() error {
@@ -264,36 +275,91 @@ func (mr *MR) close(force bool) error {
 		return nil
 	}
 	if !force {
-		if busy := mr.pd.inFlight(); busy != "" {
-			return &OpError{Op: op, Err: &busyError{msg: "the MR may still be in use by the device: " + busy +
-				"; close those QPs/SRQs (QP.Close drains them) or poll their completions before deregistering memory"}}
+		if busy := mr.pd.usingLKey(mr.lkey); busy != "" {
+			return &OpError{Op: op, Err: &busyError{msg: "the device may still access the MR: " + busy +
+				"; poll their completions, or close those QPs/SRQs (QP.Close drains them), before deregistering memory"}}
 		}
+	}
+	req := abi.UverbsDeregMR{MRHandle: mr.handle}
+	err := mr.pd.ctx.write(op, abi.IB_USER_VERBS_CMD_DEREG_MR, bytesOf(&req), nil)
+	if err != nil && !force && !objectGone(err) {
+		// The kernel still has the region registered: keep it, so that
+		// its Buffer is not unmapped under the device and a later Close
+		// can retry.
+		return err
 	}
 	mr.closed = true
 	mr.mem = nil
-	req := abi.UverbsDeregMR{MRHandle: mr.handle}
-	err := mr.pd.ctx.write(op, abi.IB_USER_VERBS_CMD_DEREG_MR, bytesOf(&req), nil)
+	mr.pd.removeMR(mr)
 	mr.buf.unregister()
 	mr.pd.kids.drop(mr)
 	mr.pd.ctx.forget(mr.h)
 	return ignoreClosedContext(err)
 }
 
-// inFlight describes the QPs and SRQs of the PD whose rings hold work the
-// kernel has not consumed, or returns "".
-func (pd *PD) inFlight() string {
+// objectGone reports whether a destroy command failed because the object no
+// longer exists in the kernel: the Context's descriptor is closed (the
+// kernel destroyed everything made through it, core/uverbs_main.c
+// ib_uverbs_close), the device was removed (ENODEV: core/rdma_core.c
+// uverbs_destroy_ufile_hw after disassociation), or the descriptor is bad
+// (EBADF).
+func objectGone(err error) bool {
+	return errors.Is(err, ErrClosed) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EBADF)
+}
+
+// usingLKey describes the QPs and SRQs of the PD with outstanding work
+// requests that name lkey, or returns "".
+func (pd *PD) usingLKey(lkey uint32) string {
 	var parts []string
 	for _, o := range pd.kids.snapshot(kindQP) {
 		qp := o.(*QP)
-		if s, r := qp.outstanding(); s+r > 0 {
-			parts = append(parts, fmt.Sprintf("QP %#x has %d send and %d receive work requests outstanding", qp.qpn, s, r))
+		if used, s, r := qp.usesLKey(lkey); used {
+			parts = append(parts, fmt.Sprintf("QP %#x has %d send and %d receive work requests outstanding, some naming the MR's lkey %#x", qp.qpn, s, r, lkey))
 		}
 	}
 	for _, o := range pd.kids.snapshot(kindSRQ) {
 		srq := o.(*SRQ)
-		if n := srq.outstanding(); n > 0 {
-			parts = append(parts, fmt.Sprintf("SRQ %#x has %d receive work requests posted", srq.srqn, n))
+		if used, n := srq.usesLKey(lkey); used {
+			parts = append(parts, fmt.Sprintf("SRQ %#x has %d receive work requests posted, some naming the MR's lkey %#x", srq.srqn, n, lkey))
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// mrRange is an open MR's memory, for the inline-data check of PostSend.
+type mrRange struct {
+	start, end uint64
+	mr         *MR
+}
+
+func (pd *PD) addMR(mr *MR) {
+	pd.mrMu.Lock()
+	pd.mrs = append(pd.mrs, mrRange{start: mr.addr, end: mr.addr + uint64(mr.length), mr: mr})
+	pd.mrMu.Unlock()
+}
+
+func (pd *PD) removeMR(mr *MR) {
+	pd.mrMu.Lock()
+	for i := range pd.mrs {
+		if pd.mrs[i].mr == mr {
+			pd.mrs = append(pd.mrs[:i], pd.mrs[i+1:]...)
+			break
+		}
+	}
+	pd.mrMu.Unlock()
+}
+
+// inMRLocked reports whether [addr, addr+n) lies inside an open MR of the
+// PD. The caller holds pd.mrMu (read). It allocates nothing.
+func (pd *PD) inMRLocked(addr, n uint64) bool {
+	end := addr + n
+	if end < addr {
+		return false
+	}
+	for i := range pd.mrs {
+		if addr >= pd.mrs[i].start && end <= pd.mrs[i].end {
+			return true
+		}
+	}
+	return false
 }

@@ -3,10 +3,12 @@ package uverbs
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"golang.org/x/sys/unix"
 )
@@ -60,17 +62,28 @@ type verbsObject interface {
 var (
 	nextHandle atomic.Uint64
 
-	// byHandle maps the user handle of a CQ, QP or SRQ to the object.
-	byHandle sync.Map // uint64 -> verbsObject
-
-	regMu sync.Mutex
-	regs  = map[*Context]*registry{}
+	// byHandle maps the user handle of a CQ, QP or SRQ to a weak pointer
+	// to the object, so that a Context and its objects dropped without
+	// Close can still be collected (and their descriptor closed by the GC
+	// safety net). The strong references live in the Context's registry.
+	byHandle sync.Map // uint64 -> handleRef
 )
+
+// handleRef is a weak reference to the object a user handle names.
+type handleRef struct {
+	cq  weak.Pointer[CQ]
+	qp  weak.Pointer[QP]
+	srq weak.Pointer[SRQ]
+}
+
+// forgetHandle is the GC cleanup of an object that was never closed.
+func forgetHandle(h uint64) { byHandle.Delete(h) }
 
 // newHandle returns a fresh user handle (never 0).
 func newHandle() uint64 { return nextHandle.Add(1) }
 
-// registry is the set of open objects of one Context.
+// registry is the set of open objects of one Context. It lives in the
+// Context, so it never keeps a dropped Context reachable.
 type registry struct {
 	mu      sync.Mutex
 	closing bool
@@ -88,16 +101,16 @@ func (c *Context) objects(op string) (*registry, error) {
 	if c == nil {
 		return nil, &OpError{Op: op, Err: ErrClosed}
 	}
-	regMu.Lock()
-	defer regMu.Unlock()
-	if r := regs[c]; r != nil {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
+	if r := c.reg; r != nil {
 		return r, nil
 	}
 	r := &registry{objs: map[uint64]regEntry{}}
-	if _, ok := c.onClose(func() { r.closeAll(c) }); !ok {
+	if _, ok := c.onClose(func() { r.closeAll() }); !ok {
 		return nil, &OpError{Op: op, Err: ErrClosed}
 	}
-	regs[c] = r
+	c.reg = r
 	return r, nil
 }
 
@@ -111,9 +124,16 @@ func (r *registry) add(op string, h uint64, kind objKind, o verbsObject) error {
 		return &OpError{Op: op, Err: ErrClosed}
 	}
 	r.objs[h] = regEntry{kind, o}
-	switch kind {
-	case kindCQ, kindQP, kindSRQ:
-		byHandle.Store(h, o)
+	switch x := o.(type) {
+	case *CQ:
+		byHandle.Store(h, handleRef{cq: weak.Make(x)})
+		runtime.AddCleanup(x, forgetHandle, h)
+	case *QP:
+		byHandle.Store(h, handleRef{qp: weak.Make(x)})
+		runtime.AddCleanup(x, forgetHandle, h)
+	case *SRQ:
+		byHandle.Store(h, handleRef{srq: weak.Make(x)})
+		runtime.AddCleanup(x, forgetHandle, h)
 	}
 	return nil
 }
@@ -131,7 +151,7 @@ func (r *registry) remove(h uint64) {
 // away), then AHs, SRQs, MRs, CQs, PDs and completion channels; newest first
 // within a kind. Whatever refuses (it cannot normally happen in this order)
 // is closed by force in a second pass.
-func (r *registry) closeAll(c *Context) {
+func (r *registry) closeAll() {
 	r.mu.Lock()
 	r.closing = true
 	type item struct {
@@ -158,9 +178,6 @@ func (r *registry) closeAll(c *Context) {
 	for _, it := range refused {
 		it.obj.close(true)
 	}
-	regMu.Lock()
-	delete(regs, c)
-	regMu.Unlock()
 }
 
 // lookupHandle returns the open object with user handle h, or nil.
@@ -169,13 +186,23 @@ func lookupHandle(h uint64) verbsObject {
 	if !ok {
 		return nil
 	}
-	return v.(verbsObject)
+	ref := v.(handleRef)
+	if p := ref.cq.Value(); p != nil {
+		return p
+	}
+	if p := ref.qp.Value(); p != nil {
+		return p
+	}
+	if p := ref.srq.Value(); p != nil {
+		return p
+	}
+	return nil
 }
 
 // ErrBusy is matched (errors.Is) by the error of a Close that is refused
 // because the object is still in use: a PD with MRs, QPs, SRQs or AHs, a CQ
-// or SRQ that QPs use, a completion channel with CQs, an MR while a QP of
-// its PD has work in flight, a Buffer that an MR registers. It also matches
+// or SRQ that QPs use, a completion channel with CQs, an MR while posted
+// work names its lkey, a Buffer that an MR registers. It also matches
 // unix.EBUSY, the kernel's answer to the same mistakes
 // (kernel: core/rdma_core.c uverbs_destroy_uobject, ib_destroy_usecnt).
 var ErrBusy error = &busyError{msg: "object is in use"}
@@ -279,6 +306,13 @@ func (ch *children) beginClose(op, parent string, force bool) (already bool, err
 	return false, nil
 }
 
+// reopen undoes beginClose after the kernel refused to destroy the parent.
+func (ch *children) reopen() {
+	ch.mu.Lock()
+	ch.closed = false
+	ch.mu.Unlock()
+}
+
 // isClosed reports whether beginClose succeeded.
 func (ch *children) isClosed() bool {
 	ch.mu.Lock()
@@ -362,9 +396,9 @@ func (t EventType) Name() string {
 
 // forget removes a closed object from its Context's registry.
 func (c *Context) forget(h uint64) {
-	regMu.Lock()
-	r := regs[c]
-	regMu.Unlock()
+	c.regMu.Lock()
+	r := c.reg
+	c.regMu.Unlock()
 	if r != nil {
 		r.remove(h)
 	} else {

@@ -1,6 +1,8 @@
 package uverbs
 
 import (
+	"sync"
+
 	"github.com/goverbs/rdma/internal/abi"
 )
 
@@ -17,6 +19,9 @@ type PD struct {
 	h      uint64
 	handle uint32
 	kids   children
+
+	mrMu sync.RWMutex
+	mrs  []mrRange // open MRs (mr.go)
 }
 
 // AllocPD allocates a protection domain (write() command ALLOC_PD).
@@ -46,7 +51,7 @@ func (pd *PD) Context() *Context { return pd.ctx }
 
 // Close deallocates the PD (DEALLOC_PD). It refuses with an error matching
 // ErrBusy, naming what is still open, while MRs, QPs, SRQs or AHs of the PD
-// exist.
+// exist. If the kernel refuses, the PD stays open and Close can retry.
 //
 // rdma-core: ibv_dealloc_pd.
 func (pd *PD) Close() error {
@@ -64,6 +69,11 @@ func (pd *PD) close(force bool) error {
 	}
 	req := abi.UverbsDeallocPD{PDHandle: pd.handle}
 	err = pd.ctx.write(op, abi.IB_USER_VERBS_CMD_DEALLOC_PD, bytesOf(&req), nil)
+	if err != nil && !force && !objectGone(err) {
+		// The kernel kept the PD: it stays open and Close can retry.
+		pd.kids.reopen()
+		return err
+	}
 	pd.ctx.forget(pd.h)
 	return ignoreClosedContext(err)
 }

@@ -87,9 +87,11 @@ const (
 	SendSolicited SendFlags = SendFlags(rxe.SendSolicited)
 	// SendInline copies the bytes the SGEs point at into the work request
 	// at post time (up to QP.Cap().MaxInline in total); the memory may be
-	// reused as soon as PostSend returns and need not be registered, but it
-	// must be valid memory: the copy reads it through the SGE addresses.
-	// Valid for SEND and RDMA WRITE.
+	// reused as soon as PostSend returns. The copy reads it through the SGE
+	// addresses, so each SGE must lie inside an open Buffer or an open MR
+	// of the QP's PD (its LKey is ignored); other addresses are refused
+	// with ErrInvalidWR rather than risk a fault. Valid for SEND and RDMA
+	// WRITE.
 	SendInline SendFlags = SendFlags(rxe.SendInline)
 )
 
@@ -214,7 +216,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	const op = "post_send"
 	qp.sendMu.Lock()
 	defer qp.sendMu.Unlock()
-	if qp.sq == nil {
+	if qp.closed {
 		return closedErr(op)
 	}
 	if len(wrs) == 0 {
@@ -222,6 +224,12 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	}
 	if st := QPState(qp.state.Load()); st < QPStateRTS {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in %v)", ErrQPState, qp.qpn, st)}
+	}
+	if hasInline(wrs) {
+		// Held until the copy is done: Buffer.Close and MR.Close wait, so
+		// the memory checked stays mapped.
+		lockInline(qp.pd)
+		defer unlockInline(qp.pd)
 	}
 	var w rxe.SendWQE
 	for i := range wrs {
@@ -236,12 +244,9 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 		}
 		if wr.Flags&SendInline != 0 {
-			// The inline copy reads the SGE addresses in this process: refuse
-			// an empty address rather than fault on it.
-			for j := range wr.SGEs {
-				if wr.SGEs[j].Addr == 0 && wr.SGEs[j].Length > 0 {
-					return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d has address 0", ErrInvalidWR, j)}
-				}
+			if j := qp.badInlineSGE(wr.SGEs); j >= 0 {
+				return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d (%d bytes at %#x) is not inside an open Buffer or a registered MR of the QP's PD: inline data must come from a Buffer or a registered MR",
+					ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
 			}
 		}
 	}
@@ -251,9 +256,48 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	for i := range wrs {
 		wrs[i].toWQE(&w)
 		rxe.EncodeSend(qp.sq.Slot(), &w)
-		qp.sq.Publish()
+		qp.sq.Stage()
 	}
+	qp.sq.Commit() // one producer_index store for the batch
 	return qp.ringDoorbell(op)
+}
+
+func hasInline(wrs []SendWR) bool {
+	for i := range wrs {
+		if wrs[i].Flags&SendInline != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lockInline and unlockInline hold the lists of open Buffers and of the
+// PD's MRs for reading.
+func lockInline(pd *PD) {
+	buffersMu.RLock()
+	pd.mrMu.RLock()
+}
+
+func unlockInline(pd *PD) {
+	pd.mrMu.RUnlock()
+	buffersMu.RUnlock()
+}
+
+// badInlineSGE returns the index of the first inline SGE whose bytes are
+// not inside an open Buffer or an open MR of the QP's PD, or -1. The inline
+// copy reads those addresses in this process, so anything else could fault
+// (the lkey is not used for inline data). The caller holds lockInline.
+func (qp *QP) badInlineSGE(sges []SGE) int {
+	for j := range sges {
+		a, n := sges[j].Addr, uint64(sges[j].Length)
+		if n == 0 {
+			continue
+		}
+		if a == 0 || !(inBufferLocked(a, n) || qp.pd.inMRLocked(a, n)) {
+			return j
+		}
+	}
+	return -1
 }
 
 func (qp *QP) checkAH(ah *AH) error {
@@ -325,7 +369,8 @@ func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
 	for i := range wrs {
 		w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
 		rxe.EncodeRecv(q.Slot(), &w)
-		q.Publish()
+		q.Stage()
 	}
+	q.Commit()
 	return nil
 }

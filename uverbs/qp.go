@@ -128,6 +128,9 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	if err := c.requireRXE(op); err != nil {
 		return nil, err
 	}
+	if err := c.checkQPCap(&init.Cap, init.SRQ != nil); err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
 	r, err := c.objects(op)
 	if err != nil {
 		return nil, err
@@ -332,9 +335,12 @@ func (qp *QP) outstanding() (send, recv int) {
 	defer qp.sendMu.Unlock()
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
-	return qp.outstandingLocked()
+	return qp.pendingNow()
 }
 
+// outstandingLocked returns the number of work requests in the send and
+// receive rings that the kernel has not retired yet. The caller holds both
+// ring locks.
 func (qp *QP) outstandingLocked() (send, recv int) {
 	if qp.sq != nil {
 		send = qp.sq.Pending()
@@ -343,6 +349,25 @@ func (qp *QP) outstandingLocked() (send, recv int) {
 		recv = qp.rq.Pending()
 	}
 	return send, recv
+}
+
+// usesLKey reports whether a work request of the QP that the kernel has
+// not retired names lkey in its SGE list, and how many requests are
+// outstanding. It only reads the rings, so it is safe while Close drains.
+func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
+	if qp.sq != nil {
+		send = qp.sq.PendingNow()
+		used = qp.sq.PendingUsesLKey(lkey)
+	}
+	if qp.rq != nil {
+		recv = qp.rq.PendingNow()
+		used = used || qp.rq.PendingUsesLKey(lkey)
+	}
+	return used, send, recv
 }
 
 // drainTimeout bounds how long Close waits for the kernel to flush.
@@ -384,8 +409,16 @@ func (qp *QP) close(bool) error {
 		qp.sendMu.Unlock()
 		return nil
 	}
+	// From here every post, Modify and Query returns ErrClosed at once and
+	// no one but Close writes the rings' private indices, so the drain runs
+	// without the locks (it only loads the kernel's indices).
 	qp.closed = true
-	errDrain := qp.drainLocked()
+	qp.recvMu.Unlock()
+	qp.sendMu.Unlock()
+	errDrain := qp.drain()
+
+	qp.sendMu.Lock()
+	qp.recvMu.Lock()
 	errDestroy := qp.destroy()
 	// The kernel's tasks are stopped: collect what they posted last.
 	qp.sendCQ.pull()
@@ -406,12 +439,25 @@ func (qp *QP) close(bool) error {
 	return errors.Join(errDrain, ignoreClosedContext(errDestroy))
 }
 
-// drainLocked moves the QP to ERR and waits until the kernel has flushed
-// both rings (kernel: sw/rxe/rxe_qp.c rxe_qp_error schedules the requester,
+// pendingNow loads the kernel's consumer indices; Close calls it without
+// the ring locks once posting is stopped.
+func (qp *QP) pendingNow() (send, recv int) {
+	if qp.sq != nil {
+		send = qp.sq.PendingNow()
+	}
+	if qp.rq != nil {
+		recv = qp.rq.PendingNow()
+	}
+	return send, recv
+}
+
+// drain moves the QP to ERR and waits until the kernel has flushed both
+// rings (kernel: sw/rxe/rxe_qp.c rxe_qp_error schedules the requester,
 // completer and responder, which complete every queued WQE with
-// IB_WC_WR_FLUSH_ERR). The caller holds both ring locks.
-func (qp *QP) drainLocked() error {
-	s, r := qp.outstandingLocked()
+// IB_WC_WR_FLUSH_ERR). The QP is marked closed, so nothing posts meanwhile
+// and the rings stay mapped until Close takes the locks again.
+func (qp *QP) drain() error {
+	s, r := qp.pendingNow()
 	if s+r == 0 {
 		return nil
 	}
@@ -425,7 +471,7 @@ func (qp *QP) drainLocked() error {
 	for {
 		okS := qp.sendCQ.pull()
 		okR := qp.recvCQ == qp.sendCQ || qp.recvCQ.pull()
-		s, r = qp.outstandingLocked()
+		s, r = qp.pendingNow()
 		if s+r == 0 {
 			return nil
 		}

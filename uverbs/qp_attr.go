@@ -290,7 +290,8 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	return qp.modifyLocked(attr, mask)
 }
 
-// modifyLocked issues MODIFY_QP; the caller holds both ring locks.
+// modifyLocked issues MODIFY_QP; the caller holds both ring locks, or is
+// Close draining a QP already marked closed.
 func (qp *QP) modifyLocked(attr *QPAttr, mask QPAttrMask) error {
 	const op = "modify_qp"
 	var cmd abi.UverbsModifyQP

@@ -74,6 +74,9 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	if err := c.requireRXE(op); err != nil {
 		return nil, err
 	}
+	if err := c.checkSRQSize(init.MaxWR, init.MaxSGE); err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
 	r, err := c.objects(op)
 	if err != nil {
 		return nil, err
@@ -175,7 +178,18 @@ func (srq *SRQ) outstanding() int {
 	if srq.rq == nil {
 		return 0
 	}
-	return srq.rq.Pending()
+	return srq.rq.PendingNow()
+}
+
+// usesLKey reports whether a posted receive the kernel has not consumed
+// names lkey, and how many receives are posted.
+func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return false, 0
+	}
+	return srq.rq.PendingUsesLKey(lkey), srq.rq.PendingNow()
 }
 
 // SetLimit arms the limit event (MODIFY_SRQ with IB_SRQ_LIMIT): when fewer
@@ -205,6 +219,9 @@ func (srq *SRQ) Resize(maxWR int) error {
 	const op = "modify_srq"
 	if maxWR < 1 {
 		return &OpError{Op: op, Err: fmt.Errorf("max_wr %d: an SRQ holds at least one work request", maxWR)}
+	}
+	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
+		return &OpError{Op: op, Err: err}
 	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()

@@ -219,12 +219,30 @@ func TestVerbsRCSendRecv(t *testing.T) {
 		t.Fatalf("received bytes differ from the sent ones")
 	}
 
-	// SEND WITH IMM, and an inline SEND from unregistered Go memory.
+	// SEND WITH IMM, and an inline SEND from an unregistered Buffer.
 	if err := b.PostRecv([]RecvWR{{ID: 11, SGEs: []SGE{mr.SGE(8192, 256)}}, {ID: 12, SGEs: []SGE{mr.SGE(8192+512, 256)}}}); err != nil {
 		t.Fatal(err)
 	}
-	inline := []byte("inline payload, copied at post time")
-	inlineSGE := SGE{Addr: addrOf(inline), Length: uint32(len(inline))}
+	// Go heap memory is neither a Buffer nor registered: inline data from
+	// it is refused (the copy could not be known to be safe), and nothing
+	// of the call is posted.
+	heap := []byte("inline payload, copied at post time")
+	err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: addrOf(heap), Length: uint32(len(heap))}}}})
+	var pe *PostError
+	if !errors.Is(err, ErrInvalidWR) || !errors.As(err, &pe) || pe.Index != 0 || !strings.Contains(err.Error(), "inline data must come from a Buffer or a registered MR") {
+		t.Fatalf("inline SEND from Go heap memory: %v, want a PostError matching ErrInvalidWR", err)
+	}
+	if s, _ := a.outstanding(); s != 0 {
+		t.Fatalf("a refused inline send left %d requests in the ring", s)
+	}
+	ib, err := AllocBuffer(len(heap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLater(t, "inline buffer", ib.Close)
+	inline := ib.Bytes()
+	copy(inline, heap)
+	inlineSGE := SGE{Addr: ib.Addr(), Length: uint32(len(inline))}
 	if err := a.PostSend([]SendWR{
 		{ID: 2, Op: OpSendImm, Flags: SendSignaled, Imm: 0xdeadbeef, SGEs: []SGE{mr.SGE(0, 64)}},
 		{ID: 3, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{inlineSGE}},
@@ -1065,6 +1083,9 @@ func TestVerbsHotPathAllocs(t *testing.T) {
 	wcs := make([]WC, 8)
 	var failed error
 	round := func() {
+		if failed != nil {
+			return // a lost completion must not make every round wait
+		}
 		if err := b.PostRecv(recv); err != nil {
 			failed = err
 			return
@@ -1077,7 +1098,12 @@ func TestVerbsHotPathAllocs(t *testing.T) {
 			failed = err
 			return
 		}
+		deadline := time.Now().Add(20 * time.Second)
 		for got := 0; got < 3; {
+			if time.Now().After(deadline) {
+				failed = fmt.Errorf("only %d of 3 completions within 20s", got)
+				return
+			}
 			n, err := cq.Poll(wcs)
 			if err != nil {
 				failed = err

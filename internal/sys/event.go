@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +28,19 @@ type EventFile struct {
 	closed atomic.Bool
 	trace  traceID
 	readM  sync.Mutex
+	clean  runtime.Cleanup
+}
+
+type leakedEvent struct {
+	f     *os.File
+	trace traceID
+}
+
+// closeLeakedEvent is the GC safety net of an EventFile dropped without
+// Close: it closes the file and notes the leak for the tracer.
+func closeLeakedEvent(l leakedEvent) {
+	markCollected(l.trace)
+	l.f.Close()
 }
 
 // NewEventFile takes ownership of raw.
@@ -43,11 +57,18 @@ func NewEventFile(raw int, what string) (*EventFile, error) {
 	}
 	e := &EventFile{f: f, rc: rc, raw: raw}
 	e.trace = track("event fd " + what)
+	e.clean = runtime.AddCleanup(e, closeLeakedEvent, leakedEvent{f: f, trace: e.trace})
 	return e, nil
 }
 
-// Raw returns the descriptor number (for passing to the kernel in a command).
-func (e *EventFile) Raw() int { return e.raw }
+// Raw returns the descriptor number (for passing to the kernel in a
+// command), or -1 once closed: the number may then belong to another file.
+func (e *EventFile) Raw() int {
+	if e == nil || e.closed.Load() {
+		return -1
+	}
+	return e.raw
+}
 
 // Read waits until the kernel has an event, then reads it into p. It returns
 // ctx.Err() if ctx ends first and ErrClosed if the file is closed.
@@ -57,20 +78,29 @@ func (e *EventFile) Read(ctx context.Context, p []byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	var expired bool
+	// finished is set when the read is over: a callback that runs after it
+	// must not leave a past deadline behind for the next Read.
+	var expired, finished bool
 	var mu sync.Mutex
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, func() {
 			mu.Lock()
+			defer mu.Unlock()
+			if finished {
+				return
+			}
 			expired = true
-			mu.Unlock()
 			e.f.SetReadDeadline(time.Unix(1, 0))
 		})
 		defer func() {
-			if !stop() {
+			stop()
+			mu.Lock()
+			finished = true
+			if expired {
 				// The deadline was forced: clear it for the next Read.
 				e.f.SetReadDeadline(time.Time{})
 			}
+			mu.Unlock()
 		}()
 	}
 	var n int
@@ -128,6 +158,7 @@ func (e *EventFile) Close() error {
 	var err error
 	e.once.Do(func() {
 		e.closed.Store(true)
+		e.clean.Stop()
 		untrack(e.trace)
 		err = e.f.Close()
 	})

@@ -143,6 +143,22 @@ func (p *Producer) Publish() {
 	mmio.StoreRelease32(p.prod, n)
 }
 
+// Stage hands the slot returned by Slot to the ring without publishing it:
+// the private producer index advances, and Commit later makes every staged
+// slot visible to the kernel with one store-release. It panics if the ring
+// is full, which means Full was not checked.
+func (p *Producer) Stage() {
+	n := (p.next + 1) & p.mask
+	if n == p.seen && p.Full() {
+		panic("rxe: Stage on a full ring; check Full before filling a slot")
+	}
+	p.next = n
+}
+
+// Commit publishes the staged slots: a store-release of the private
+// producer index (rdma-core advance_producer, once per batch).
+func (p *Producer) Commit() { mmio.StoreRelease32(p.prod, p.next) }
+
 // Consumer is the user side of a ring the kernel fills and the user drains:
 // a completion queue (QUEUE_TYPE_TO_CLIENT). The user owns consumer_index;
 // the kernel publishes producer_index with smp_store_release.

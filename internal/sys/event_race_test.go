@@ -1,0 +1,156 @@
+package sys
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reads whose context expires just as an event arrives must never leave a
+// past deadline on the file: a later Read without a deadline has to wait for
+// the next event, not fail at once with "i/o timeout".
+func TestEventFileTimeoutRace(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	w := NewFD(p[1], "pipe w")
+	defer w.Close()
+	ef, err := NewEventFile(p[0], "pipe r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		one := []byte{1}
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Write(w.Raw(), one)
+			if i%4 == 0 {
+				time.Sleep(time.Duration(i%50) * time.Microsecond)
+			}
+		}
+	}()
+	buf := make([]byte, 1)
+	reads, timeouts := 0, 0
+	end := time.Now().Add(1500 * time.Millisecond)
+	for i := 0; time.Now().Before(end); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%40)*time.Microsecond)
+		_, err := ef.Read(ctx, buf)
+		cancel()
+		switch {
+		case err == nil:
+			reads++
+		case errors.Is(err, context.DeadlineExceeded):
+			timeouts++
+		default:
+			close(stop)
+			wg.Wait()
+			t.Fatalf("read %d: %v (a forced deadline leaked into a Read)", i, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d reads, %d timeouts", reads, timeouts)
+
+	// Empty the pipe, then a Read without deadline must wait for the next
+	// byte instead of failing with a stale deadline.
+	for {
+		n, err := ef.TryRead(make([]byte, 4096))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ef.Read(context.Background(), buf)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Read returned %v before any event was written", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	unix.Write(w.Raw(), []byte{2})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Read after the event: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Read did not return after an event")
+	}
+	// A cancellable Read that does not expire also waits and works.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		unix.Write(w.Raw(), []byte{3})
+	}()
+	if _, err := ef.Read(ctx, buf); err != nil || buf[0] != 3 {
+		t.Fatalf("Read with a live context: %v, %d", err, buf[0])
+	}
+}
+
+func TestEventFileRawAfterClose(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(p[1])
+	ef, err := NewEventFile(p[0], "pipe r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.Raw() != p[0] {
+		t.Fatalf("Raw %d, want %d", ef.Raw(), p[0])
+	}
+	ef.Close()
+	if ef.Raw() != -1 {
+		t.Fatalf("Raw after Close = %d, want -1", ef.Raw())
+	}
+}
+
+func TestForgetCollected(t *testing.T) {
+	func() { _, _ = MmapAnon(4096, "forget me") }()
+	deadline := time.Now().Add(5 * time.Second)
+	n := 0
+	for n == 0 && time.Now().Before(deadline) {
+		runtimeGC()
+		time.Sleep(5 * time.Millisecond)
+		n = ForgetCollected()
+	}
+	if n == 0 {
+		t.Fatal("the dropped mapping was never reported as collected")
+	}
+	for _, l := range Leaks() {
+		if contains(l, "forget me") {
+			t.Fatalf("record kept after ForgetCollected: %s", l)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
