@@ -32,12 +32,14 @@ build:
 vet:
 	$(GO) vet ./...
 
-# No package may use cgo: the module must build and run without a C
-# toolchain. (The cgo -godefs input in internal/abi/internal/gen is
-# //go:build ignore, so it is no part of any package.)
+# No Go file may use cgo, not even one left out of the build: the module must
+# build and run without a C toolchain. (The cgo -godefs input of
+# internal/abi is kept as internal/abi/internal/gen/godefs_input.go.in.)
 nocgo:
 	@cgo=$$(CGO_ENABLED=1 $(GO) list -f '{{if .CgoFiles}}{{.ImportPath}}{{end}}' ./...) || exit 1; \
 	if [ -n "$$cgo" ]; then echo "cgo is not allowed; these packages use it:"; echo "$$cgo"; exit 1; fi
+	@if grep -rlE --include='*.go' '^import "C"|^[[:space:]]+"C"$$' .; then \
+		echo 'cgo is not allowed: the files above import "C"'; exit 1; fi
 
 # GOVERBS_LAB_SELFTEST=1: the lab's own tests (test/rxelab) must run, never
 # skip, so a run without root fails instead of passing without them.

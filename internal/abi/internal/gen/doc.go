@@ -8,7 +8,7 @@
 //     into a temporary directory and unpack it with dpkg-deb; or the .deb
 //     named by $GOVERBS_LINUX_LIBC_DEV_DEB; or /usr/include when the
 //     installed linux-libc-dev is exactly pinnedVersion. Anything else fails.
-//  2. Run `go tool cgo -godefs` on godefs_input.go against those headers.
+//  2. Run `go tool cgo -godefs` on a copy of godefs_input.go.in (kept as .go.in so that no Go file of the module imports "C") against those headers.
 //  3. Run plain `go tool cgo` on the same input to learn the C member names:
 //     -godefs strips common member prefixes (remote_addr becomes Addr when it
 //     is the only member with an underscore), so its names cannot be used.

@@ -29,7 +29,7 @@ const (
 	debPackage = "linux-libc-dev"
 	debEnv     = "GOVERBS_LINUX_LIBC_DEV_DEB"
 
-	inputFile  = "internal/gen/godefs_input.go"
+	inputFile  = "internal/gen/godefs_input.go.in"
 	outputFile = "zabi_linux.go"
 	tableFile  = "zabi_linux_test.go"
 
@@ -70,8 +70,14 @@ func run(dir string, keep, checkArm64 bool) error {
 		return err
 	}
 	log.Printf("headers: %s %s (%s)", debPackage, pinnedVersion, source)
-	input, err := filepath.Abs(filepath.Join(dir, inputFile))
+	// The input is kept as a .go.in file so that no Go file of the module
+	// imports "C"; cgo reads a copy named .go in the temporary directory.
+	inputSrc, err := os.ReadFile(filepath.Join(dir, inputFile))
 	if err != nil {
+		return err
+	}
+	input := filepath.Join(tmp, "godefs_input.go")
+	if err := os.WriteFile(input, inputSrc, 0o644); err != nil {
 		return err
 	}
 	srcHash, err := stamp.SourcesHash(dir)

@@ -14,7 +14,7 @@ import (
 
 // Sources are the files, relative to package abi, whose content decides the
 // generated output (tests excluded).
-var Sources = []string{"internal/gen/*.go", "internal/names/*.go", "internal/stamp/*.go"}
+var Sources = []string{"internal/gen/*.go", "internal/gen/*.go.in", "internal/names/*.go", "internal/stamp/*.go"}
 
 // Header line prefixes.
 const (
