@@ -18,9 +18,14 @@ import (
 // a goroutine stack (heap or mmap'd): stacks move, and the kernel writes
 // through the pointer during the call.
 func Write(fd *FD, op string, buf unsafe.Pointer, size uintptr) error {
+	err := write(fd.raw, op, buf, size)
+	runtime.KeepAlive(fd)
+	return err
+}
+
+func write(raw int, op string, buf unsafe.Pointer, size uintptr) error {
 	for {
-		n, _, errno := unix.Syscall(unix.SYS_WRITE, uintptr(fd.raw), uintptr(buf), size)
-		runtime.KeepAlive(fd)
+		n, _, errno := unix.Syscall(unix.SYS_WRITE, uintptr(raw), uintptr(buf), size)
 		if errno == unix.EINTR {
 			continue
 		}

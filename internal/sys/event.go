@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -73,6 +74,30 @@ func (e *EventFile) Raw() int {
 // Read waits until the kernel has an event, then reads it into p. It returns
 // ctx.Err() if ctx ends first and ErrClosed if the file is closed.
 func (e *EventFile) Read(ctx context.Context, p []byte) (int, error) {
+	return e.waitRead(ctx, func(fd int) (int, error) { return unix.Read(fd, p) })
+}
+
+// CommandWait is Command for a command that fetches an event: it waits until
+// the file is readable and issues the command, again each time the kernel
+// answers EAGAIN. The rdma_cm fd works so: GET_EVENT is a write() that
+// answers EAGAIN when no event is queued and the fd is non-blocking
+// (kernel: core/ucma.c ucma_get_event), and poll reports EPOLLIN when one is
+// (ucma_poll). It returns ctx.Err() if ctx ends first and ErrClosed if the
+// file is closed.
+func (e *EventFile) CommandWait(ctx context.Context, op string, buf unsafe.Pointer, size uintptr) error {
+	_, err := e.waitRead(ctx, func(fd int) (int, error) {
+		err := write(fd, op, buf, size)
+		if op, ok := err.(*OpError); ok && op.Err == unix.EAGAIN {
+			return 0, unix.EAGAIN
+		}
+		return 0, err
+	})
+	return err
+}
+
+// waitRead calls read each time the poller reports the file readable, until
+// read returns anything but EAGAIN.
+func (e *EventFile) waitRead(ctx context.Context, read func(fd int) (int, error)) (int, error) {
 	e.readM.Lock()
 	defer e.readM.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -106,7 +131,7 @@ func (e *EventFile) Read(ctx context.Context, p []byte) (int, error) {
 	var n int
 	var rerr error
 	err := e.rc.Read(func(fd uintptr) bool {
-		n, rerr = unix.Read(int(fd), p)
+		n, rerr = read(int(fd))
 		return rerr != unix.EAGAIN
 	})
 	if err != nil {
@@ -148,6 +173,18 @@ func (e *EventFile) TryRead(p []byte) (int, error) {
 		return 0, nil
 	}
 	return n, rerr
+}
+
+// Command issues one write() command on the file (the rdma_cm fd takes
+// every command this way), with the rules of Write. The caller keeps the
+// file open for the duration of the call.
+func (e *EventFile) Command(op string, buf unsafe.Pointer, size uintptr) error {
+	if e.closed.Load() {
+		return &OpError{Op: op, Err: ErrClosed}
+	}
+	err := write(e.raw, op, buf, size)
+	runtime.KeepAlive(e)
+	return err
 }
 
 // Close closes the descriptor once and wakes a pending Read.

@@ -1,0 +1,187 @@
+package rdmacm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/goverbs/rdma/internal/testutil"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// labAddrs returns the veth pair's two addresses: the server listens on the
+// first, the client connects from the second.
+func labAddrs(t *testing.T) (server, client netip.Addr) {
+	t.Helper()
+	ends := testutil.VethPair(t)
+	return netip.MustParseAddr(ends[0].Addr), netip.MustParseAddr(ends[1].Addr)
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// exchange sends msg over c with a SEND and receives the peer's message into
+// a posted receive; it returns what arrived.
+type endpoint struct {
+	c   *Conn
+	buf *uverbs.Buffer
+	mr  *uverbs.MR
+}
+
+func newEndpoint(t *testing.T, c *Conn, size int) *endpoint {
+	t.Helper()
+	buf, err := uverbs.AllocBuffer(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteWrite)
+	if err != nil {
+		buf.Close()
+		t.Fatal(err)
+	}
+	return &endpoint{c: c, buf: buf, mr: mr}
+}
+
+func (e *endpoint) close() {
+	e.c.Close()
+	e.mr.Close()
+	e.buf.Close()
+}
+
+// waitWC waits for one completion through the completion channel.
+func waitWC(ctx context.Context, c *Conn) (uverbs.WC, error) {
+	wcs := make([]uverbs.WC, 1)
+	for {
+		n, err := c.CQ().Poll(wcs)
+		if err != nil {
+			return uverbs.WC{}, err
+		}
+		if n == 1 {
+			return wcs[0], nil
+		}
+		if err := c.CQ().ReqNotify(false); err != nil {
+			return uverbs.WC{}, err
+		}
+		if n, err = c.CQ().Poll(wcs); err != nil || n == 1 {
+			return wcs[0], err
+		}
+		if _, err := c.Channel().Wait(ctx); err != nil {
+			return uverbs.WC{}, err
+		}
+	}
+}
+
+func TestDialListen(t *testing.T) {
+	srvAddr, _ := labAddrs(t)
+	ctx := testCtx(t)
+	var logs bytes.Buffer
+	l, err := Listen(ctx, netip.AddrPortFrom(srvAddr, 0).String(), &Config{PrivateData: []byte("accept-data")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Addr().Port() == 0 || l.Addr().Addr() != srvAddr {
+		t.Fatalf("listener address %v, want %v with a port picked", l.Addr(), srvAddr)
+	}
+	type result struct {
+		c   *Conn
+		err error
+	}
+	accepted := make(chan result, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		accepted <- result{c, err}
+	}()
+	c, err := Dial(ctx, l.Addr().String(), &Config{PrivateData: []byte("request-data"),
+		Logf: func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("client steps:\n%s", logs.String())
+	r := <-accepted
+	if r.err != nil {
+		c.Close()
+		t.Fatal(r.err)
+	}
+	sc := r.c
+	cli, srv := newEndpoint(t, c, 4096), newEndpoint(t, sc, 4096)
+	defer cli.close()
+	defer srv.close()
+
+	if got := sc.PeerPrivateData(); len(got) != MaxConnectPrivateData || !bytes.HasPrefix(got, []byte("request-data")) {
+		t.Errorf("server got request private data %q (%d bytes), want %q zero padded to %d", got, len(got), "request-data", MaxConnectPrivateData)
+	}
+	if got := c.PeerPrivateData(); len(got) != MaxAcceptPrivateData || !bytes.HasPrefix(got, []byte("accept-data")) {
+		t.Errorf("client got accept private data %q (%d bytes), want %q zero padded to %d", got, len(got), "accept-data", MaxAcceptPrivateData)
+	}
+	if got := c.RemoteAddr(); got != l.Addr() {
+		t.Errorf("client remote address %v, want %v", got, l.Addr())
+	}
+	if got, want := sc.RemoteAddr(), c.LocalAddr(); got != want {
+		t.Errorf("server sees the client at %v, the client says it is at %v", got, want)
+	}
+	for _, conn := range []*Conn{c, sc} {
+		if s := conn.QP().State(); s != uverbs.QPStateRTS {
+			t.Errorf("QP %#x is %v after connection setup, want RTS", conn.QP().QPN(), s)
+		}
+	}
+
+	// SEND from the client into a receive posted by the server, then an
+	// RDMA WRITE and READ with the server's rkey.
+	if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 7, SGEs: []uverbs.SGE{srv.mr.SGE(0, 4096)}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(cli.buf.Bytes(), "hello over the CM")
+	if err := c.QP().PostSend([]uverbs.SendWR{{ID: 1, Op: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{cli.mr.SGE(0, 17)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess || wc.ID != 1 {
+		t.Fatalf("client send: %+v, %v", wc, err)
+	}
+	wc, err := waitWC(ctx, sc)
+	if err != nil || wc.Status != uverbs.WCSuccess || wc.ID != 7 || wc.ByteLen != 17 {
+		t.Fatalf("server receive: %+v, %v", wc, err)
+	}
+	if got := string(srv.buf.Bytes()[:17]); got != "hello over the CM" {
+		t.Fatalf("server received %q", got)
+	}
+	copy(cli.buf.Bytes()[100:], "written")
+	if err := c.QP().PostSend([]uverbs.SendWR{{ID: 2, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{cli.mr.SGE(100, 7)}, RemoteAddr: srv.mr.Addr() + 200, RKey: srv.mr.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("client write: %+v, %v", wc, err)
+	}
+	if got := string(srv.buf.Bytes()[200:207]); got != "written" {
+		t.Fatalf("server memory after WRITE: %q", got)
+	}
+	if err := c.QP().PostSend([]uverbs.SendWR{{ID: 3, Op: uverbs.OpRead, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{cli.mr.SGE(1000, 17)}, RemoteAddr: srv.mr.Addr(), RKey: srv.mr.RKey()}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("client read: %+v, %v", wc, err)
+	}
+	if got := string(cli.buf.Bytes()[1000:1017]); got != "hello over the CM" {
+		t.Fatalf("client memory after READ: %q", got)
+	}
+
+	// The client disconnects: both sides see it.
+	if err := c.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	for name, conn := range map[string]*Conn{"client": c, "server": sc} {
+		select {
+		case <-conn.Done():
+		case <-ctx.Done():
+			t.Fatalf("%s: no DISCONNECTED event", name)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+// Package rdmacm is the RDMA connection manager (CM) over
+// /dev/infiniband/rdma_cm, the kernel's ucma command ABI, without cgo or
+// librdmacm. It resolves IP addresses to RDMA devices and routes, connects
+// and accepts RC connections and UD peers, carries private data, and moves
+// the QPs of the uverbs package through INIT, RTR and RTS exactly as
+// librdmacm does, so that either side can be a librdmacm program
+// (rping, rdma_server, rdma_client, udaddy, perftest -R).
+//
+// # Two levels
+//
+// Dial and Listen give established connections (Conn) with a PD, one CQ
+// with a completion channel, and a QP ready to post on:
+//
+//	c, err := rdmacm.Dial(ctx, "10.0.0.1:7471", nil)
+//	...
+//	defer c.Close()
+//	mr, err := c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+//	err = c.QP().PostSend(wrs)
+//
+//	l, err := rdmacm.Listen(ctx, "10.0.0.1:7471", nil)
+//	c, err := l.Accept(ctx)
+//
+// Resolve + Conn.Connect and Listener.GetRequest + Conn.Accept split these
+// in two, for protocols that register memory, post receives or look at the
+// peer's private data before the connection is established.
+//
+// Below them, EventChannel and ID are the CM's own objects (rdma-core:
+// struct rdma_event_channel and struct rdma_cm_id), for programs that drive
+// each step themselves.
+//
+// # Events
+//
+// An EventChannel's fd is non-blocking and waited on through Go's
+// netpoller by one goroutine per channel, which reads each event (GET_EVENT)
+// and queues it on the ID it concerns; ID.GetEvent(ctx) takes the next one.
+// Events need no acknowledgement: destroying an ID never waits for one.
+// Event types print as rdma_event_str does ("RDMA_CM_EVENT_ESTABLISHED").
+//
+// # Connecting as librdmacm does
+//
+// After a connection request is answered, the kernel reports
+// CONNECT_RESPONSE to the active side (it has no kernel QP to move itself);
+// the package then asks the CM for the attributes of each QP state
+// (INIT_QP_ATTR), moves the QP to RTR and RTS with them, and sends an
+// ACCEPT without parameters, which makes the kernel send the RTU. Only then
+// is the connection reported established. The passive side moves its QP to
+// RTS before accepting (the CM allows it in state REQ_RCVD). See
+// abi-reference §4.4 and §4.5, and rdma-core librdmacm/cma.c
+// ucma_process_conn_resp and rdma_accept.
+//
+// # Private data
+//
+// A connection request carries at most 56 bytes of private data, an
+// accept 196, a reject 148 (the IB CM message sizes less the CM's header for
+// IP addresses). What arrives is always the full fixed size, zero padded:
+// an application that needs the exact length puts it in the data.
+//
+// # Errors
+//
+// Failed commands are *OpError values that unwrap to the errno. Failed
+// connection setup is an *EventError (errors.Is with ErrAddrResolve,
+// ErrRouteResolve, ErrUnreachable), a *RejectError (ErrRejected, and
+// ErrConnRefused when nothing listens on the port), or a timeout matching
+// ErrTimeout and context.DeadlineExceeded. No CM or device: ErrNoDevice,
+// whose text says how to create a soft-RoCE device.
+//
+// # Soft-RoCE notes
+//
+// The CM needs the two ends on different netdevs: an rxe device on lo
+// cannot be reached through the CM (route resolution fails); two rxe
+// devices on the two ends of a veth pair, or two hosts, can.
+package rdmacm

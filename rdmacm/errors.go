@@ -1,0 +1,137 @@
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// ErrNoDevice is returned when the machine has no RDMA CM or no RDMA device.
+var ErrNoDevice = fmt.Errorf("no RDMA connection manager (/dev/infiniband/rdma_cm needs the rdma_ucm module) or %w", uverbs.ErrNoDevice)
+
+// ErrClosed is returned by calls on a closed ID, Conn or Listener.
+var ErrClosed = sys.ErrClosed
+
+// OpError is the error of a failed CM command; it unwraps to the errno.
+type OpError = sys.OpError
+
+// Errors of connection setup; each failure event becomes an *EventError or
+// *RejectError that matches one of them with errors.Is.
+var (
+	// ErrAddrResolve: the destination address could not be resolved to an
+	// RDMA device and GID (ADDR_ERROR: no route, no ARP answer, or no RDMA
+	// device on the outgoing netdev).
+	ErrAddrResolve = errors.New("address resolution failed")
+	// ErrRouteResolve: no route to the destination (ROUTE_ERROR).
+	ErrRouteResolve = errors.New("route resolution failed")
+	// ErrUnreachable: the peer's CM did not answer (UNREACHABLE, after the
+	// CM's retries) or the connection could not be set up (CONNECT_ERROR).
+	ErrUnreachable = errors.New("peer unreachable")
+	// ErrRejected: the peer refused the connection (REJECTED).
+	ErrRejected = errors.New("connection rejected")
+	// ErrConnRefused: nothing listens on that port at the peer (REJECTED with
+	// reason 8, invalid service ID). It also matches ErrRejected.
+	ErrConnRefused = errors.New("connection refused: nothing listens on that port")
+	// ErrDisconnected: the connection ended (DISCONNECTED, DEVICE_REMOVAL)
+	// while it was being set up.
+	ErrDisconnected = errors.New("disconnected")
+	// ErrTimeout: the operation did not finish within its configured time
+	// (Config.ResolveTimeout, Config.ConnectTimeout). It also matches
+	// context.DeadlineExceeded.
+	ErrTimeout = errors.New("timed out")
+)
+
+// IB CM reject reasons (IBA table 112) the CM reports in REJECTED.
+const (
+	RejectInvalidServiceID = 8  // no listener on the port
+	RejectConsumerDefined  = 28 // rdma_reject by the peer application
+	RejectVendorOption     = 35 // ECE not supported
+)
+
+// EventError is a failure reported by a CM event.
+type EventError struct {
+	Op     string    // what was being done: "resolve_addr", "connect", ...
+	Event  EventType // the event that came instead of the wanted one
+	Status int       // the event's status: 0 or a negative errno
+}
+
+func (e *EventError) Error() string {
+	s := fmt.Sprintf("%s: %v", e.Op, e.Event)
+	if e.Status < 0 {
+		s += ": " + syscall.Errno(-e.Status).Error()
+	}
+	switch e.Event {
+	case EventAddrError:
+		s += " (is the address reachable through a netdev with an RDMA device on it? `rdma-link show` lists them)"
+	case EventUnreachable:
+		s += " (no answer from the peer's CM: is the peer up, with an RDMA device on that address?)"
+	}
+	return s
+}
+
+// Is matches the sentinel of the event's kind, and the errno of the status.
+func (e *EventError) Is(target error) bool {
+	switch target {
+	case ErrAddrResolve:
+		return e.Event == EventAddrError
+	case ErrRouteResolve:
+		return e.Event == EventRouteError
+	case ErrUnreachable:
+		return e.Event == EventUnreachable || e.Event == EventConnectError
+	case ErrDisconnected:
+		return e.Event == EventDisconnected || e.Event == EventDeviceRemoval
+	}
+	if errno, ok := target.(syscall.Errno); ok && e.Status < 0 {
+		return errno == syscall.Errno(-e.Status)
+	}
+	return false
+}
+
+// RejectError is a REJECTED event: the peer (or its CM, when nothing
+// listens) refused the connection.
+type RejectError struct {
+	Op     string
+	Reason int // IB CM reject reason: RejectConsumerDefined, RejectInvalidServiceID, ...
+	// PrivateData is what the peer sent with its reject, zero padded to
+	// MaxRejectPrivateData bytes (nil when the CM rejected by itself).
+	PrivateData []byte
+}
+
+func (e *RejectError) Error() string {
+	switch e.Reason {
+	case RejectInvalidServiceID:
+		return e.Op + ": rejected by the peer's CM: nothing listens on that port (reason 8, invalid service ID)"
+	case RejectConsumerDefined:
+		return e.Op + ": rejected by the peer (reason 28, consumer defined)"
+	}
+	return fmt.Sprintf("%s: rejected (IB CM reason %d)", e.Op, e.Reason)
+}
+
+// Is matches ErrRejected, and ErrConnRefused for reason 8.
+func (e *RejectError) Is(target error) bool {
+	return target == ErrRejected || target == ErrConnRefused && e.Reason == RejectInvalidServiceID
+}
+
+// eventError turns an unwanted event into an error.
+func eventError(op string, e Event) error {
+	if e.Type == EventRejected {
+		return &RejectError{Op: op, Reason: e.Status, PrivateData: e.PrivateData}
+	}
+	return &EventError{Op: op, Event: e.Type, Status: e.Status}
+}
+
+// timeoutError is an operation that ran out of its configured time.
+type timeoutError struct {
+	op    string
+	limit string
+}
+
+func (e *timeoutError) Error() string { return e.op + ": timed out after " + e.limit }
+func (e *timeoutError) Is(target error) bool {
+	return target == ErrTimeout || target == context.DeadlineExceeded
+}
+func (e *timeoutError) Timeout() bool { return true }

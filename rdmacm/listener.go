@@ -1,0 +1,164 @@
+package rdmacm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listener listens for connections on an address through the CM. All its
+// connections share its event channel (the kernel reports a request's
+// events on the listener's fd); each connection's events still go to that
+// connection alone.
+type Listener struct {
+	cfg  Config
+	ch   *EventChannel
+	id   *ID
+	addr netip.AddrPort
+}
+
+// Listen listens on address ("10.0.0.1:7471", ":7471" for every address,
+// "[::]:7471"). Port 0 picks a free port (Addr tells which).
+//
+// rdma-core: rdma_create_id + rdma_bind_addr + rdma_listen.
+func Listen(ctx context.Context, address string, cfg *Config) (*Listener, error) {
+	d := cfg.withDefaults()
+	ps, err := d.portSpace()
+	if err != nil {
+		return nil, &OpError{Op: "listen", Err: err}
+	}
+	addr, err := ParseAddress(ctx, address)
+	if err != nil {
+		return nil, &OpError{Op: "listen", Err: err}
+	}
+	ch, err := NewEventChannel()
+	if err != nil {
+		return nil, err
+	}
+	id, err := ch.CreateID(ps)
+	if err != nil {
+		ch.Close()
+		return nil, err
+	}
+	id.SetLogf(d.Logf)
+	l := &Listener{cfg: d, ch: ch, id: id}
+	if d.ReuseAddr {
+		if err := id.SetReuseAddr(true); err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	if err := id.Bind(addr); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := id.Listen(d.Backlog); err != nil {
+		l.Close()
+		return nil, err
+	}
+	info, err := id.Query()
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.addr = info.Local
+	return l, nil
+}
+
+// Addr returns the address the listener is bound to, with the port the
+// kernel picked if 0 was asked for.
+func (l *Listener) Addr() netip.AddrPort { return l.addr }
+
+// ID returns the listening CM ID.
+func (l *Listener) ID() *ID { return l.id }
+
+// Accept waits for a connection request, builds its PD, CQ and QP, accepts
+// it with Config.PrivateData and returns the established connection. A
+// request whose setup fails is rejected and Accept waits for the next;
+// Accept returns an error only when ctx ends or the listener is closed.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	for {
+		c, err := l.GetRequest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Accept(ctx, l.cfg.PrivateData); err != nil {
+			c.Close()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			l.id.log("accept failed, waiting for the next request: %v", err)
+			continue
+		}
+		return c, nil
+	}
+}
+
+// GetRequest waits for a connection request and returns it as a Conn whose
+// PD, CQ and QP are built (QP in INIT) and whose PeerPrivateData is the
+// request's: register memory and post receives, then Accept or Reject it.
+//
+// rdma-core: rdma_get_request.
+func (l *Listener) GetRequest(ctx context.Context) (*Conn, error) {
+	for {
+		e, err := l.id.GetEvent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if e.Type != EventConnectRequest || e.Request == nil {
+			if e.Type == EventDeviceRemoval {
+				return nil, &EventError{Op: "get_request", Event: e.Type, Status: e.Status}
+			}
+			continue
+		}
+		c := &Conn{cfg: l.cfg, id: e.Request, peerData: e.PrivateData}
+		if err := c.id.queryDevice(); err != nil {
+			c.rejectQuietly()
+			continue
+		}
+		if err := c.build(); err != nil {
+			c.rejectQuietly()
+			if errors.Is(err, ErrClosed) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("connection request from %v: %w", c.RemoteAddr(), err)
+		}
+		return c, nil
+	}
+}
+
+func (c *Conn) rejectQuietly() {
+	c.id.Reject(nil)
+	c.Close()
+}
+
+// queryDevice learns the device of a connection request's ID.
+func (id *ID) queryDevice() error {
+	if err := id.lock("query addr"); err != nil {
+		return err
+	}
+	defer id.mu.Unlock()
+	if err := id.queryDeviceLocked(); err != nil {
+		return err
+	}
+	if id.dev == nil {
+		return &OpError{Op: "query addr", Err: fmt.Errorf("%s has no device: %w", id, unix.ENODEV)}
+	}
+	return nil
+}
+
+// Close stops listening: requests not yet taken are refused. Connections
+// already returned stay open until closed.
+func (l *Listener) Close() error {
+	if l == nil {
+		return nil
+	}
+	err := l.id.Close()
+	if cerr := l.ch.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

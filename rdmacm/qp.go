@@ -1,0 +1,489 @@
+package rdmacm
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// CreateQP makes the ID's QP on pd, which must belong to the ID's device,
+// and moves it to INIT with the attributes the CM gives (INIT_QP_ATTR);
+// a UD QP goes on to RTS, ready to send once the peer's QP number is
+// known. The QP type comes from the port space. The ID does not own the QP:
+// close the QP before the ID's PD and CQs, as usual, and Close the ID after.
+//
+// rdma-core: rdma_create_qp.
+func (id *ID) CreateQP(pd *uverbs.PD, init uverbs.QPInit) (*uverbs.QP, error) {
+	const op = "create_qp"
+	if err := id.lock(op); err != nil {
+		return nil, err
+	}
+	defer id.mu.Unlock()
+	if id.dev == nil {
+		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("%s has no RDMA device yet: resolve an address first (or use a connection request's ID): %w", id, unix.EINVAL)}
+	}
+	if pd == nil {
+		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("nil PD: %w", unix.EINVAL)}
+	}
+	if got := pd.Context().Device(); got.NodeGUID != id.dev.NodeGUID || got.Name != id.dev.Name {
+		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("the PD is on device %s but %s is on %s: open %s for this connection: %w", got.Name, id, id.dev.Name, id.dev.Name, unix.EINVAL)}
+	}
+	if id.qp != nil {
+		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("%s already has QP %#x: %w", id, id.qp.QPN(), unix.EBUSY)}
+	}
+	init.Type = id.ps.qpType()
+	qp, err := pd.CreateQP(init)
+	if err != nil {
+		return nil, err
+	}
+	id.log("created %v QP %#x on %s (send %d, recv %d, inline %d)", qp.Type(), qp.QPN(), id.dev.Name, qp.Cap().MaxSendWR, qp.Cap().MaxRecvWR, qp.Cap().MaxInline)
+	if err := id.modifyLocked(qp, uverbs.QPStateInit, 255); err != nil {
+		qp.Close()
+		return nil, err
+	}
+	if id.ps == PortSpaceUDP {
+		// rdma-core: librdmacm/cma.c ucma_init_ud_qp: RTR needs only the
+		// state, RTS the send PSN.
+		if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTR}, uverbs.QPAttrState); err != nil {
+			qp.Close()
+			return nil, err
+		}
+		if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState|uverbs.QPAttrSQPSN); err != nil {
+			qp.Close()
+			return nil, err
+		}
+		id.log("QP %#x INIT -> RTR -> RTS (UD)", qp.QPN())
+	}
+	id.qp = qp
+	return qp, nil
+}
+
+// QP returns the QP made by CreateQP, or nil.
+func (id *ID) QP() *uverbs.QP {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.qp
+}
+
+// initQPAttr asks the CM for the attributes of a move of the ID's QP to
+// state (INIT_QP_ATTR). The answer is struct ib_uverbs_qp_attr with a mask
+// of the fields that matter (kernel: core/cma.c rdma_init_qp_attr,
+// core/cm.c ib_cm_init_qp_attr).
+func (id *ID) initQPAttrLocked(state uverbs.QPState) (uverbs.QPAttr, uverbs.QPAttrMask, error) {
+	resp := new(abi.UverbsQPAttr)
+	rb := bytesOf(resp)
+	body := abi.UcmInitQPAttr{Response: addrOf(rb), ID: id.kid, QPState: uint32(state)}
+	if err := id.command("init_qp_attr "+state.String(), abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, bytesOf(&body), rb); err != nil {
+		return uverbs.QPAttr{}, 0, err
+	}
+	a := uverbs.QPAttr{
+		State:           uverbs.QPState(resp.QPState),
+		CurState:        uverbs.QPState(resp.CurQPState),
+		PathMTU:         uverbs.MTU(resp.PathMTU),
+		QKey:            resp.QKey,
+		RQPSN:           resp.RQPSN,
+		SQPSN:           resp.SQPSN,
+		DestQPN:         resp.DestQPNum,
+		Access:          uverbs.Access(resp.QPAccessFlags),
+		PKeyIndex:       resp.PKeyIndex,
+		Port:            resp.PortNum,
+		AH:              ahFromKernel(&resp.AHAttr),
+		MaxRDAtomic:     resp.MaxRDAtomic,
+		MaxDestRDAtomic: resp.MaxDestRDAtomic,
+		MinRNRTimer:     resp.MinRNRTimer,
+		Timeout:         resp.Timeout,
+		RetryCount:      resp.RetryCnt,
+		RNRRetry:        resp.RNRRetry,
+		PathMigState:    uint8(resp.PathMigState),
+	}
+	return a, uverbs.QPAttrMask(resp.QPAttrMask), nil
+}
+
+// modifyLocked moves qp to state with the CM's attributes. depth, unless
+// 255, replaces the READ depth the CM gives: responder resources at RTR,
+// initiator depth at RTS (rdma-core: librdmacm/cma.c ucma_modify_qp_rtr,
+// ucma_modify_qp_rts).
+func (id *ID) modifyLocked(qp *uverbs.QP, state uverbs.QPState, depth uint8) error {
+	attr, mask, err := id.initQPAttrLocked(state)
+	if err != nil {
+		return err
+	}
+	if depth != 255 {
+		switch state {
+		case uverbs.QPStateRTR:
+			attr.MaxDestRDAtomic = depth
+		case uverbs.QPStateRTS:
+			attr.MaxRDAtomic = depth
+		}
+	}
+	from := qp.State()
+	if err := qp.Modify(&attr, mask); err != nil {
+		return err
+	}
+	switch state {
+	case uverbs.QPStateRTR:
+		id.log("QP %#x %v -> RTR (%v): dest QPN %#x, RQ PSN %#x, path MTU %v, dest GID %v, sgid index %d, responder resources %d",
+			qp.QPN(), from, mask, attr.DestQPN, attr.RQPSN, attr.PathMTU, attr.AH.DGID, attr.AH.SGIDIndex, attr.MaxDestRDAtomic)
+	case uverbs.QPStateRTS:
+		id.log("QP %#x %v -> RTS (%v): SQ PSN %#x, timeout %d, retry %d, rnr retry %d, initiator depth %d",
+			qp.QPN(), from, mask, attr.SQPSN, attr.Timeout, attr.RetryCount, attr.RNRRetry, attr.MaxRDAtomic)
+	default:
+		id.log("QP %#x %v -> %v (%v): port %d, access %v", qp.QPN(), from, state, mask, attr.Port, attr.Access)
+	}
+	return nil
+}
+
+// connParam encodes p for CONNECT or ACCEPT (struct rdma_ucm_conn_param).
+func (id *ID) connParam(p ConnParam, data []byte) abi.UcmConnParam {
+	k := abi.UcmConnParam{
+		ResponderResources: p.ResponderResources,
+		InitiatorDepth:     p.InitiatorDepth,
+		RetryCount:         min(p.RetryCount, 7),
+		RNRRetryCount:      min(p.RNRRetryCount, 7),
+		Valid:              1,
+	}
+	if id.qp != nil {
+		k.QPNum = id.qp.QPN()
+		if id.qp.SRQ() != nil {
+			k.SRQ = 1
+		}
+	}
+	if id.ps == PortSpaceUDP {
+		k.QKey = udpQKey
+	}
+	k.PrivateDataLen = uint8(copy(k.PrivateData[:], data))
+	return k
+}
+
+// deviceDepths resolves 255 to the device's READ depths (rdma-core:
+// librdmacm/cma.c ucma_valid_param and rdma_connect use max_qp_rd_atom and
+// max_qp_init_rd_atom).
+func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
+	if p.ResponderResources != 255 && p.InitiatorDepth != 255 {
+		return p, nil
+	}
+	if id.qp == nil {
+		if p.ResponderResources == 255 {
+			p.ResponderResources = 0
+		}
+		if p.InitiatorDepth == 255 {
+			p.InitiatorDepth = 0
+		}
+		return p, nil
+	}
+	attr, err := id.qp.PD().Context().QueryDevice()
+	if err != nil {
+		return p, err
+	}
+	if p.ResponderResources == 255 {
+		p.ResponderResources = uint8(min(attr.MaxQPRDAtom, 254))
+	}
+	if p.InitiatorDepth == 255 {
+		p.InitiatorDepth = uint8(min(attr.MaxQPInitRDAtom, 254))
+	}
+	return p, nil
+}
+
+// Connect sends a connection request with param and data (at most
+// MaxConnectPrivateData bytes; MaxUDConnectData for UD) and waits until
+// the connection is established. For RC, on the reply it moves the QP to
+// RTR and RTS and sends the final ACCEPT (the RTU), as librdmacm does
+// (abi-reference §4.4), and returns the reply's event, whose PrivateData is
+// the peer's. For UD it returns the ESTABLISHED event with the peer's QP
+// number, QKey and address.
+//
+// A rejection is a *RejectError, no answer an *EventError matching
+// ErrUnreachable; ctx ending returns ctx.Err(): Close the ID then.
+//
+// rdma-core: rdma_connect.
+func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event, error) {
+	const op = "connect"
+	if err := id.lock(op); err != nil {
+		return Event{}, err
+	}
+	limit := MaxConnectPrivateData
+	if id.ps == PortSpaceUDP {
+		limit = MaxUDConnectData
+	}
+	if len(data) > limit {
+		id.mu.Unlock()
+		return Event{}, &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(data), limit, unix.EINVAL)}
+	}
+	if id.ps == PortSpaceTCP && id.qp == nil {
+		id.mu.Unlock()
+		return Event{}, &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
+	}
+	p, err := id.deviceDepths(param)
+	if err != nil {
+		id.mu.Unlock()
+		return Event{}, err
+	}
+	body := abi.UcmConnect{ConnParam: id.connParam(p, data), ID: id.kid}
+	id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
+		id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
+	err = id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
+	id.mu.Unlock()
+	if err != nil {
+		return Event{}, err
+	}
+	if id.ps == PortSpaceUDP {
+		e, err := id.expect(ctx, op, EventEstablished)
+		if err == nil {
+			id.setState(stateConnected)
+		}
+		return e, err
+	}
+	e, err := id.expect(ctx, op, EventConnectResponse)
+	if err != nil {
+		return e, err
+	}
+	if err := id.completeConnect(); err != nil {
+		return e, err
+	}
+	e.Type = EventEstablished
+	id.log("event %v on %s (after the RTU)", e.Type, id)
+	return e, nil
+}
+
+// completeConnect is librdmacm's ucma_process_conn_resp: INIT again (the
+// access rights now follow the agreed READ depths), RTR, RTS, then an
+// ACCEPT without parameters, which makes the kernel send the RTU. On
+// failure the QP goes to ERR and the connection is refused.
+func (id *ID) completeConnect() error {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.closed {
+		return &sys.OpError{Op: "connect", Err: ErrClosed}
+	}
+	qp := id.qp
+	err := id.modifyLocked(qp, uverbs.QPStateInit, 255)
+	if err == nil {
+		err = id.modifyLocked(qp, uverbs.QPStateRTR, 255)
+	}
+	if err == nil {
+		err = id.modifyLocked(qp, uverbs.QPStateRTS, 255)
+	}
+	if err == nil {
+		body := abi.UcmAccept{ID: id.kid}
+		id.log("send RTU on %s (ACCEPT without parameters)", id)
+		err = id.command("accept (rtu)", abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil)
+	}
+	if err != nil {
+		id.failed = true
+		qp.ToError()
+		id.rejectLocked(nil)
+		return err
+	}
+	id.state = stateConnected
+	return nil
+}
+
+func (id *ID) setState(s idState) {
+	id.mu.Lock()
+	id.state = s
+	id.mu.Unlock()
+}
+
+// RequestParam returns the connection parameters of a connection request
+// (from this side's point of view).
+func (id *ID) requestParam() ConnParam {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.reqParam
+}
+
+// Accept accepts the connection request this ID stands for, with param and
+// data (at most MaxAcceptPrivateData bytes; MaxUDAcceptData for UD). For
+// RC the QP (CreateQP) goes to RTR and RTS first, with READ depths that are
+// the smaller of param's and the request's (255: the request's), and Accept
+// waits until the peer's RTU establishes the connection. A UD accept
+// returns at once.
+//
+// rdma-core: rdma_accept.
+func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
+	const op = "accept"
+	if err := id.lock(op); err != nil {
+		return err
+	}
+	if id.state != stateRequest {
+		id.mu.Unlock()
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%s is not a connection request (take one from a listener's CONNECT_REQUEST event): %w", id, unix.EINVAL)}
+	}
+	limit := MaxAcceptPrivateData
+	if id.ps == PortSpaceUDP {
+		limit = MaxUDAcceptData
+	}
+	if len(data) > limit {
+		id.mu.Unlock()
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in an accept: %w", len(data), limit, unix.EINVAL)}
+	}
+	if id.qp == nil {
+		id.mu.Unlock()
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
+	}
+	p, err := id.deviceDepths(param)
+	if err != nil {
+		id.mu.Unlock()
+		return err
+	}
+	if id.ps == PortSpaceTCP {
+		// rdma-core: librdmacm/cma.c rdma_accept takes the request's values,
+		// bounded by the device.
+		p.ResponderResources = min(p.ResponderResources, id.reqParam.ResponderResources)
+		p.InitiatorDepth = min(p.InitiatorDepth, id.reqParam.InitiatorDepth)
+		qp := id.qp
+		err := id.modifyLocked(qp, uverbs.QPStateInit, 255)
+		if err == nil {
+			err = id.modifyLocked(qp, uverbs.QPStateRTR, p.ResponderResources)
+		}
+		if err == nil {
+			err = id.modifyLocked(qp, uverbs.QPStateRTS, p.InitiatorDepth)
+		}
+		if err != nil {
+			qp.ToError()
+			id.mu.Unlock()
+			return err
+		}
+	}
+	body := abi.UcmAccept{UID: id.uid, ConnParam: id.connParam(p, data), ID: id.kid}
+	id.log("accept %s: QPN %#x, responder resources %d, initiator depth %d, rnr retry %d, %d bytes of private data",
+		id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RNRRetryCount, len(data))
+	err = id.command(op, abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil)
+	if err != nil {
+		id.qp.ToError()
+		id.mu.Unlock()
+		return err
+	}
+	id.state = stateConnected
+	id.mu.Unlock()
+	if id.ps == PortSpaceUDP {
+		return nil
+	}
+	_, err = id.expect(ctx, op, EventEstablished)
+	return err
+}
+
+// Reject refuses the connection request this ID stands for, with data (at
+// most MaxRejectPrivateData bytes) for the peer; the peer gets a
+// *RejectError with reason 28 (consumer defined). Close the ID after.
+//
+// rdma-core: rdma_reject.
+func (id *ID) Reject(data []byte) error {
+	const op = "reject"
+	if err := id.lock(op); err != nil {
+		return err
+	}
+	defer id.mu.Unlock()
+	if len(data) > MaxRejectPrivateData {
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a reject: %w", len(data), MaxRejectPrivateData, unix.EINVAL)}
+	}
+	return id.rejectLocked(data)
+}
+
+func (id *ID) rejectLocked(data []byte) error {
+	body := abi.UcmReject{ID: id.kid}
+	body.PrivateDataLen = uint8(copy(body.PrivateData[:], data))
+	id.log("reject %s with %d bytes of private data", id, len(data))
+	err := id.command("reject", abi.RDMA_USER_CM_CMD_REJECT, bytesOf(&body), nil)
+	if err == nil {
+		id.state = stateIdle
+	}
+	return err
+}
+
+// Disconnect moves the ID's QP to ERR, so that everything posted comes back
+// flushed, and sends a disconnect request; both sides then get a
+// DISCONNECTED event (Done is closed). Calling it again, or on an ID never
+// connected, returns an error matching unix.EINVAL from the kernel.
+//
+// rdma-core: rdma_disconnect.
+func (id *ID) Disconnect() error {
+	const op = "disconnect"
+	if err := id.lock(op); err != nil {
+		return err
+	}
+	defer id.mu.Unlock()
+	return id.disconnectLocked()
+}
+
+func (id *ID) disconnectLocked() error {
+	if id.qp != nil && id.qp.State() != uverbs.QPStateError {
+		// rdma-core: librdmacm/cma.c rdma_disconnect moves the QP to ERR
+		// first (ucma_modify_qp_err).
+		if err := id.qp.ToError(); err != nil {
+			return err
+		}
+		id.log("QP %#x -> ERR", id.qp.QPN())
+	}
+	body := abi.UcmDisconnect{ID: id.kid}
+	id.log("disconnect %s", id)
+	err := id.command("disconnect", abi.RDMA_USER_CM_CMD_DISCONNECT, bytesOf(&body), nil)
+	if err == nil {
+		id.state = stateDisconnected
+	}
+	return err
+}
+
+// EstablishNow tells the CM the connection is established before the RTU
+// arrives, e.g. because a receive completed on the QP (NOTIFY with
+// IB_EVENT_COMM_EST; rxe never raises that event itself).
+//
+// rdma-core: rdma_establish... (ucma NOTIFY).
+func (id *ID) EstablishNow() error {
+	const op = "notify"
+	if err := id.lock(op); err != nil {
+		return err
+	}
+	defer id.mu.Unlock()
+	body := abi.UcmNotify{ID: id.kid, Event: 4} // IB_EVENT_COMM_EST
+	return id.command(op, abi.RDMA_USER_CM_CMD_NOTIFY, bytesOf(&body), nil)
+}
+
+// Close destroys the ID (DESTROY_ID; the kernel sends a disconnect request
+// or a reject for a connection still open or pending). It does not close
+// the QP: close that first, and poll its CQ for the flushed work. Events
+// not yet taken are dropped. Close is idempotent.
+//
+// rdma-core: rdma_destroy_id.
+func (id *ID) Close() error {
+	if id == nil {
+		return nil
+	}
+	id.mu.Lock()
+	if id.closed {
+		id.mu.Unlock()
+		return nil
+	}
+	id.closed = true
+	var resp abi.UcmDestroyIDResp
+	rb := bytesOf(&resp)
+	body := abi.UcmDestroyID{Response: addrOf(rb), ID: id.kid}
+	id.log("destroy %s", id)
+	err := id.command("destroy_id", abi.RDMA_USER_CM_CMD_DESTROY_ID, bytesOf(&body), rb)
+	id.mu.Unlock()
+	id.qmu.Lock()
+	if !id.doneOK {
+		id.doneOK = true
+		close(id.done)
+	}
+	pending := id.queue
+	id.queue = nil
+	id.qmu.Unlock()
+	// Connection requests queued on a listener being destroyed: their
+	// kernel ids are ours to destroy.
+	for _, e := range pending {
+		if e.Request != nil {
+			e.Request.Close()
+		}
+	}
+	id.wake()
+	if uerr := id.ch.unregister(id); err == nil {
+		err = uerr
+	}
+	return err
+}
