@@ -126,8 +126,8 @@ func (c *Config) connParam() ConnParam {
 // Close disconnects, closes the QP (its pending work is flushed), the CQ,
 // the channel, the PD and device it opened, then destroys the ID.
 type Conn struct {
-	cfg  Config
-	id   *ID
+	cfg   Config
+	id    *ID
 	ownCh *EventChannel // the Dial side's own event channel
 
 	ctx   *uverbs.Context // opened for the connection, nil with Config.PD
@@ -432,5 +432,3 @@ func (c *Conn) Close() error {
 	})
 	return c.closeErr
 }
-
-

@@ -3,10 +3,10 @@ package rdmacm
 import (
 	"context"
 	"encoding/binary"
-	"runtime"
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
