@@ -175,6 +175,13 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, &OpError{Op: "dial", Err: err}
 	}
+	limit := MaxConnectPrivateData
+	if ps == PortSpaceUDP {
+		limit = MaxUDConnectData
+	}
+	if len(d.PrivateData) > limit {
+		return nil, &OpError{Op: "dial", Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(d.PrivateData), limit, unix.EINVAL)}
+	}
 	dst, err := ParseAddress(ctx, address)
 	if err != nil {
 		return nil, &OpError{Op: "dial", Err: err}

@@ -2,6 +2,7 @@ package rdmacm
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"fmt"
 	"net/netip"
@@ -185,3 +186,5 @@ func TestDialListen(t *testing.T) {
 		}
 	}
 }
+
+func errorsIsRefused(err error) bool { return errors.Is(err, ErrConnRefused) }

@@ -384,8 +384,11 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 	err = id.command(op, abi.RDMA_USER_CM_CMD_RESOLVE_ADDR, bytesOf(&body), nil)
 	id.mu.Unlock()
 	if err != nil {
-		if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENODEV) {
-			return &sys.OpError{Op: op, Err: fmt.Errorf("source %v: %w (no RDMA device has that address; add one with `rdma-link add rxe0 netdev <netdev>`)", src.Addr(), err)}
+		switch {
+		case errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENODEV):
+			return &sys.OpError{Op: op, Err: fmt.Errorf("from %v to %v: %w: no RDMA device on the netdev of that route (add one with `rdma-link add rxe0 netdev <netdev>`)", src.Addr(), dst, errnoOf(err))}
+		case errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH):
+			return &sys.OpError{Op: op, Err: &EventError{Op: op, Event: EventAddrError, Status: -int(errnoOf(err))}}
 		}
 		return err
 	}
