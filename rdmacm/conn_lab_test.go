@@ -2,8 +2,8 @@ package rdmacm
 
 import (
 	"bytes"
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
