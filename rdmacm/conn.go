@@ -369,6 +369,12 @@ func (c *Conn) Channel() *uverbs.CompChannel { return c.ch }
 // Context returns the device context of the connection.
 func (c *Conn) Context() *uverbs.Context { return c.pd.Context() }
 
+// Port returns the device port of the connection.
+func (c *Conn) Port() uint8 {
+	_, port, _ := c.id.Device()
+	return port
+}
+
 // PeerPrivateData returns the private data the peer sent: the request's on
 // the accepting side, the accept's on the connecting side. The CM pads it
 // with zeros to its fixed size (56 bytes for a request, 196 for an accept);

@@ -33,8 +33,9 @@ var (
 	ErrUnreachable = errors.New("peer unreachable")
 	// ErrRejected: the peer refused the connection (REJECTED).
 	ErrRejected = errors.New("connection rejected")
-	// ErrConnRefused: nothing listens on that port at the peer (REJECTED with
-	// reason 8, invalid service ID). It also matches ErrRejected.
+	// ErrConnRefused: nothing listens on that port at the peer (RC: REJECTED
+	// with reason 8, invalid service ID, also matching ErrRejected; UD:
+	// UNREACHABLE with SIDR status 1, also matching ErrUnreachable).
 	ErrConnRefused = errors.New("connection refused: nothing listens on that port")
 	// ErrDisconnected: the connection ended (DISCONNECTED, DEVICE_REMOVAL)
 	// while it was being set up.
@@ -52,6 +53,10 @@ const (
 	RejectVendorOption     = 35 // ECE not supported
 )
 
+// sidrUnsupported is the SIDR reply status for a service ID nobody
+// listens on (IB_SIDR_UNSUPPORTED, enum ib_cm_sidr_status).
+const sidrUnsupported = 1
+
 // EventError is a failure reported by a CM event.
 type EventError struct {
 	Op     string    // what was being done: "resolve_addr", "connect", ...
@@ -63,6 +68,14 @@ func (e *EventError) Error() string {
 	s := fmt.Sprintf("%s: %v", e.Op, e.Event)
 	if e.Status < 0 {
 		s += ": " + syscall.Errno(-e.Status).Error()
+	}
+	if e.Event == EventUnreachable && e.Status > 0 {
+		// A UD connect answered with a SIDR reply whose status is not
+		// success (kernel: core/cma.c cma_sidr_rep_handler).
+		s += fmt.Sprintf(": SIDR status %d", e.Status)
+		if e.Status == sidrUnsupported {
+			return s + " (nothing listens on that port)"
+		}
 	}
 	switch e.Event {
 	case EventAddrError:
@@ -82,6 +95,8 @@ func (e *EventError) Is(target error) bool {
 		return e.Event == EventRouteError
 	case ErrUnreachable:
 		return e.Event == EventUnreachable || e.Event == EventConnectError
+	case ErrConnRefused:
+		return e.Event == EventUnreachable && e.Status == sidrUnsupported
 	case ErrDisconnected:
 		return e.Event == EventDisconnected || e.Event == EventDeviceRemoval
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/uverbs"
 )
 
 // Connection failures a user must be able to tell apart (reliability-study
@@ -226,4 +228,16 @@ func TestListenerClosedWithPendingRequests(t *testing.T) {
 		t.Fatalf("dial whose request was pending when the listener closed: %v, want a rejection", err)
 	}
 	t.Logf("pending request: %v", err)
+}
+
+func TestNoListenerUD(t *testing.T) {
+	srv, _ := labAddrs(t)
+	ctx := testCtx(t)
+	err := within(t, 20*time.Second, "UD dial to a port with no listener", func() error {
+		_, err := Dial(ctx, netip.AddrPortFrom(srv, uint16(freePort())).String(), &Config{QPType: uverbs.UD})
+		return err
+	})
+	if !errors.Is(err, ErrConnRefused) || !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "nothing listens") {
+		t.Fatalf("UD dial to a port nobody listens on: %v, want UNREACHABLE with SIDR status 1 matching ErrConnRefused", err)
+	}
 }

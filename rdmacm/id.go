@@ -388,7 +388,7 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 		case errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENODEV):
 			return &sys.OpError{Op: op, Err: fmt.Errorf("from %v to %v: %w: no RDMA device on the netdev of that route (add one with `rdma-link add rxe0 netdev <netdev>`)", src.Addr(), dst, errnoOf(err))}
 		case errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH):
-			return &sys.OpError{Op: op, Err: &EventError{Op: op, Event: EventAddrError, Status: -int(errnoOf(err))}}
+			return &EventError{Op: op, Event: EventAddrError, Status: -int(errnoOf(err))}
 		}
 		return err
 	}

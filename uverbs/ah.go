@@ -166,3 +166,59 @@ func (ah *AH) destroy() error {
 	req := abi.UverbsDestroyAH{AHHandle: ah.handle}
 	return ah.pd.ctx.write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
 }
+
+// SenderIP returns the IP address of the sender of a UD receive, read from
+// the 40-byte header area at the start of the receive buffer (grh). For
+// RoCE v2 over IPv4 the kernel leaves the first 20 bytes zero and puts the
+// IPv4 header in the last 20 (kernel: sw/rxe/rxe_resp.c copy of the
+// network header into union rdma_network_hdr); over IPv6 the area is the
+// IPv6 header. It also returns the address the datagram was sent to.
+//
+// rdma-core: the header parsing of ibv_init_ah_from_wc.
+func SenderIP(wc *WC, grh []byte) (src, dst net.IP, err error) {
+	if wc.Flags&WCGRH == 0 {
+		return nil, nil, fmt.Errorf("the completion has no GRH: only UD receives carry the sender's address")
+	}
+	if len(grh) < 40 {
+		return nil, nil, fmt.Errorf("the GRH area is %d bytes, want the first 40 bytes of the receive buffer", len(grh))
+	}
+	if grh[20]>>4 == 4 && isZero(grh[:20]) {
+		return net.IP(append([]byte(nil), grh[32:36]...)), net.IP(append([]byte(nil), grh[36:40]...)), nil
+	}
+	if grh[0]>>4 == 6 {
+		return net.IP(append([]byte(nil), grh[8:24]...)), net.IP(append([]byte(nil), grh[24:40]...)), nil
+	}
+	return nil, nil, fmt.Errorf("the GRH area holds neither an IPv4 nor an IPv6 header")
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateAHFromWC creates an address handle that answers the sender of a UD
+// receive on port: the destination is the sender's address from the
+// receive buffer's header area (grh, see SenderIP), the source GID the
+// local one the datagram was sent to. Send to wc.SrcQP with the QKey the
+// protocol uses.
+//
+// rdma-core: ibv_create_ah_from_wc.
+func (pd *PD) CreateAHFromWC(port int, wc *WC, grh []byte) (*AH, error) {
+	const op = "create_ah"
+	if pd == nil {
+		return nil, &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	src, dst, err := SenderIP(wc, grh)
+	if err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
+	idx, err := pd.ctx.GIDIndexForIP(port, dst)
+	if err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
+	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: uint8(idx), HopLimit: 64, Port: uint8(port)})
+}
