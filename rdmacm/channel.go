@@ -212,6 +212,11 @@ func (ch *EventChannel) route(r *abi.UcmEventResp) {
 			return
 		}
 		req.reqParam = e.Param
+		if err := req.queryDevice(); err != nil {
+			req.Reject(nil)
+			req.Close()
+			return
+		}
 		e.Request = req
 		if !owner.deliver(e) {
 			req.Close()

@@ -466,7 +466,7 @@ type Info struct {
 	Local, Remote netip.AddrPort
 	Device        string // the ID's RDMA device, "" before it has one
 	Port          uint8
-	PKey          uint16
+	PKey          uint16 // the address's PKey; 0 on RoCE, whose path PKey is 0xffff
 	NodeGUID      uverbs.GUID
 	SGID, DGID    uverbs.GID
 	Paths         []PathRecord // after route resolution

@@ -115,10 +115,6 @@ func (l *Listener) GetRequest(ctx context.Context) (*Conn, error) {
 			continue
 		}
 		c := &Conn{cfg: l.cfg, id: e.Request, peerData: e.PrivateData}
-		if err := c.id.queryDevice(); err != nil {
-			c.rejectQuietly()
-			continue
-		}
 		if err := c.build(); err != nil {
 			c.rejectQuietly()
 			if errors.Is(err, ErrClosed) {

@@ -1,0 +1,133 @@
+package rdmacm
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// connectPair makes one connection with the given configs and returns both
+// ends, closed at the end of the test.
+func connectPair(t *testing.T, ctx context.Context, listenAddr string, scfg, ccfg *Config) (server, client *Conn) {
+	t.Helper()
+	l, err := Listen(ctx, listenAddr, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan *Conn, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	target := l.Addr()
+	if target.Addr().IsUnspecified() {
+		srv, _ := labAddrs(t)
+		target = netip.AddrPortFrom(srv, target.Port())
+	}
+	c, err := Dial(ctx, target.String(), ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sc := <-accepted
+	if sc == nil {
+		t.FailNow()
+	}
+	t.Cleanup(func() { sc.Close() })
+	return sc, c
+}
+
+// TestQuery: what Query reports of an established connection matches the
+// lab's device, the addresses and the port's path.
+func TestQuery(t *testing.T) {
+	ctx := testCtx(t)
+	srv, _ := labAddrs(t)
+	dev := labDeviceOf(t, srv)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, nil)
+	for name, conn := range map[string]*Conn{"server": sc, "client": c} {
+		info, err := conn.ID().Query()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %+v", name, info)
+		if info.Device != dev || info.Port != 1 {
+			t.Errorf("%s: device %q port %d, want %q port 1", name, info.Device, info.Port, dev)
+		}
+		if info.SGID != uverbs.GIDFromIP(net.IP(srv.AsSlice())) || info.DGID != info.SGID {
+			t.Errorf("%s: SGID %v DGID %v, want both ::ffff:%v (the CM loops back on one device)", name, info.SGID, info.DGID, srv)
+		}
+		if len(info.Paths) != 1 || info.Paths[0].MTU != uverbs.MTU1024 || info.Paths[0].DGID != info.DGID || info.Paths[0].PKey != 0xffff {
+			t.Errorf("%s: paths %+v, want one with MTU 1024 (a 1500-byte veth) and the default PKey 0xffff to %v", name, info.Paths, info.DGID)
+		}
+		if info.Local != conn.LocalAddr() || info.Remote != conn.RemoteAddr() {
+			t.Errorf("%s: addresses %v -> %v disagree with LocalAddr/RemoteAddr", name, info.Local, info.Remote)
+		}
+	}
+	if c.RemoteAddr() != sc.LocalAddr() || sc.RemoteAddr() != c.LocalAddr() {
+		t.Errorf("client %v -> %v, server %v -> %v: the ends disagree", c.LocalAddr(), c.RemoteAddr(), sc.LocalAddr(), sc.RemoteAddr())
+	}
+}
+
+// labDeviceOf returns the lab's rxe device on the netdev of addr.
+func labDeviceOf(t *testing.T, addr netip.Addr) string {
+	for _, e := range labVeth(t) {
+		if e.Addr == addr.String() {
+			return e.Device
+		}
+	}
+	t.Fatalf("no lab device has %v", addr)
+	return ""
+}
+
+// TestOptionsAndParams: the ACK timeout, TOS and connection parameters end
+// up in the QPs' attributes.
+func TestOptionsAndParams(t *testing.T) {
+	ctx := testCtx(t)
+	srv, _ := labAddrs(t)
+	ccfg := &Config{ACKTimeout: 14, TOS: 32, ConnParam: &ConnParam{ResponderResources: 4, InitiatorDepth: 2, RetryCount: 5, RNRRetryCount: 3}}
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), &Config{ReuseAddr: true}, ccfg)
+	ca, err := c.QP().Query(uverbs.QPAttrAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := sc.QP().Query(uverbs.QPAttrAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("client QP: timeout %d retry %d rnr %d rd_atomic %d dest_rd_atomic %d tclass %d", ca.Timeout, ca.RetryCount, ca.RNRRetry, ca.MaxRDAtomic, ca.MaxDestRDAtomic, ca.AH.TrafficClass)
+	t.Logf("server QP: timeout %d retry %d rnr %d rd_atomic %d dest_rd_atomic %d tclass %d", sa.Timeout, sa.RetryCount, sa.RNRRetry, sa.MaxRDAtomic, sa.MaxDestRDAtomic, sa.AH.TrafficClass)
+	if ca.Timeout != 14 {
+		t.Errorf("client ACK timeout %d, want 14 (RDMA_OPTION_ID_ACK_TIMEOUT)", ca.Timeout)
+	}
+	if ca.AH.TrafficClass != 32 {
+		t.Errorf("client traffic class %d, want the TOS 32", ca.AH.TrafficClass)
+	}
+	if ca.RetryCount != 5 {
+		t.Errorf("client retry count %d, want 5", ca.RetryCount)
+	}
+	// The server sees the client's initiator depth as its responder
+	// resources and the other way round (kernel: core/cma.c
+	// cma_set_req_event_data), bounded by the device.
+	if sa.MaxDestRDAtomic != 2 || sa.MaxRDAtomic != 4 {
+		t.Errorf("server READ depths: dest %d, init %d; want 2 and 4 from the client's request", sa.MaxDestRDAtomic, sa.MaxRDAtomic)
+	}
+	if ca.MaxDestRDAtomic != 4 {
+		t.Errorf("client responder resources %d, want 4", ca.MaxDestRDAtomic)
+	}
+}
+
+// TestIPv6Wildcard: a listener on [::] takes an IPv4 connection.
+func TestIPv6Wildcard(t *testing.T) {
+	ctx := testCtx(t)
+	sc, c := connectPair(t, ctx, "[::]:0", nil, nil)
+	if sc.QP().State() != uverbs.QPStateRTS || c.QP().State() != uverbs.QPStateRTS {
+		t.Fatalf("QP states %v and %v", sc.QP().State(), c.QP().State())
+	}
+}
