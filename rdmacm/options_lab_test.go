@@ -125,6 +125,7 @@ func TestOptionsAndParams(t *testing.T) {
 
 // TestIPv6Wildcard: a listener on [::] takes an IPv4 connection.
 func TestIPv6Wildcard(t *testing.T) {
+	labAddrs(t)
 	ctx := testCtx(t)
 	sc, c := connectPair(t, ctx, "[::]:0", nil, nil)
 	if sc.QP().State() != uverbs.QPStateRTS || c.QP().State() != uverbs.QPStateRTS {

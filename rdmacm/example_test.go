@@ -1,0 +1,99 @@
+package rdmacm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// A client: connect, send one message, wait for its completion.
+func ExampleDial() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rdmacm.Dial(ctx, "10.0.0.1:7471", nil)
+	switch {
+	case errors.Is(err, rdmacm.ErrConnRefused):
+		log.Fatal("nothing listens on 10.0.0.1:7471")
+	case err != nil:
+		log.Fatal(err) // *rdmacm.RejectError, *rdmacm.EventError, rdmacm.ErrTimeout, ...
+	}
+	defer c.Close() // disconnect, QP, CQ, PD, device, CM ID: in that order
+
+	buf, err := uverbs.AllocBuffer(4096)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close()
+	mr, err := c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer mr.Close()
+
+	n := copy(buf.Bytes(), "hello")
+	err = c.QP().PostSend([]uverbs.SendWR{{ID: 1, Op: uverbs.OpSend, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{mr.SGE(0, n)}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	wcs := make([]uverbs.WC, 1)
+	for {
+		if k, _ := c.CQ().Poll(wcs); k == 1 {
+			break
+		}
+		// Arm, poll again (a completion may have come in between), then
+		// sleep on the completion channel.
+		if err := c.CQ().ReqNotify(false); err != nil {
+			log.Fatal(err)
+		}
+		if k, _ := c.CQ().Poll(wcs); k == 1 {
+			break
+		}
+		if _, err := c.Channel().Wait(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("send:", wcs[0].Status)
+}
+
+// A server: look at each request's private data, then accept or reject it;
+// post a receive before accepting so the client's first SEND finds it.
+func ExampleListener_GetRequest() {
+	ctx := context.Background()
+	l, err := rdmacm.Listen(ctx, "10.0.0.1:7471", &rdmacm.Config{RecvDepth: 64})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	for {
+		c, err := l.GetRequest(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		// The CM pads private data to 56 bytes: this protocol puts a
+		// one-byte version first.
+		if c.PeerPrivateData()[0] != 1 {
+			c.Reject([]byte("unsupported version"))
+			continue
+		}
+		go func() {
+			defer c.Close()
+			buf, _ := uverbs.AllocBuffer(1 << 16)
+			defer buf.Close()
+			mr, _ := c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+			defer mr.Close()
+			c.QP().PostRecv([]uverbs.RecvWR{{ID: 1, SGEs: []uverbs.SGE{mr.SGE(0, 1<<16)}}})
+			if err := c.Accept(ctx, []byte("welcome")); err != nil {
+				log.Print(err)
+				return
+			}
+			fmt.Println("connected:", c.RemoteAddr())
+			<-c.Done() // until the peer disconnects
+		}()
+	}
+}
