@@ -102,11 +102,12 @@ type ID struct {
 
 	logf func(format string, args ...any)
 
-	qmu    sync.Mutex
-	queue  []Event
-	notify chan struct{} // one token when queue may have grown
-	done   chan struct{} // closed at DISCONNECTED, DEVICE_REMOVAL or Close
-	doneOK bool
+	qmu     sync.Mutex
+	queue   []Event
+	notify  chan struct{} // one token when queue may have grown
+	done    chan struct{} // closed at DISCONNECTED, DEVICE_REMOVAL or Close
+	doneOK  bool
+	qclosed bool // Close took the queue: nothing more is queued
 
 	mu       sync.Mutex
 	closed   bool
@@ -199,7 +200,8 @@ func (id *ID) command(op string, cmd uint32, body, resp []byte) error {
 	return id.ch.command(op, cmd, body, resp)
 }
 
-// deliver queues e for the ID; false if the ID is closed.
+// deliver queues e for the ID; false if the ID is closed (the caller then
+// owns e.Request).
 func (id *ID) deliver(e Event) bool {
 	id.log("event %v (status %d) on %s", e.Type, e.Status, id)
 	if e.Type == EventDisconnected {
@@ -211,6 +213,10 @@ func (id *ID) deliver(e Event) bool {
 		go id.answerDisconnect()
 	}
 	id.qmu.Lock()
+	if id.qclosed {
+		id.qmu.Unlock()
+		return false
+	}
 	id.queue = append(id.queue, e)
 	if isEnd(e.Type) && !id.doneOK {
 		id.doneOK = true

@@ -2,9 +2,13 @@ package rdmacm
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -130,5 +134,70 @@ func TestIPv6Wildcard(t *testing.T) {
 	sc, c := connectPair(t, ctx, "[::]:0", nil, nil)
 	if sc.QP().State() != uverbs.QPStateRTS || c.QP().State() != uverbs.QPStateRTS {
 		t.Fatalf("QP states %v and %v", sc.QP().State(), c.QP().State())
+	}
+}
+
+// TestIPv6LinkLocal: a connection over the link-local IPv6 address of the
+// lab's veth0 (with its zone), resolved by neighbour discovery.
+func TestIPv6LinkLocal(t *testing.T) {
+	ends := labVeth(t)
+	ctx := testCtx(t)
+	ifi, err := net.InterfaceByName(ends[0].Netdev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ll netip.Addr
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is6() && p.Addr().IsLinkLocalUnicast() {
+			ll = p.Addr().WithZone(ifi.Name)
+		}
+	}
+	if !ll.IsValid() {
+		t.Fatalf("%s has no link-local IPv6 address", ifi.Name)
+	}
+	// The address may still be tentative (duplicate address detection)
+	// right after the lab boots: binding fails until it is not.
+	var l *Listener
+	for i := 0; ; i++ {
+		l, err = Listen(ctx, netip.AddrPortFrom(ll, 0).String(), nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EADDRNOTAVAIL) || i == 100 {
+			t.Fatalf("listen on %v: %v", ll, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer l.Close()
+	go func() {
+		c, err := l.Accept(ctx)
+		if err == nil {
+			<-c.Done()
+			c.Close()
+		}
+	}()
+	var c *Conn
+	for i := 0; ; i++ {
+		c, err = Dial(ctx, l.Addr().String(), nil)
+		if err == nil {
+			break
+		}
+		// Source address selection skips a tentative address.
+		if !errors.Is(err, unix.EADDRNOTAVAIL) || i == 100 {
+			t.Fatalf("dial %v: %v", l.Addr(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer c.Close()
+	info, err := c.ID().Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.DGID != uverbs.GID(ll.As16()) || info.Device != ends[0].Device {
+		t.Errorf("connected to %v on %s with DGID %v; want the GID of %v on %s", info.Remote, info.Device, info.DGID, ll, ends[0].Device)
 	}
 }

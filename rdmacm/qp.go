@@ -416,9 +416,12 @@ func (id *ID) disconnectLocked() error {
 		// rdma-core: librdmacm/cma.c rdma_disconnect moves the QP to ERR
 		// first (ucma_modify_qp_err).
 		if err := id.qp.ToError(); err != nil {
-			return err
+			// A QP closed by its owner needs no move; the peer must
+			// still be told.
+			id.log("QP %#x -> ERR: %v", id.qp.QPN(), err)
+		} else {
+			id.log("QP %#x -> ERR", id.qp.QPN())
 		}
-		id.log("QP %#x -> ERR", id.qp.QPN())
 	}
 	body := abi.UcmDisconnect{ID: id.kid}
 	id.log("disconnect %s", id)
@@ -473,6 +476,7 @@ func (id *ID) Close() error {
 	}
 	pending := id.queue
 	id.queue = nil
+	id.qclosed = true
 	id.qmu.Unlock()
 	// Connection requests queued on a listener being destroyed: their
 	// kernel ids are ours to destroy.
