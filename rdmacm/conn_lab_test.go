@@ -190,3 +190,5 @@ func TestDialListen(t *testing.T) {
 func errorsIsRefused(err error) bool { return errors.Is(err, ErrConnRefused) }
 
 func labVeth(t *testing.T) [2]testutil.VethEnd { return testutil.VethPair(t) }
+
+func loDevice(t *testing.T) string { return testutil.LoopbackDevice(t) }

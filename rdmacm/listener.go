@@ -7,6 +7,8 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/uverbs"
 )
 
 // Listener listens for connections on an address through the CM. All its
@@ -157,4 +159,29 @@ func (l *Listener) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// LookupDevice returns the RDMA device and port the CM uses for the local
+// address addr (it binds a throw-away ID there), so that a server can open
+// that device, allocate one PD and register its memory once for all its
+// connections (Config.PD).
+func LookupDevice(addr netip.Addr) (uverbs.DeviceInfo, uint8, error) {
+	ch, err := NewEventChannel()
+	if err != nil {
+		return uverbs.DeviceInfo{}, 0, err
+	}
+	defer ch.Close()
+	id, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		return uverbs.DeviceInfo{}, 0, err
+	}
+	defer id.Close()
+	if err := id.Bind(netip.AddrPortFrom(addr, 0)); err != nil {
+		return uverbs.DeviceInfo{}, 0, err
+	}
+	dev, port, ok := id.Device()
+	if !ok {
+		return uverbs.DeviceInfo{}, 0, &OpError{Op: "bind", Err: fmt.Errorf("%v names no single RDMA device (a wildcard address?): %w", addr, unix.EINVAL)}
+	}
+	return dev, port, nil
 }
