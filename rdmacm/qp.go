@@ -398,8 +398,8 @@ func (id *ID) rejectLocked(data []byte) error {
 
 // Disconnect moves the ID's QP to ERR, so that everything posted comes back
 // flushed, and sends a disconnect request; both sides then get a
-// DISCONNECTED event (Done is closed). Calling it again, or on an ID never
-// connected, returns an error matching unix.EINVAL from the kernel.
+// DISCONNECTED event (Done is closed). Calling it again does nothing; an
+// ID that is not connected gives an error matching unix.EINVAL.
 //
 // rdma-core: rdma_disconnect.
 func (id *ID) Disconnect() error {
@@ -408,10 +408,16 @@ func (id *ID) Disconnect() error {
 		return err
 	}
 	defer id.mu.Unlock()
+	if id.state != stateConnected && id.state != stateDisconnected {
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%s is not connected: %w", id, unix.EINVAL)}
+	}
 	return id.disconnectLocked()
 }
 
 func (id *ID) disconnectLocked() error {
+	if id.state == stateDisconnected {
+		return nil
+	}
 	if id.qp != nil && id.qp.State() != uverbs.QPStateError {
 		// rdma-core: librdmacm/cma.c rdma_disconnect moves the QP to ERR
 		// first (ucma_modify_qp_err).

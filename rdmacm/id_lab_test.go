@@ -1,0 +1,163 @@
+package rdmacm
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// TestIDLevel drives both sides through the CM's own objects, step by step,
+// on one event channel, as a librdmacm program does with
+// rdma_create_id/rdma_get_cm_event.
+func TestIDLevel(t *testing.T) {
+	ctx := testCtx(t)
+	srv, _ := labAddrs(t)
+	ch, err := NewEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	lid, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lid.Close()
+	if err := lid.Bind(netip.AddrPortFrom(srv, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.Listen(4); err != nil {
+		t.Fatal(err)
+	}
+	linfo, err := lid.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, port, ok := lid.Device()
+	if !ok || dev.Name != labDeviceOf(t, srv) || port != 1 {
+		t.Fatalf("listener bound to %v: device %v %d %v", srv, dev.Name, port, ok)
+	}
+	vctx, err := uverbs.OpenDevice(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vctx.Close()
+	pd, err := vctx.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	cq, err := vctx.CreateCQ(uverbs.CQInit{Depth: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cq.Close()
+	qinit := uverbs.QPInit{SendCQ: cq, RecvCQ: cq, Cap: uverbs.QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}
+
+	// Wrong order: a route before an address, a QP before a device.
+	cid, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cid.Close()
+	if err := cid.ResolveRoute(ctx, time.Second); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("ResolveRoute before ResolveAddr: %v, want EINVAL", err)
+	}
+	if _, err := cid.CreateQP(pd, qinit); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("CreateQP before ResolveAddr: %v, want EINVAL", err)
+	}
+	if _, err := cid.Connect(ctx, DefaultConnParam, nil); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Connect without a QP: %v, want EINVAL", err)
+	}
+	if err := cid.Accept(ctx, DefaultConnParam, nil); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Accept on an ID that is not a request: %v, want EINVAL", err)
+	}
+
+	if err := cid.ResolveAddr(ctx, netip.AddrPort{}, linfo.Local, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := cid.ResolveRoute(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	cqp, err := cid.CreateQP(pd, qinit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cqp.Close()
+	if _, err := cid.CreateQP(pd, qinit); !errors.Is(err, unix.EBUSY) {
+		t.Errorf("a second CreateQP: %v, want EBUSY", err)
+	}
+	if cqp.State() != uverbs.QPStateInit {
+		t.Fatalf("client QP %v after CreateQP, want INIT", cqp.State())
+	}
+
+	connected := make(chan error, 1)
+	go func() {
+		e, err := cid.Connect(ctx, DefaultConnParam, []byte("hi"))
+		if err == nil && e.Type != EventEstablished {
+			err = errors.New(e.Type.String())
+		}
+		connected <- err
+	}()
+	e, err := lid.GetEvent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Type != EventConnectRequest || e.Request == nil || string(e.PrivateData[:2]) != "hi" || e.RemoteQPN != cqp.QPN() {
+		t.Fatalf("listener event %v: request %v, private data %q, remote QPN %#x (client QP %#x)", e.Type, e.Request, e.PrivateData[:2], e.RemoteQPN, cqp.QPN())
+	}
+	req := e.Request
+	defer req.Close()
+	sqp, err := req.CreateQP(pd, qinit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sqp.Close()
+	if err := req.Accept(ctx, DefaultConnParam, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-connected; err != nil {
+		t.Fatal(err)
+	}
+	for _, qp := range []*uverbs.QP{cqp, sqp} {
+		a, err := qp.Query(uverbs.QPAttrDestQPN | uverbs.QPAttrState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State != uverbs.QPStateRTS {
+			t.Errorf("QP %#x: %v", qp.QPN(), a.State)
+		}
+	}
+	if a, _ := cqp.Query(uverbs.QPAttrDestQPN); a.DestQPN != sqp.QPN() {
+		t.Errorf("client QP's destination %#x, server QP %#x", a.DestQPN, sqp.QPN())
+	}
+	// Disconnect from the server: both sides get DISCONNECTED.
+	if err := req.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []*ID{cid, req} {
+		e, err := id.GetEvent(ctx)
+		if err != nil || e.Type != EventDisconnected {
+			t.Fatalf("%v: event %v, %v; want DISCONNECTED", id, e.Type, err)
+		}
+	}
+	if err := req.Disconnect(); err != nil {
+		t.Errorf("a second Disconnect: %v, want nothing done", err)
+	}
+	if err := lid.Disconnect(); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("Disconnect of a listener: %v, want EINVAL", err)
+	}
+	if err := req.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := req.Bind(netip.AddrPortFrom(srv, 0)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Bind after Close: %v, want ErrClosed", err)
+	}
+}
