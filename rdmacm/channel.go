@@ -242,7 +242,7 @@ func (ch *EventChannel) destroyKernelID(kid uint32) {
 func (ch *EventChannel) register(id *ID) error {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if ch.closing && ch.refs == 0 || ch.err != nil {
+	if ch.closing || ch.err != nil {
 		return ErrClosed
 	}
 	id.uid = ch.nextUID

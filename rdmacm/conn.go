@@ -388,16 +388,16 @@ func (c *Conn) PeerPrivateData() []byte { return c.peerData }
 // datagrams it receives, whose completions name the sender.
 func (c *Conn) UDPeer() (ah *uverbs.AH, qpn, qkey uint32) { return c.udAH, c.udQPN, c.udQKey }
 
-// LocalAddr and RemoteAddr return the connection's IP addresses and ports.
+// LocalAddr returns the connection's local IP address and port.
 func (c *Conn) LocalAddr() netip.AddrPort {
-	info, _ := c.id.Query()
-	return info.Local
+	local, _ := c.id.addrs()
+	return local
 }
 
 // RemoteAddr returns the peer's address and port.
 func (c *Conn) RemoteAddr() netip.AddrPort {
-	info, _ := c.id.Query()
-	return info.Remote
+	_, remote := c.id.addrs()
+	return remote
 }
 
 // Done is closed when the connection ends: the peer disconnected, the

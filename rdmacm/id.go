@@ -515,6 +515,19 @@ func (id *ID) queryAddrLocked() (*abi.UcmQueryAddrResp, error) {
 	return resp, nil
 }
 
+// addrs returns the ID's local and remote addresses (QUERY(ADDR) only).
+func (id *ID) addrs() (local, remote netip.AddrPort) {
+	if id.lock("query addr") != nil {
+		return
+	}
+	defer id.mu.Unlock()
+	a, err := id.queryAddrLocked()
+	if err != nil {
+		return
+	}
+	return decodeSockaddr(a.SrcAddr.Anon0[:a.SrcSize]), decodeSockaddr(a.DstAddr.Anon0[:a.DstSize])
+}
+
 func (id *ID) queryLocked() (Info, error) {
 	a, err := id.queryAddrLocked()
 	if err != nil {
