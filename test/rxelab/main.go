@@ -27,10 +27,13 @@ func run() int {
 	timeout := fs.Duration("timeout", lab.DefaultTimeout, "stop the VM if the command runs longer than this")
 	bootTimeout := fs.Duration("boot-timeout", lab.DefaultBootTimeout, "stop the VM if the command has not started after this")
 	verbose := fs.Bool("v", false, "show the kernel console and progress on stderr")
+	guests := fs.Int("guests", 1, "1, or 2: a peer VM joined by a network of their own (see package test/lab/peer)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12] [-timeout 10m] [-v] [--] CMD [ARGS...]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12] [-guests 1|2] [-timeout 10m] [-v] [--] CMD [ARGS...]\n\n"+
 			"Runs CMD as root in a QEMU VM with a Debian kernel and rdma_rxe devices\n"+
-			"(rxe0 on lo, rxe1/rxe2 on the veth pair veth0/veth1); cache in %s.\n\n", lab.DefaultCacheDir())
+			"(rxe0 on lo, rxe1/rxe2 on the veth pair veth0/veth1); with -guests 2 also\n"+
+			"rxe_a on eth0 (10.78.0.1), joined to a peer VM's rxe_b (10.78.0.2).\n"+
+			"Cache in %s.\n\n", lab.DefaultCacheDir())
 		fs.PrintDefaults()
 	}
 	// flag stops at the first non-flag argument, so the command's own flags
@@ -56,6 +59,7 @@ func run() int {
 		Timeout:     *timeout,
 		BootTimeout: *bootTimeout,
 		Verbose:     *verbose,
+		Guests:      *guests,
 		Args:        fs.Args(),
 		Signals:     sigs,
 	})
