@@ -233,7 +233,7 @@ func (c *Cmd) wait() error {
 	case c.readErr != nil:
 		return fmt.Errorf("peer: %s: lost the lab's socket: %w", name, c.readErr)
 	case c.status.Gone:
-		return fmt.Errorf("peer: %s: %s: %w", name, c.status.Error, ErrGone)
+		return fmt.Errorf("%w: %s: %s", ErrGone, name, c.status.Error)
 	case c.status.Code == 0 && c.status.Error == "":
 		return nil
 	case c.status.Signal == "killed" && c.ctx.Err() != nil:
