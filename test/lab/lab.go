@@ -430,11 +430,10 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 				return st.Code, nil
 			}
 		case <-bootTimer.C:
-			what := "the VM"
 			if two {
-				what = fmt.Sprintf("the VMs (peer ready: %v)", bReady)
+				return ExitLabFailure, labErr(ExitLabFailure, a.console, "the VMs (Linux %s) did not start the command within %v (peer ready: %v); the VMs were stopped", k.release, cfg.BootTimeout, bReady)
 			}
-			return ExitLabFailure, labErr(ExitLabFailure, a.console, "%s (Linux %s) did not start the command within %v; the VMs were stopped", what, k.release, cfg.BootTimeout)
+			return ExitLabFailure, labErr(ExitLabFailure, a.console, "the VM (Linux %s) did not start the command within %v; the VM was stopped", k.release, cfg.BootTimeout)
 		case <-cmdTimer:
 			return ExitTimeout, labErr(ExitTimeout, a.console, "command did not finish within %v; the VM was stopped", cfg.Timeout)
 		case <-graceTimer:
