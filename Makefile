@@ -11,6 +11,8 @@
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 KERNEL  ?= 6.1
+# GUESTS=2: a peer VM too, for tests that use test/lab/peer (host loss).
+GUESTS  ?= 1
 LAB     := $(CURDIR)/bin/rxelab
 # Packages whose tests run inside the lab (the lab's own tests run on the host).
 LAB_PKGS = $(shell $(GO) list ./... | grep -v -e '/test/lab' -e '/test/rxelab')
@@ -50,7 +52,7 @@ lab-bin:
 	$(GO) build -o $(LAB) ./test/rxelab
 
 lab: lab-bin
-	$(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
+	$(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL) -guests $(GUESTS)" $(LAB_PKGS)
 
 test: unit
 	$(MAKE) lab KERNEL=6.1

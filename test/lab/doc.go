@@ -24,6 +24,29 @@
 // QEMU runs under TCG unless GOVERBS_LAB_ACCEL=kvm: KVM guests were seen to
 // hang during boot on some hosts, so KVM is opt-in.
 //
+// # Two guests
+//
+// With Config.Guests = 2 (rxelab -guests 2) a peer VM boots next to the VM
+// that runs the command (the primary), for faults that need a second host.
+// Each has the topology above plus eth0, a virtio-net device joined to the
+// other guest's by QEMU's socket netdev over a socketpair made by the host
+// (no host network or port), with an rxe device on it: rxe_a on 10.78.0.1/24
+// in the primary, rxe_b on 10.78.0.2/24 in the peer. The command starts once
+// both guests are ready and sees GOVERBS_LAB_ROLE, GOVERBS_LAB_LOCAL_DEV,
+// GOVERBS_LAB_LOCAL_ADDR, GOVERBS_LAB_PEER_DEV, GOVERBS_LAB_PEER_ADDR and
+// GOVERBS_LAB_PEER_SOCK. Through package test/lab/peer (or rxelab -peer and
+// rxelab -poweroff-peer in scripts) it runs commands in the peer, with the
+// same host shares, and powers the peer off: the host kills the peer's QEMU,
+// with no shutdown. The run's status is the primary command's.
+//
+// Known limit: after the peer is powered off, the primary's eth0 was seen to
+// stop transmitting (its virtio-net transmit ring is not drained), so RDMA
+// requesters on rxe_a neither retry nor fail; rping and ib_write_bw -R
+// clients then wait until killed.
+//
+// The control protocol between the host, the guests' /init and package peer
+// is defined once, in internal/proto.
+//
 // GOVERBS_LAB_APPEND adds words to the guest kernel's command line (for
 // debugging, e.g. GOVERBS_LAB_APPEND=loglevel=7 with rxelab -v).
 //

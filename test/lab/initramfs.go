@@ -2,25 +2,66 @@ package lab
 
 import (
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 )
 
-// guestInitSource is the guest's /init; see guestinit/main.go.
+// guestInitSource is the source of the guest's /init: package guestinit and
+// the protocol package it imports, at their paths in this module. The lab
+// builds them in a module of their own named like this one, so the import
+// path of internal/proto resolves to the embedded copy.
 //
-//go:embed guestinit/main.go
-var guestInitSource []byte
+//go:embed guestinit/*.go internal/proto/*.go
+var guestInitSource embed.FS
+
+// guestInitModule is the module path the embedded files are built under.
+const guestInitModule = "github.com/goverbs/rdma"
+
+// guestInitDir is the embedded files' directory relative to the module root.
+const guestInitDir = "test/lab"
+
+// guestInitFiles returns the embedded source files, tests left out, by path
+// relative to the module root.
+func guestInitFiles() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	err := fs.WalkDir(guestInitSource, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		b, err := guestInitSource.ReadFile(p)
+		files[path.Join(guestInitDir, p)] = b
+		return err
+	})
+	return files, err
+}
 
 func guestInitHash() string {
-	h := sha256.Sum256(append([]byte(runtime.GOARCH+"\n"), guestInitSource...))
-	return hex.EncodeToString(h[:])[:16]
+	h := sha256.New()
+	h.Write([]byte(runtime.GOARCH + "\n"))
+	files, err := guestInitFiles()
+	if err != nil {
+		panic(err) // embedded files are always readable
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s %d\n", n, len(files[n]))
+		h.Write(files[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // goTool finds the go command: the toolchain of $GOROOT or of the build of
@@ -65,14 +106,22 @@ func (e *env) guestInit() (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.WriteFile(filepath.Join(tmp, "main.go"), guestInitSource, 0o644); err != nil {
+	files, err := guestInitFiles()
+	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module labinit\n\ngo 1.21\n"), 0o644); err != nil {
-		return "", err
+	files["go.mod"] = []byte("module " + guestInitModule + "\n\ngo 1.21\n")
+	for name, data := range files {
+		p := filepath.Join(tmp, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return "", err
+		}
 	}
 	e.logf("building the guest /init ...")
-	cmd := exec.Command(goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", "init", ".")
+	cmd := exec.Command(goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", "init", "./"+guestInitDir+"/guestinit")
 	cmd.Dir = tmp
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH,
 		"GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "GOPROXY=off")

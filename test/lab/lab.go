@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/goverbs/rdma/test/lab/internal/proto"
 )
 
 // Exit statuses Run reports for failures of the lab itself (the command's own
@@ -35,6 +34,12 @@ type Config struct {
 	Timeout     time.Duration // limit for the command, from its start
 	BootTimeout time.Duration // limit from starting QEMU to starting the command
 	Verbose     bool          // copy the kernel console and progress to Log
+
+	// Guests is 1 (the default) or 2. With 2 a peer VM boots next to the
+	// VM that runs the command, joined to it by a network of their own;
+	// the command can run commands in the peer and power it off (package
+	// test/lab/peer).
+	Guests int
 
 	Args []string // the command; Args[0] is looked up in the guest's PATH
 	Dir  string   // working directory in the guest; default: the current one
@@ -120,6 +125,12 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		}
 		cfg.Dir = wd
 	}
+	if cfg.Guests == 0 {
+		cfg.Guests = 1
+	}
+	if cfg.Guests != 1 && cfg.Guests != 2 {
+		return ExitLabFailure, labErr(ExitLabFailure, nil, "%d guests: the lab runs 1 or 2", cfg.Guests)
+	}
 	if len(cfg.Args) == 0 {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "no command to run")
 	}
@@ -161,7 +172,7 @@ func qemuEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // tempShares lists the host directories the guest gets read-write: /tmp
 // (go test builds its binaries there) and $TMPDIR if it lies elsewhere.
-func tempShares() []share {
+func tempShares() []proto.Share {
 	var dirs []string
 	if fi, err := os.Stat("/tmp"); err == nil && fi.IsDir() {
 		dirs = append(dirs, "/tmp")
@@ -169,9 +180,9 @@ func tempShares() []share {
 	if t, err := filepath.EvalSymlinks(os.TempDir()); err == nil && t != "/" && t != "/tmp" && !strings.HasPrefix(t, "/tmp/") {
 		dirs = append(dirs, t)
 	}
-	var s []share
+	var s []proto.Share
 	for i, d := range dirs {
-		s = append(s, share{Tag: fmt.Sprintf("hosttmp%d", i), Path: d})
+		s = append(s, proto.Share{Tag: fmt.Sprintf("hosttmp%d", i), Path: d})
 	}
 	return s
 }
@@ -195,6 +206,20 @@ func accelArgs(v string) ([]string, error) {
 	return nil, fmt.Errorf("GOVERBS_LAB_ACCEL=%q: use tcg (the default) or kvm", v)
 }
 
+// The two-guest network (Config.Guests == 2): a virtio-net device (eth0) in
+// each guest, joined by QEMU's socket netdev over a stream socketpair that
+// the host makes and hands to both QEMUs (-netdev socket,fd=N; QEMU frames
+// each Ethernet frame with a length, as it does over TCP with
+// listen=/connect=). No host network or port is involved. rxe on eth0 in
+// each guest then gives real two-host RoCEv2 (see docs/testing.md).
+var twoGuestNet = [2]proto.Net{
+	{Role: proto.RolePrimary, Netdev: "eth0", Dev: "rxe_a", Addr: "10.78.0.1", Prefix: 24, PeerDev: "rxe_b", PeerAddr: "10.78.0.2"},
+	{Role: proto.RolePeer, Netdev: "eth0", Dev: "rxe_b", Addr: "10.78.0.2", Prefix: 24, PeerDev: "rxe_a", PeerAddr: "10.78.0.1"},
+}
+
+// twoGuestMAC are the guests' MAC addresses (52:54:00 is QEMU's prefix).
+var twoGuestMAC = [2]string{"52:54:00:4e:00:01", "52:54:00:4e:00:02"}
+
 func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (int, error) {
 	runDir, err := os.MkdirTemp("", "rxelab-")
 	if err == nil && len(runDir) > 90 {
@@ -206,115 +231,83 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "run directory: %v", err)
 	}
 	defer os.RemoveAll(runDir)
-	conPath, ctlPath := filepath.Join(runDir, "con"), filepath.Join(runDir, "ctl")
-	conL, err := net.Listen("unix", conPath)
-	if err != nil {
-		return ExitLabFailure, labErr(ExitLabFailure, nil, "console socket: %v", err)
-	}
-	defer conL.Close()
-	ctlL, err := net.Listen("unix", ctlPath)
-	if err != nil {
-		return ExitLabFailure, labErr(ExitLabFailure, nil, "control socket: %v", err)
-	}
-	defer ctlL.Close()
+	two := cfg.Guests == 2
 
 	shares := tempShares()
-	args := append([]string{
-		"-nodefaults", "-no-user-config", "-display", "none",
-	}, e.accel...)
-	args = append(args,
-		"-m", "2048", "-smp", "2",
-		"-no-reboot",
-		"-kernel", k.bootImage(), "-initrd", initrd,
-		"-append", strings.TrimSpace("console=ttyS0 quiet panic=-1 "+os.Getenv("GOVERBS_LAB_APPEND")),
-		// Kernel console on the first serial port, captured apart from the
-		// command's output, which travels over a virtio-serial port.
-		"-chardev", "socket,id=con,path="+qemuEscape(conPath), "-serial", "chardev:con",
-		"-device", "virtio-serial-pci,id=vser",
-		"-chardev", "socket,id=ctl,path="+qemuEscape(ctlPath),
-		"-device", "virtserialport,bus=vser.0,chardev=ctl,name=lab.ctl",
-		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-	)
-	for _, s := range shares {
-		args = append(args, "-virtfs", fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,multidevs=remap", qemuEscape(s.Path), s.Tag))
+	reqA := proto.Command{
+		Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
+		Root: "hostroot", Shares: shares, Verbose: cfg.Verbose,
+	}
+	reqB := reqA
+	reqB.Args = nil
+	optsA := vmOpts{name: "the VM", runDir: filepath.Join(runDir, "a")}
+	optsB := vmOpts{name: "the peer VM", runDir: filepath.Join(runDir, "b")}
+	if cfg.Verbose {
+		optsA.console = cfg.Log
+		optsB.console = &prefixWriter{w: cfg.Log, prefix: "peer: "}
+	}
+	if two {
+		optsA.name = "the primary VM"
+		reqA.Net, reqB.Net = &twoGuestNet[0], &twoGuestNet[1]
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return ExitLabFailure, labErr(ExitLabFailure, nil, "socketpair for the guests' network: %v", err)
+		}
+		for i, o := range []*vmOpts{&optsA, &optsB} {
+			f := os.NewFile(uintptr(fds[i]), "guest-net")
+			defer f.Close() // QEMU has its own copy once started
+			o.extraFiles = []*os.File{f}
+			o.extraArgs = []string{
+				"-netdev", "socket,id=n0,fd=3", // ExtraFiles[0] is fd 3
+				"-device", "virtio-net-pci,netdev=n0,mac=" + twoGuestMAC[i],
+			}
+		}
 	}
 
-	qemuOut := &ring{max: 16 << 10}
-	qemu := exec.Command("qemu-system-x86_64", args...)
-	// Stdin stays nil: os/exec then gives QEMU /dev/null (CI has no stdin).
-	qemu.Stdout, qemu.Stderr = qemuOut, qemuOut
-	qemu.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if cfg.Verbose {
-		e.logf("qemu-system-x86_64 %s", strings.Join(args, " "))
-	}
 	e.logf("booting Linux %s (%s) under QEMU (%s) ...", k.release, k.pkg, strings.SplitN(e.accel[1], ",", 2)[0])
 	bootStart := time.Now()
-	if err := qemu.Start(); err != nil {
-		return ExitLabFailure, labErr(ExitLabFailure, nil, "starting QEMU: %v", err)
-	}
-	qemuDone := make(chan struct{})
-	go func() {
-		_ = qemu.Wait()
-		close(qemuDone)
-		conL.Close() // unblock Accept if QEMU never connected
-		ctlL.Close()
-	}()
-	var stopOnce sync.Once
-	stop := func() {
-		stopOnce.Do(func() {
-			_ = qemu.Process.Kill()
-			<-qemuDone
-		})
-	}
-	defer stop()
-
-	console := &ring{max: 256 << 10}
-	go func() {
-		c, err := conL.Accept()
+	var a, b *vm
+	var bCtl chan *proto.Writer
+	var bFrames chan proto.Frame
+	for _, o := range []*vmOpts{&optsA, &optsB} {
+		if o == &optsB && !two {
+			break
+		}
+		if err := os.Mkdir(o.runDir, 0o700); err != nil {
+			return ExitLabFailure, labErr(ExitLabFailure, nil, "run directory: %v", err)
+		}
+		v, err := e.startVM(k, initrd, shares, *o)
 		if err != nil {
-			return
+			return ExitLabFailure, labErr(ExitLabFailure, nil, "%s: %v", o.name, err)
 		}
-		defer c.Close()
-		var w io.Writer = console
-		if cfg.Verbose {
-			w = io.MultiWriter(console, cfg.Log)
+		defer v.close()
+		if o == &optsA {
+			a = v
+		} else {
+			b, bCtl, bFrames = v, v.ctl, v.frames
 		}
-		_, _ = io.Copy(w, c)
-	}()
+	}
 
-	frames := make(chan frame, 64)
-	returned := make(chan struct{})
-	defer close(returned)
-	var sender *frameSender
-	senderReady := make(chan *frameSender, 1)
-	go func() {
-		defer close(frames)
-		c, err := ctlL.Accept()
-		if err != nil {
-			return
+	var aw, bw *proto.Writer
+	aSent, bReady, bGone := false, false, false
+	open := map[uint32]bool{} // peer channels whose Exit has not come back
+	// The primary's command starts once the peer is ready, so that it can
+	// reach the peer at once.
+	sendA := func() {
+		if aw != nil && !aSent && (!two || bReady) {
+			aSent = true
+			_ = aw.SendJSON(proto.Request, 0, reqA)
 		}
-		defer c.Close()
-		s := &frameSender{w: c}
-		req := request{
-			Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
-			Root: "hostroot", Shares: shares, Verbose: cfg.Verbose,
+	}
+	// peerGone stops the peer VM and ends the requests it had not finished.
+	peerGone := func(why string) {
+		b.close()
+		bGone, bCtl, bFrames = true, nil, nil
+		for ch := range open {
+			_ = aw.SendJSON(proto.Exit, ch, proto.Status{Code: ExitLabFailure, Error: why, Gone: true})
 		}
-		if err := s.sendJSON(frameRequest, req); err != nil {
-			return
-		}
-		senderReady <- s
-		for {
-			f, err := readFrame(c)
-			if err != nil {
-				return
-			}
-			select {
-			case frames <- f:
-			case <-returned:
-				return
-			}
-		}
-	}()
+		clear(open)
+	}
 
 	bootTimer := time.NewTimer(cfg.BootTimeout)
 	defer bootTimer.Stop()
@@ -325,68 +318,106 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 
 	for {
 		select {
-		case s := <-senderReady:
-			sender = s
-		case f, ok := <-frames:
-			if sender == nil {
-				// Sent before the first frame was read, so it is there.
-				select {
-				case sender = <-senderReady:
-				default:
+		case aw = <-a.ctl:
+			sendA()
+		case bw = <-bCtl:
+			_ = bw.SendJSON(proto.Request, 0, reqB)
+		case f, ok := <-bFrames:
+			switch {
+			case !ok && !bReady:
+				return ExitLabFailure, labErr(ExitLabFailure, b.console, "%s", b.stoppedMsg(k.release, "before it was ready"))
+			case !ok:
+				e.logf("%s", b.stoppedMsg(k.release, "on its own"))
+				peerGone("the peer VM stopped on its own")
+			case f.Chan == 0 && f.Type == proto.Begin:
+				bReady = true
+				if cfg.Verbose {
+					e.logf("peer guest ready after %.1fs", time.Since(bootStart).Seconds())
 				}
+				sendA()
+			case f.Chan == 0 && f.Type == proto.Fatal:
+				_ = bw.Send(proto.Frame{Type: proto.Ack})
+				return ExitLabFailure, labErr(ExitLabFailure, b.console, "peer guest setup failed on Linux %s: %s", k.release, f.Body)
+			case f.Chan != 0:
+				if f.Type == proto.Exit {
+					delete(open, f.Chan)
+				}
+				_ = aw.Send(f)
 			}
+		case f, ok := <-a.frames:
 			if !ok {
 				// The control connection ended without an exit status:
 				// QEMU died or the guest powered off or panicked.
 				select {
-				case <-qemuDone:
+				case <-a.done:
 				case <-time.After(5 * time.Second):
 				}
-				stop()
+				a.stop()
 				what := "before starting the command"
 				if started {
 					what = "before the command finished"
 				}
-				msg := fmt.Sprintf("the VM (Linux %s) stopped %s", k.release, what)
-				if q := strings.TrimSpace(string(qemuOut.bytes())); q != "" {
-					msg += "; QEMU said: " + q
-				}
-				return ExitLabFailure, labErr(ExitLabFailure, console, "%s", msg)
+				return ExitLabFailure, labErr(ExitLabFailure, a.console, "%s", a.stoppedMsg(k.release, what))
 			}
-			switch f.typ {
-			case frameStdout:
-				_, _ = cfg.Stdout.Write(f.body)
-			case frameStderr:
-				_, _ = cfg.Stderr.Write(f.body)
-			case frameBegin:
-				var b begin
-				_ = json.Unmarshal(f.body, &b)
+			if f.Chan != 0 {
+				// A request from the primary guest for its peer.
+				switch {
+				case !two:
+					_ = aw.SendJSON(proto.Exit, f.Chan, proto.Status{Code: ExitLabFailure, Error: "no peer guest: run the lab with two guests (rxelab -guests 2)"})
+				case f.Type == proto.PowerOff:
+					if !bGone {
+						peerGone("the peer VM was powered off")
+						if cfg.Verbose {
+							e.logf("peer VM powered off after %.1fs", time.Since(bootStart).Seconds())
+						}
+					}
+					_ = aw.SendJSON(proto.Exit, f.Chan, proto.Status{})
+				case bGone && f.Type == proto.Request:
+					_ = aw.SendJSON(proto.Exit, f.Chan, proto.Status{Code: ExitLabFailure, Error: "the peer VM is off", Gone: true})
+				case f.Type == proto.Request:
+					open[f.Chan] = true
+					_ = bw.Send(f)
+				case f.Type == proto.Signal && open[f.Chan]:
+					_ = bw.Send(f)
+				}
+				continue
+			}
+			switch f.Type {
+			case proto.Stdout:
+				_, _ = cfg.Stdout.Write(f.Body)
+			case proto.Stderr:
+				_, _ = cfg.Stderr.Write(f.Body)
+			case proto.Begin:
+				var st proto.Started
+				_ = json.Unmarshal(f.Body, &st)
 				started = true
 				bootTimer.Stop()
 				cmdTimer = time.After(cfg.Timeout)
 				if cfg.Verbose {
-					e.logf("guest Linux %s ready after %.1fs; running %s", b.Kernel, time.Since(bootStart).Seconds(), strings.Join(cfg.Args, " "))
+					e.logf("guest Linux %s ready after %.1fs; running %s", st.Kernel, time.Since(bootStart).Seconds(), strings.Join(cfg.Args, " "))
 				}
-			case frameFatal:
-				if sender != nil {
-					_ = sender.send(frameAck, nil)
+			case proto.Fatal:
+				_ = aw.Send(proto.Frame{Type: proto.Ack})
+				return ExitLabFailure, labErr(ExitLabFailure, a.console, "guest setup failed on Linux %s: %s", k.release, f.Body)
+			case proto.Exit:
+				var st proto.Status
+				if err := json.Unmarshal(f.Body, &st); err != nil {
+					return ExitLabFailure, labErr(ExitLabFailure, a.console, "bad exit status from the guest: %v", err)
 				}
-				stop()
-				return ExitLabFailure, labErr(ExitLabFailure, console, "guest setup failed on Linux %s: %s", k.release, f.body)
-			case frameExit:
-				var st exitStatus
-				if err := json.Unmarshal(f.body, &st); err != nil {
-					stop()
-					return ExitLabFailure, labErr(ExitLabFailure, console, "bad exit status from the guest: %v", err)
+				// Both guests power off on Ack; wait a little for that.
+				_ = aw.Send(proto.Frame{Type: proto.Ack})
+				if bw != nil && !bGone {
+					_ = bw.Send(proto.Frame{Type: proto.Ack})
 				}
-				if sender != nil {
-					_ = sender.send(frameAck, nil)
+				timeout := time.After(5 * time.Second)
+				for _, v := range []*vm{a, b} {
+					if v != nil {
+						select {
+						case <-v.done:
+						case <-timeout:
+						}
+					}
 				}
-				select {
-				case <-qemuDone:
-				case <-time.After(5 * time.Second):
-				}
-				stop()
 				if st.Error != "" {
 					e.logf("%s", st.Error)
 				}
@@ -399,49 +430,24 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 				return st.Code, nil
 			}
 		case <-bootTimer.C:
-			stop()
-			return ExitLabFailure, labErr(ExitLabFailure, console, "the VM (Linux %s) did not start the command within %v; the VM was stopped", k.release, cfg.BootTimeout)
+			if two {
+				return ExitLabFailure, labErr(ExitLabFailure, a.console, "the VMs (Linux %s) did not start the command within %v (peer ready: %v); the VMs were stopped", k.release, cfg.BootTimeout, bReady)
+			}
+			return ExitLabFailure, labErr(ExitLabFailure, a.console, "the VM (Linux %s) did not start the command within %v; the VM was stopped", k.release, cfg.BootTimeout)
 		case <-cmdTimer:
-			stop()
-			return ExitTimeout, labErr(ExitTimeout, console, "command did not finish within %v; the VM was stopped", cfg.Timeout)
+			return ExitTimeout, labErr(ExitTimeout, a.console, "command did not finish within %v; the VM was stopped", cfg.Timeout)
 		case <-graceTimer:
-			stop()
 			return ExitLabFailure, labErr(ExitLabFailure, nil, "command did not exit within 10s of the signal; the VM was stopped")
 		case sig := <-cfg.Signals:
 			signals++
 			n, isSys := sig.(syscall.Signal)
-			if signals > 1 || !started || sender == nil || !isSys {
-				stop()
+			if signals > 1 || !started || aw == nil || !isSys {
 				return ExitLabFailure, labErr(ExitLabFailure, nil, "interrupted by %v; the VM was stopped", sig)
 			}
-			_ = sender.send(frameSignal, []byte{byte(n)})
+			_ = aw.Send(proto.Frame{Type: proto.Signal, Body: []byte{byte(n)}})
 			graceTimer = time.After(10 * time.Second)
 		case <-ctx.Done():
-			stop()
 			return ExitLabFailure, labErr(ExitLabFailure, nil, "%v; the VM was stopped", ctx.Err())
 		}
 	}
-}
-
-// ring keeps the last max bytes written to it.
-type ring struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (r *ring) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.buf = append(r.buf, p...)
-	if len(r.buf) > r.max {
-		r.buf = append(r.buf[:0:0], r.buf[len(r.buf)-r.max:]...)
-	}
-	return len(p), nil
-}
-
-func (r *ring) bytes() []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]byte(nil), r.buf...)
 }

@@ -96,26 +96,6 @@ func TestQemuEscape(t *testing.T) {
 	require.Equal(t, "/tmp/a,,b", qemuEscape("/tmp/a,b"))
 }
 
-func TestFrames(t *testing.T) {
-	var buf bytes.Buffer
-	s := &frameSender{w: &buf}
-	require.NoError(t, s.send(frameStdout, []byte("hello")))
-	require.NoError(t, s.sendJSON(frameExit, exitStatus{Code: 7}))
-	require.NoError(t, s.send(frameAck, nil))
-	f, err := readFrame(&buf)
-	require.NoError(t, err)
-	require.Equal(t, frame{frameStdout, []byte("hello")}, f)
-	f, err = readFrame(&buf)
-	require.NoError(t, err)
-	require.Equal(t, byte(frameExit), f.typ)
-	require.JSONEq(t, `{"Code":7}`, string(f.body))
-	f, err = readFrame(&buf)
-	require.NoError(t, err)
-	require.Equal(t, byte(frameAck), f.typ)
-	require.Empty(t, f.body)
-	require.Error(t, s.send(frameStdout, make([]byte, maxFrame+1)))
-}
-
 // fakeAptGet puts an apt-get in PATH that fails with out and status 100 for
 // the first fails runs, then succeeds; it returns the file counting the runs.
 func fakeAptGet(t *testing.T, fails int, out string) string {

@@ -2,7 +2,12 @@
 // rdma_rxe booted under QEMU (see package test/lab). The command's stdout and
 // stderr are streamed to rxelab's, and its exit status becomes rxelab's.
 //
-//	rxelab [-kernel 6.1|6.12] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
+//	rxelab [-kernel 6.1|6.12] [-guests 1|2] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
+//
+// With -guests 2 a peer VM boots too (see package test/lab). Inside the
+// primary guest, rxelab -peer [--] CMD [ARGS...] runs CMD in the peer (its
+// output and status pass through; 125 if the peer is off) and
+// rxelab -poweroff-peer powers the peer off at once.
 //
 // The kernel series also comes from GOVERBS_LAB_KERNEL (the flag wins). The
 // command runs as root with the same working directory and the same absolute

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,6 +209,109 @@ func TestCommandErrors(t *testing.T) {
 		require.Equal(t, 3, ee.ExitCode(), "stderr:\n%s", stderr.String())
 		require.Contains(t, stdout.String(), "got-term\n")
 	})
+}
+
+// TestTwoGuests: with -guests 2 the command runs in the primary guest, which
+// runs commands in the peer through rxelab -peer; rping (rdma-core) runs
+// between rxe_a and rxe_b over the guests' own network, the server in the
+// peer and the client in the primary.
+func TestTwoGuests(t *testing.T) {
+	needLab(t)
+	t.Parallel()
+	script := `set -e
+echo "primary: $GOVERBS_LAB_ROLE $GOVERBS_LAB_LOCAL_DEV $GOVERBS_LAB_LOCAL_ADDR $GOVERBS_LAB_PEER_DEV $GOVERBS_LAB_PEER_ADDR"
+"$1" -peer -- sh -c 'echo "peer: $GOVERBS_LAB_ROLE $GOVERBS_LAB_LOCAL_DEV $GOVERBS_LAB_LOCAL_ADDR $(cat /sys/class/infiniband/$GOVERBS_LAB_LOCAL_DEV/ports/1/gids/1)"; exit 4' || echo "peer status $?"
+"$1" -peer -- rping -s -a "$GOVERBS_LAB_PEER_ADDR" -C 3 -v > "$2/server" 2>&1 & server=$!
+# The client is rejected until the server listens; try again.
+ok=
+for i in $(seq 60); do
+	if rping -c -a "$GOVERBS_LAB_PEER_ADDR" -C 3 -v > "$2/client" 2>&1; then ok=1; break; fi
+	sleep 1
+done
+wait $server && echo "server status 0"
+[ -n "$ok" ] && echo "client status 0"`
+	tmp := t.TempDir()
+	r := runLab(t, []string{"TMPDIR=" + tmp}, "-kernel", "6.1", "-guests", "2", "--", "sh", "-c", script, "sh", rxelab, tmp)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "primary: primary rxe_a 10.78.0.1 rxe_b 10.78.0.2\n")
+	require.Contains(t, r.stdout, "peer: peer rxe_b 10.78.0.2 0000:0000:0000:0000:0000:ffff:0a4e:0002\n")
+	require.Contains(t, r.stdout, "peer status 4\n")
+	require.Contains(t, r.stdout, "server status 0\nclient status 0\n")
+	server, err := os.ReadFile(filepath.Join(tmp, "server"))
+	require.NoError(t, err)
+	client, err := os.ReadFile(filepath.Join(tmp, "client"))
+	require.NoError(t, err)
+	for i, data := range []string{"ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr", "BCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrs", "CDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrst"} {
+		require.Contains(t, string(server), fmt.Sprintf("server ping data: rdma-ping-%d: %s\n", i, data))
+		require.Contains(t, string(client), fmt.Sprintf("ping data: rdma-ping-%d: %s\n", i, data))
+	}
+	requireNoQEMU(t, tmp)
+}
+
+// TestPeerPowerOff powers the peer off while rping runs between the guests:
+// the peer's server ends at once with the lab's status 125 and says why,
+// later peer commands fail the same way, the primary's command goes on, and
+// the run returns its status with both QEMUs gone.
+func TestPeerPowerOff(t *testing.T) {
+	needLab(t)
+	t.Parallel()
+	script := `"$1" -peer -- rping -s -a "$GOVERBS_LAB_PEER_ADDR" -C 1000000 > "$2/server" 2>&1 & server=$!
+for i in $(seq 60); do
+	timeout 300 rping -c -a "$GOVERBS_LAB_PEER_ADDR" -C 1000000 -v > "$2/client" 2>&1 & client=$!
+	sleep 5
+	kill -0 $client 2>/dev/null && break
+done
+echo "pings before: $(grep -c 'ping data' "$2/client")"
+start=$(date +%s)
+"$1" -poweroff-peer && echo "poweroff status 0"
+wait $server; echo "server status $? after $(( $(date +%s) - start ))s"
+"$1" -peer -- true; echo "peer status $?"
+kill $client
+exit 9`
+	tmp := t.TempDir()
+	r := runLab(t, []string{"TMPDIR=" + tmp}, "-kernel", "6.1", "-guests", "2", "--", "sh", "-c", script, "sh", rxelab, tmp)
+	require.Equal(t, 9, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Regexp(t, `pings before: [1-9][0-9]*\n`, r.stdout, "rping was not running when the peer was powered off")
+	require.Contains(t, r.stdout, "poweroff status 0\n")
+	m := regexp.MustCompile(`server status 125 after (\d+)s\n`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, "stdout:\n%s", r.stdout)
+	secs, _ := strconv.Atoi(m[1])
+	require.Less(t, secs, 30, "the peer's command took %ds to end after power off", secs)
+	require.Contains(t, r.stdout, "peer status 125\n")
+	server, err := os.ReadFile(filepath.Join(tmp, "server"))
+	require.NoError(t, err)
+	require.Contains(t, string(server), "rxelab: peer: the peer guest is off: rping -s -a 10.78.0.2 -C 1000000: the peer VM was powered off\n")
+	require.Contains(t, r.stderr, "rxelab: peer: the peer guest is off: true: the peer VM is off\n")
+	requireNoQEMU(t, tmp)
+}
+
+// TestPeerPackage runs the tests of package test/lab/peer, the Go API for
+// the two-guest lab, in the primary guest; they must run, not skip.
+func TestPeerPackage(t *testing.T) {
+	needLab(t)
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "peer.test")
+	out, err := exec.Command("go", "test", "-c", "-o", bin, "../lab/peer").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r := runLab(t, nil, "-kernel", "6.1", "-guests", "2", "--", bin, "-test.v", "-test.count=1")
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	for _, name := range []string{"TestCommand", "TestPowerOffMidTransfer"} {
+		require.Contains(t, r.stdout, "--- PASS: "+name+" ")
+	}
+	require.NotContains(t, r.stdout, "SKIP")
+}
+
+// requireNoQEMU fails if a QEMU whose command line mentions dir (the run's
+// TMPDIR holds its sockets) is still running.
+func requireNoQEMU(t *testing.T, dir string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte("qemu-system")) && bytes.Contains(b, []byte(dir)) {
+			t.Errorf("QEMU still running after the run: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
 }
 
 // TestBadAccel: an unknown GOVERBS_LAB_ACCEL is a lab failure that says

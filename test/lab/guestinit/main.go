@@ -1,15 +1,15 @@
-// The lab package embeds this file alone (see doc.go) and builds it with
-// CGO_ENABLED=0; the frame format is shared with test/lab/proto.go.
+// The lab package embeds this package and internal/proto (see
+// ../initramfs.go) and builds them with CGO_ENABLED=0; they import nothing
+// but the standard library.
 
 package main
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,56 +19,19 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/goverbs/rdma/test/lab/internal/proto"
 )
-
-// Frame types; keep in sync with test/lab/proto.go.
-const (
-	frameRequest = 'R' // host->guest: JSON request
-	frameSignal  = 'S' // host->guest: one byte, a signal number for the command
-	frameAck     = 'A' // host->guest: exit status received, power off
-	frameBegin   = 'B' // guest->host: JSON begin (command is starting)
-	frameStdout  = 'O' // guest->host: command stdout bytes
-	frameStderr  = 'E' // guest->host: command stderr bytes
-	frameExit    = 'X' // guest->host: JSON exit status
-	frameFatal   = 'F' // guest->host: setup failed, text
-
-	maxFrame = 1 << 20
-)
-
-type share struct {
-	Tag      string
-	Path     string
-	ReadOnly bool
-}
-
-type request struct {
-	Args    []string
-	Dir     string
-	Env     []string
-	Root    string // mount tag of the host root
-	Shares  []share
-	Verbose bool
-}
-
-type begin struct {
-	Kernel string
-}
-
-type exitStatus struct {
-	Code   int
-	Signal string `json:",omitempty"`
-	Error  string `json:",omitempty"`
-}
 
 const newRoot = "/newroot"
 
-// saneEnvPath replaces the host's PATH inside the guest.
+// sanePath replaces the host's PATH inside the guest.
 const sanePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 var (
 	start   = time.Now()
 	ctl     *os.File
-	ctlMu   sync.Mutex
+	host    *proto.Writer // frames to the host on ctl
 	verbose bool
 )
 
@@ -80,8 +43,8 @@ func main() {
 	err := run()
 	if err != nil {
 		fmt.Fprintf(os.Stdout, "lab-init: %v\n", err)
-		if ctl != nil {
-			_ = sendFrame(frameFatal, []byte(err.Error()))
+		if host != nil {
+			_ = host.Send(proto.Frame{Type: proto.Fatal, Body: []byte(err.Error())})
 			waitAck(10 * time.Second)
 		}
 	}
@@ -114,14 +77,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	reqs := make(chan request, 1)
-	signals := make(chan syscall.Signal, 8)
-	go readHost(reqs, signals)
-	var req request
+	host = proto.NewWriter(ctl)
+	go readHost()
+	var req proto.Command
+	// In the two-guest lab the host holds the primary's request until the
+	// peer is ready; the host's boot timeout bounds the whole wait.
 	select {
-	case req = <-reqs:
-	case <-time.After(60 * time.Second):
-		return errors.New("no request from the host within 60s")
+	case req = <-requests:
+	case <-time.After(10 * time.Minute):
+		return errors.New("no request from the host within 10 minutes")
 	}
 	verbose = req.Verbose
 	logf("modules loaded after %.2fs; request received", modulesDone.Seconds())
@@ -136,13 +100,27 @@ func run() error {
 		return err
 	}
 	os.Setenv("PATH", sanePath)
-	if err := topology(); err != nil {
+	if err := topology(req.Net); err != nil {
 		return err
 	}
 	logf("topology ready")
-	return runCommand(req, signals)
+	release := kernelRelease()
+	if req.Net != nil && req.Net.Role == proto.RolePeer {
+		return servePeer(req, release)
+	}
+	if req.Net != nil {
+		if err := listenPeerSock(); err != nil {
+			return err
+		}
+	}
+	st := execute(0, req, labEnv(req.Net, release), mainSignals, proto.Started{Kernel: release})
+	logf("command finished: code %d", st.Code)
+	if err := host.SendJSON(proto.Exit, 0, st); err != nil {
+		return err
+	}
+	waitAck(30 * time.Second)
+	return nil
 }
-
 func mount(src, dir, fstype string, flags uintptr, data string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, syscall.EROFS) {
 		return fmt.Errorf("mkdir %s: %w", dir, err)
@@ -244,86 +222,9 @@ func openPort(name string, wait time.Duration) (*os.File, error) {
 	}
 }
 
-var acks = make(chan struct{}, 1)
-
-func readHost(reqs chan<- request, signals chan<- syscall.Signal) {
-	r := bufio.NewReader(ctl)
-	for {
-		var hdr [5]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			fmt.Fprintf(os.Stdout, "lab-init: control port: %v\n", err)
-			return
-		}
-		n := binary.BigEndian.Uint32(hdr[1:])
-		if n > maxFrame {
-			fmt.Fprintf(os.Stdout, "lab-init: control port: frame of %d bytes\n", n)
-			return
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			fmt.Fprintf(os.Stdout, "lab-init: control port: %v\n", err)
-			return
-		}
-		switch hdr[0] {
-		case frameRequest:
-			var req request
-			if err := json.Unmarshal(body, &req); err != nil {
-				fmt.Fprintf(os.Stdout, "lab-init: bad request: %v\n", err)
-				return
-			}
-			reqs <- req
-		case frameSignal:
-			if len(body) == 1 {
-				signals <- syscall.Signal(body[0])
-			}
-		case frameAck:
-			select {
-			case acks <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-func waitAck(d time.Duration) {
-	select {
-	case <-acks:
-	case <-time.After(d):
-	}
-}
-
-func sendFrame(typ byte, body []byte) error {
-	ctlMu.Lock()
-	defer ctlMu.Unlock()
-	for {
-		n := len(body)
-		if n > maxFrame {
-			n = maxFrame
-		}
-		var hdr [5]byte
-		hdr[0] = typ
-		binary.BigEndian.PutUint32(hdr[1:], uint32(n))
-		if _, err := ctl.Write(append(hdr[:], body[:n]...)); err != nil {
-			return err
-		}
-		body = body[n:]
-		if len(body) == 0 {
-			return nil
-		}
-	}
-}
-
-func sendJSON(typ byte, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return sendFrame(typ, b)
-}
-
 // mountRoot mounts the host root read-only at newRoot, the read-write shares
 // on top, and fresh proc, sys, dev, dev/pts, dev/shm and run file systems.
-func mountRoot(req request) error {
+func mountRoot(req proto.Command) error {
 	const opts = "trans=virtio,version=9p2000.L,msize=262144"
 	// The root is read-only for the VM's short life: let the guest cache it
 	// (cache=loose), which makes running the host's dynamic binaries
@@ -364,13 +265,15 @@ func mountRoot(req request) error {
 // Topology: rxe0 on lo for verbs tests without the CM, and a veth pair with
 // rxe1/rxe2 for tests through the RDMA CM (the rdma_cm resolves addresses
 // through the IP stack, so the CM devices need netdevs with IPv4 addresses).
+// Both guests of the two-guest lab have them too, plus the rxe device on
+// eth0 that the host names in proto.Net.
 var links = []struct{ dev, netdev, ip string }{
 	{"rxe0", "lo", "127.0.0.1"},
 	{"rxe1", "veth0", "10.77.0.1"},
 	{"rxe2", "veth1", "10.77.0.2"},
 }
 
-func topology() error {
+func topology(n *proto.Net) error {
 	steps := []func() error{
 		func() error { return linkUp("lo") },
 		func() error { return addVeth("veth0", "veth1") },
@@ -379,7 +282,15 @@ func topology() error {
 		func() error { return linkUp("veth0") },
 		func() error { return linkUp("veth1") },
 	}
-	for _, l := range links {
+	all := links
+	if n != nil {
+		steps = append(steps,
+			func() error { return addAddr(n.Netdev, n.Addr, byte(n.Prefix)) },
+			func() error { return linkUp(n.Netdev) },
+		)
+		all = append(all[:len(all):len(all)], struct{ dev, netdev, ip string }{n.Dev, n.Netdev, n.Addr})
+	}
+	for _, l := range all {
 		l := l
 		steps = append(steps, func() error { return rdmaLinkAdd(l.dev, l.netdev) })
 	}
@@ -389,10 +300,23 @@ func topology() error {
 		}
 	}
 	logf("rxe links added")
+	deadline := time.Now().Add(30 * time.Second)
+	if n != nil {
+		// virtio-net reports carrier a moment after the link is set up.
+		for {
+			b, _ := os.ReadFile("/sys/class/net/" + n.Netdev + "/carrier")
+			if strings.TrimSpace(string(b)) == "1" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s has no carrier", n.Netdev)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	// rxe fills in the IPv4-mapped GID (::ffff:a.b.c.d) once the address is
 	// seen on the netdev; tests need it, so wait for it.
-	deadline := time.Now().Add(30 * time.Second)
-	for _, l := range links {
+	for _, l := range all {
 		want := mappedGID(l.ip)
 		for !hasGID(l.dev, want) {
 			if time.Now().After(deadline) {
@@ -425,107 +349,305 @@ func hasGID(dev, want string) bool {
 	return false
 }
 
-type frameWriter byte
-
-func (w frameWriter) Write(p []byte) (int, error) {
-	if err := sendFrame(byte(w), p); err != nil {
-		return 0, err
+// labEnv is the lab's part of the command's environment (see proto.Env*).
+func labEnv(n *proto.Net, release string) []string {
+	var veth []string
+	for _, l := range links[1:] {
+		veth = append(veth, l.dev+":"+l.netdev+":"+l.ip)
 	}
-	return len(p), nil
+	env := []string{
+		"PATH=" + sanePath,
+		proto.EnvLab + "=1",
+		proto.EnvKernel + "=" + release,
+		proto.EnvLoDev + "=" + links[0].dev,
+		proto.EnvVeth + "=" + strings.Join(veth, ","),
+	}
+	if n != nil {
+		env = append(env,
+			proto.EnvRole+"="+n.Role,
+			proto.EnvLocalDev+"="+n.Dev,
+			proto.EnvLocalAddr+"="+n.Addr,
+			proto.EnvPeerDev+"="+n.PeerDev,
+			proto.EnvPeerAddr+"="+n.PeerAddr,
+		)
+		if n.Role == proto.RolePrimary {
+			env = append(env, proto.EnvPeerSock+"="+proto.PeerSock)
+		}
+	}
+	return env
 }
 
-func runCommand(req request, signals <-chan syscall.Signal) error {
-	if len(req.Args) == 0 {
-		return errors.New("empty command")
+// Frames from the host: readHost hands channel 0's request, signals and
+// acknowledgement to these, and every other channel's frames to its route.
+var (
+	requests    = make(chan proto.Command, 1)
+	mainSignals = make(chan syscall.Signal, 8)
+	acks        = make(chan struct{}, 1)
+
+	routesMu sync.Mutex
+	routes   = map[uint32]func(proto.Frame){}
+)
+
+func setRoute(ch uint32, fn func(proto.Frame)) {
+	routesMu.Lock()
+	defer routesMu.Unlock()
+	if fn == nil {
+		delete(routes, ch)
+	} else {
+		routes[ch] = fn
 	}
+}
+
+func readHost() {
+	for {
+		f, err := proto.Read(ctl)
+		if err != nil {
+			fmt.Fprintf(os.Stdout, "lab-init: control port: %v\n", err)
+			return
+		}
+		if f.Chan != 0 {
+			routesMu.Lock()
+			fn := routes[f.Chan]
+			if fn == nil && f.Type == proto.Request {
+				fn = startPeerCommand(f.Chan)
+			}
+			routesMu.Unlock()
+			if fn != nil {
+				fn(f)
+			}
+			continue
+		}
+		switch f.Type {
+		case proto.Request:
+			var req proto.Command
+			if err := json.Unmarshal(f.Body, &req); err != nil {
+				fmt.Fprintf(os.Stdout, "lab-init: bad request: %v\n", err)
+				return
+			}
+			requests <- req
+		case proto.Signal:
+			if len(f.Body) == 1 {
+				mainSignals <- syscall.Signal(f.Body[0])
+			}
+		case proto.Ack:
+			select {
+			case acks <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func waitAck(d time.Duration) {
+	select {
+	case <-acks:
+	case <-time.After(d):
+	}
+}
+
+func kernelRelease() string {
 	var uts syscall.Utsname
 	_ = syscall.Uname(&uts)
-	release := utsString(uts.Release[:])
+	b := make([]byte, 0, len(uts.Release))
+	for _, c := range uts.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
 
-	env := make([]string, 0, len(req.Env)+8)
+// execute runs req.Args with the host's environment (less PATH and
+// GOVERBS_LAB*) plus labEnv, streaming its output as frames on channel ch,
+// and returns its exit status. Begin is sent once the command started.
+func execute(ch uint32, req proto.Command, lab []string, signals <-chan syscall.Signal, started proto.Started) proto.Status {
+	var st proto.Status
+	if len(req.Args) == 0 {
+		return proto.Status{Code: 125, Error: "empty command"}
+	}
+	env := make([]string, 0, len(req.Env)+len(lab))
 	for _, kv := range req.Env {
 		if k, _, _ := strings.Cut(kv, "="); k == "PATH" || strings.HasPrefix(k, "GOVERBS_LAB") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	var veth []string
-	for _, l := range links[1:] {
-		veth = append(veth, l.dev+":"+l.netdev+":"+l.ip)
-	}
-	env = append(env,
-		"PATH="+sanePath,
-		"GOVERBS_LAB=1",
-		"GOVERBS_LAB_KERNEL="+release,
-		"GOVERBS_LAB_LO_DEV="+links[0].dev,
-		"GOVERBS_LAB_VETH="+strings.Join(veth, ","),
-	)
-
 	cmd := exec.Command(req.Args[0], req.Args[1:]...)
 	cmd.Dir = req.Dir
-	cmd.Env = env
-	cmd.Stdout = frameWriter(frameStdout)
-	cmd.Stderr = frameWriter(frameStderr)
+	cmd.Env = append(env, lab...)
+	cmd.Stdout = host.Stream(proto.Stdout, ch)
+	cmd.Stderr = host.Stream(proto.Stderr, ch)
 	// A background child that keeps stdout open must not hold up the exit.
 	cmd.WaitDelay = 2 * time.Second
-
-	if err := sendJSON(frameBegin, begin{Kernel: release}); err != nil {
-		return err
-	}
-	var st exitStatus
 	if err := cmd.Start(); err != nil {
 		st.Code = 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			st.Code = 127
 		}
 		st.Error = fmt.Sprintf("cannot start %s (cwd %s): %v", req.Args[0], req.Dir, err)
-	} else {
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var werr error
-	wait:
-		for {
-			select {
-			case werr = <-done:
-				break wait
-			case s := <-signals:
-				_ = cmd.Process.Signal(s)
-			}
-		}
-		ps := cmd.ProcessState
-		switch {
-		case ps == nil:
-			st.Code, st.Error = 125, werr.Error()
-		case ps.Exited():
-			st.Code = ps.ExitCode()
-		default:
-			ws := ps.Sys().(syscall.WaitStatus)
-			if ws.Signaled() {
-				st.Code = 128 + int(ws.Signal())
-				st.Signal = ws.Signal().String()
-			} else {
-				st.Code = 125
-				st.Error = ps.String()
-			}
+		return st
+	}
+	if err := host.SendJSON(proto.Begin, ch, started); err != nil {
+		_ = cmd.Process.Kill()
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var werr error
+wait:
+	for {
+		select {
+		case werr = <-done:
+			break wait
+		case s := <-signals:
+			_ = cmd.Process.Signal(s)
 		}
 	}
-	logf("command finished: code %d", st.Code)
-	if err := sendJSON(frameExit, st); err != nil {
+	ps := cmd.ProcessState
+	switch {
+	case ps == nil:
+		st.Code, st.Error = 125, werr.Error()
+	case ps.Exited():
+		st.Code = ps.ExitCode()
+	default:
+		ws := ps.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			st.Code = 128 + int(ws.Signal())
+			st.Signal = ws.Signal().String()
+		} else {
+			st.Code = 125
+			st.Error = ps.String()
+		}
+	}
+	return st
+}
+
+// The peer guest: peerReq is its channel 0 request (root, shares, network),
+// whose Dir and Env serve as defaults for the commands it runs.
+var (
+	peerReq     proto.Command
+	peerRelease string
+)
+
+// servePeer reports the peer guest ready and runs the commands the host
+// relays from the primary guest until the host says to power off.
+func servePeer(req proto.Command, release string) error {
+	peerReq, peerRelease = req, release
+	if err := host.SendJSON(proto.Begin, 0, proto.Started{Kernel: release}); err != nil {
 		return err
 	}
-	waitAck(30 * time.Second)
+	<-acks
 	return nil
 }
 
-func utsString(b []int8) string {
-	s := make([]byte, 0, len(b))
-	for _, c := range b {
-		if c == 0 {
-			break
+// startPeerCommand is called by readHost with routesMu held for the first
+// frame of channel ch, a Request: it returns the channel's route, which
+// starts the command and passes it later signals.
+func startPeerCommand(ch uint32) func(proto.Frame) {
+	signals := make(chan syscall.Signal, 8)
+	var once sync.Once
+	fn := func(f proto.Frame) {
+		switch f.Type {
+		case proto.Signal:
+			if len(f.Body) == 1 {
+				select {
+				case signals <- syscall.Signal(f.Body[0]):
+				default:
+				}
+			}
+		case proto.Request:
+			once.Do(func() {
+				var req proto.Command
+				if err := json.Unmarshal(f.Body, &req); err != nil || peerReq.Net == nil {
+					_ = host.SendJSON(proto.Exit, ch, proto.Status{Code: 125, Error: fmt.Sprintf("bad peer request (%v)", err)})
+					setRoute(ch, nil)
+					return
+				}
+				go func() {
+					st := execute(ch, req, labEnv(peerReq.Net, peerRelease), signals, proto.Started{Kernel: peerRelease})
+					setRoute(ch, nil)
+					_ = host.SendJSON(proto.Exit, ch, st)
+				}()
+			})
 		}
-		s = append(s, byte(c))
 	}
-	return string(s)
+	routes[ch] = fn
+	return fn
+}
+
+// listenPeerSock serves the primary guest's programs (package peer) on
+// proto.PeerSock: each connection carries one Request or PowerOff, which is
+// sent to the host on a channel of its own; the channel's frames from the
+// host come back on the connection, which ends after the Exit frame.
+func listenPeerSock() error {
+	if err := os.MkdirAll(filepath.Dir(proto.PeerSock), 0o755); err != nil {
+		return err
+	}
+	l, err := net.Listen("unix", proto.PeerSock)
+	if err != nil {
+		return err
+	}
+	go func() {
+		var next uint32
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				fmt.Fprintf(os.Stdout, "lab-init: %s: %v\n", proto.PeerSock, err)
+				return
+			}
+			next++
+			go relayClient(c, next)
+		}
+	}()
+	return nil
+}
+
+func relayClient(c net.Conn, ch uint32) {
+	defer c.Close()
+	client := proto.NewWriter(c)
+	exited := make(chan struct{})
+	var exitOnce sync.Once
+	setRoute(ch, func(f proto.Frame) {
+		f.Chan = 0
+		if client.Send(f) != nil || f.Type == proto.Exit {
+			exitOnce.Do(func() { close(exited) })
+		}
+	})
+	defer setRoute(ch, nil)
+	first := true
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			f, err := proto.Read(c)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			// A Request or PowerOff first, then only Signals.
+			opens := f.Type == proto.Request || f.Type == proto.PowerOff
+			if opens != first || !opens && f.Type != proto.Signal {
+				readErr <- fmt.Errorf("unexpected frame %q", f.Type)
+				return
+			}
+			first = false
+			f.Chan = ch
+			if err := host.Send(f); err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	select {
+	case <-exited:
+	case <-readErr:
+		// The program went away (or misbehaved) before the exit status:
+		// kill what it started in the peer and wait for the end of it.
+		_ = host.Send(proto.Frame{Type: proto.Signal, Chan: ch, Body: []byte{byte(syscall.SIGKILL)}})
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+		}
+	}
 }
 
 // Minimal netlink client for the topology, so /init does not have to run the
@@ -576,10 +698,10 @@ func ifinfomsg(index int32, flags, change uint32) []byte {
 
 // nlDo sends one request on a new socket of the protocol and waits for the
 // kernel's acknowledgement (NLMSG_ERROR with error 0).
-func nlDo(proto int, m *nlMsg) error {
+func nlDo(family int, m *nlMsg) error {
 	binary.LittleEndian.PutUint32(m.b[0:], uint32(len(m.b)))
 	binary.LittleEndian.PutUint32(m.b[8:], 1)
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, proto)
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, family)
 	if err != nil {
 		return err
 	}
