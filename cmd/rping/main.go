@@ -200,19 +200,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usageText)
 		return exitUsage
 	}
+	return execute(ctx, o, stdout, stderr)
+}
+
+// execute runs rping with options o and returns the exit code.
+func execute(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	out := &lockedWriter{w: stdout}
 	errw := &lockedWriter{w: stderr}
-	err = rping(ctx, o, out, errw)
+	err := rping(ctx, o, out, errw)
 	switch {
 	case err == nil:
 		return exitOK
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return exitInterrupted
-	case errors.Is(err, uverbs.ErrNoDevice):
-		fmt.Fprintf(errw, "rping: %v\n", err)
-		return exitNoDevice
 	}
 	fmt.Fprintf(errw, "rping: %v\n", err)
+	if errors.Is(err, uverbs.ErrNoDevice) {
+		return exitNoDevice
+	}
 	return exitFailed
 }
 
