@@ -494,3 +494,62 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestEndless: with -C 0 the client pings until stopped. Stopping our client
+// (SIGINT) ends rping's server normally; killing rping's client ends our
+// server normally (the kernel disconnects the dead process's connection).
+func TestEndless(t *testing.T) {
+	e := newEnv(t)
+	waitLines := func(t *testing.T, p *proc, n int) {
+		t.Helper()
+		for len(lines(p.out.String())) < n {
+			select {
+			case code := <-p.done:
+				t.Fatalf("%v ended with %d:\n%s", p, code, dump(p))
+			case <-e.ctx.Done():
+				t.Fatalf("%v printed no %d lines:\n%s", p, n, dump(p))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	for _, c := range [][2]string{{"rping", "ours"}, {"ours", "rping"}} {
+		t.Run(c[0]+"-server_"+c[1]+"-client", func(t *testing.T) {
+			port := e.port()
+			srv := e.start(t, c[0], "-s", "-v", "-a", e.addr, "-p", port)
+			e.waitListening(t, srv, port)
+			cli := e.start(t, c[1], "-c", "-v", "-V", "-a", e.addr, "-p", port)
+			waitLines(t, cli, 5)
+			cli.stop()
+			code := e.wait(t, cli)
+			if c[1] == "ours" && code != exitInterrupted {
+				t.Errorf("our stopped client exit code %d, want %d:\n%s", code, exitInterrupted, dump(cli))
+			}
+			if code := e.wait(t, srv); code != 0 {
+				t.Errorf("server exit code %d after its client went:\n%s", code, dump(srv))
+			}
+			if c[0] == "ours" && srv.errb.String() != "server DISCONNECT EVENT...\n" {
+				t.Errorf("our server's stderr %q", srv.errb.String())
+			}
+			// What the server printed is what the client sent: as many
+			// pings as the client printed, or one more. A killed rping
+			// loses what its stdout buffer held, even half a line.
+			sl, cl := lines(srv.out.String()), lines(cli.out.String())
+			if c[1] == "rping" {
+				if !strings.HasSuffix(cli.out.String(), "\n") {
+					cl = cl[:len(cl)-1]
+				}
+				if len(sl) < len(cl) {
+					t.Errorf("server printed %d pings, client %d", len(sl), len(cl))
+				}
+			} else if len(sl) < len(cl) || len(sl) > len(cl)+1 {
+				t.Errorf("server printed %d pings, client %d", len(sl), len(cl))
+			}
+			for i := range min(len(sl), len(cl)) {
+				if sl[i] != "server "+cl[i] {
+					t.Errorf("ping %d: server %q, client %q", i, sl[i], cl[i])
+					break
+				}
+			}
+		})
+	}
+}
