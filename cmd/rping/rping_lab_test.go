@@ -399,6 +399,12 @@ func TestErrors(t *testing.T) {
 		oneLine(t, p, "10.77.99.1", "cannot assign requested address")
 	})
 
+	t.Run("bad_source", func(t *testing.T) {
+		p := e.startOurs(t, nil, "-c", "-I", "10.77.99.2", "-a", e.addr, "-p", e.port(), "-C", "1")
+		e.wait(t, p)
+		oneLine(t, p, "source 10.77.99.2")
+	})
+
 	// A client pinging with more than the server's -S.
 	t.Run("size_our_server", func(t *testing.T) {
 		srv, cli := e.pair(t, "ours", "rping", []string{"-S", "30"}, []string{"-S", "100", "-C", "2"})
@@ -464,7 +470,7 @@ func TestSourceAndDebug(t *testing.T) {
 			t.Fatalf("%s", dump(p))
 		}
 	}
-	for _, w := range []string{"cm: resolve address " + e.addr, "cm: event RDMA_CM_EVENT_ESTABLISHED", "rdma_connect successful", "RDMA addr "} {
+	for _, w := range []string{"cm: resolve address " + e.addr + ":", "(source " + e.addr + ":0,", "cm: event RDMA_CM_EVENT_ESTABLISHED", "rdma_connect successful", "RDMA addr "} {
 		if !strings.Contains(cli.out.String(), w) {
 			t.Errorf("client -d output has no %q:\n%s", w, cli.out.String())
 		}
