@@ -1,0 +1,595 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// The protocol of rping.c. Each ping:
+//
+//	client: SEND source info {addr, rkey, size} of its ping buffer
+//	server: RDMA READ of that buffer, then a SEND "go ahead"
+//	client: SEND sink info of its second buffer
+//	server: RDMA WRITE of what it read (strlen + 1 bytes), then a SEND "go ahead"
+//
+// The info message is struct rping_rdma_info: __be64 buf, __be32 rkey,
+// __be32 size, 16 bytes in network order. The go-ahead is a SEND of the same
+// 16-byte buffer, whose content the client ignores; both sides take a
+// receive that is not exactly 16 bytes as an error ("Received bogus data").
+const infoLen = 16
+
+// rdmaInfo is struct rping_rdma_info.
+type rdmaInfo struct {
+	addr uint64
+	rkey uint32
+	size uint32
+}
+
+func (i rdmaInfo) put(b []byte) {
+	binary.BigEndian.PutUint64(b[0:], i.addr)
+	binary.BigEndian.PutUint32(b[8:], i.rkey)
+	binary.BigEndian.PutUint32(b[12:], i.size)
+}
+
+func getInfo(b []byte) rdmaInfo {
+	return rdmaInfo{
+		addr: binary.BigEndian.Uint64(b[0:]),
+		rkey: binary.BigEndian.Uint32(b[8:]),
+		size: binary.BigEndian.Uint32(b[12:]),
+	}
+}
+
+// Queue sizes of rping.c: RPING_SQ_DEPTH (16) sends, 2 receives (one posted
+// at a time), a CQ of twice RPING_SQ_DEPTH, one SGE each.
+const (
+	sqDepth = 16
+	rqDepth = 2
+)
+
+// fillPing writes ping number ping into buf as rping_test_client does:
+// "rdma-ping-%d: " (cut to fit, as snprintf does), then the letters from
+// start on, each one more than the last, from 'A' (65) to 'z' (122) and
+// round again; the last byte is 0.
+func fillPing(buf []byte, ping int, start byte) {
+	n := copy(buf, "rdma-ping-"+strconv.Itoa(ping)+": ")
+	c := start
+	for i := n; i < len(buf); i++ {
+		buf[i] = c
+		if c++; c > 'z' {
+			c = 'A'
+		}
+	}
+	buf[len(buf)-1] = 0
+}
+
+// nextStart is the first letter of the following ping: one more, from 'z'
+// back to 'A'.
+func nextStart(start byte) byte {
+	if start++; start > 'z' {
+		return 'A'
+	}
+	return start
+}
+
+// cstr returns b up to its first 0, as printf's %s reads it.
+func cstr(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// errDisconnected: the connection ended (DISCONNECTED, or the QP flushed
+// what was posted).
+var errDisconnected = errors.New("disconnected")
+
+// Work request IDs.
+const (
+	wrRecv = 1
+	wrSend = 2
+	wrRDMA = 3
+)
+
+// session is one connection: its buffers and completion handling.
+type session struct {
+	o    options
+	name string // "server" or "client", as rping prints it
+	conn *rdmacm.Conn
+	out  *lockedWriter
+	errw *lockedWriter
+
+	// One buffer holds the 16-byte receive and send areas, the RDMA buffer
+	// (the client's sink, the server's READ target and WRITE source) and
+	// the client's ping source; each is a separate MR with the access
+	// rping.c gives it.
+	buf     *uverbs.Buffer
+	ctlMR   *uverbs.MR // receive (0..15) and send (16..31) areas: local write
+	rdmaMR  *uverbs.MR // local write, remote read and write
+	startMR *uverbs.MR // client only: local write, remote read and write
+
+	// Done closes when the connection ends; dctx ends with it so that a
+	// wait on the completion channel stops.
+	dctx   context.Context
+	cancel context.CancelFunc
+
+	connected    bool // Connect or Accept succeeded
+	disconnected bool // Disconnect was called
+
+	wcs      [8]uverbs.WC
+	queued   []uverbs.WC
+	armed    bool          // ReqNotify done and no event read since
+	recvCopy [infoLen]byte // the last message received
+}
+
+const (
+	recvOff = 0
+	sendOff = infoLen
+	ctlLen  = 2 * infoLen
+	rdmaOff = 64
+)
+
+func newSession(ctx context.Context, o options, name string, conn *rdmacm.Conn, out, errw *lockedWriter) (*session, error) {
+	s := &session{o: o, name: name, conn: conn, out: out, errw: errw}
+	s.dctx, s.cancel = context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-conn.Done():
+		case <-s.dctx.Done():
+		}
+		s.cancel()
+	}()
+	total := rdmaOff + o.size
+	if !o.server {
+		total += o.size
+	}
+	buf, err := uverbs.AllocBuffer(total)
+	if err != nil {
+		return s, err
+	}
+	s.buf = buf
+	remote := uverbs.AccessLocalWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteWrite
+	b := buf.Bytes()
+	if s.ctlMR, err = conn.PD().RegMR(b[:ctlLen], uverbs.AccessLocalWrite); err != nil {
+		return s, err
+	}
+	if s.rdmaMR, err = conn.PD().RegMR(b[rdmaOff:rdmaOff+o.size], remote); err != nil {
+		return s, err
+	}
+	if !o.server {
+		if s.startMR, err = conn.PD().RegMR(b[rdmaOff+o.size:rdmaOff+2*o.size], remote); err != nil {
+			return s, err
+		}
+	}
+	s.debugf("allocated & registered buffers...")
+	return s, s.postRecv()
+}
+
+// close tears down in the order that never frees memory under work in
+// flight: disconnect (the QP goes to ERR), QP, MRs, then the rest of the
+// connection.
+func (s *session) close() error {
+	var errs []error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, rdmacm.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	select {
+	case <-s.conn.Done():
+	default:
+		if s.connected && !s.disconnected {
+			// EINVAL: the CM no longer sees a connection to end.
+			if err := s.conn.Disconnect(); err != nil && !errors.Is(err, unix.EINVAL) {
+				keep(err)
+			}
+		}
+	}
+	keep(s.conn.QP().Close())
+	keep(s.startMR.Close())
+	keep(s.rdmaMR.Close())
+	keep(s.ctlMR.Close())
+	keep(s.buf.Close())
+	keep(s.conn.Close())
+	s.cancel()
+	return errors.Join(errs...)
+}
+
+func (s *session) debugf(format string, a ...any) {
+	if s.o.debug {
+		s.out.printf(format+"\n", a...)
+	}
+}
+
+func (s *session) recvArea() []byte { return s.buf.Bytes()[recvOff : recvOff+infoLen] }
+func (s *session) sendArea() []byte { return s.buf.Bytes()[sendOff : sendOff+infoLen] }
+func (s *session) rdmaBuf() []byte  { return s.buf.Bytes()[rdmaOff : rdmaOff+s.o.size] }
+func (s *session) startBuf() []byte {
+	return s.buf.Bytes()[rdmaOff+s.o.size : rdmaOff+2*s.o.size]
+}
+
+func (s *session) postRecv() error {
+	return s.conn.QP().PostRecv([]uverbs.RecvWR{{ID: wrRecv, SGEs: []uverbs.SGE{s.ctlMR.SGE(recvOff, infoLen)}}})
+}
+
+// send posts the 16-byte send area as a signaled SEND.
+func (s *session) send() error {
+	return s.conn.QP().PostSend([]uverbs.SendWR{{ID: wrSend, Op: uverbs.OpSend, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{s.ctlMR.SGE(sendOff, infoLen)}}})
+}
+
+// sendInfo sends the address, rkey and size of mr (rping_format_send).
+func (s *session) sendInfo(mr *uverbs.MR) error {
+	i := rdmaInfo{addr: mr.Addr(), rkey: mr.RKey(), size: uint32(s.o.size)}
+	i.put(s.sendArea())
+	s.debugf("RDMA addr %x rkey %x len %d", i.addr, i.rkey, i.size)
+	return s.send()
+}
+
+// rdma posts a signaled RDMA READ or WRITE of n bytes of the RDMA buffer.
+func (s *session) rdma(op uverbs.WROpcode, n int, peer rdmaInfo) error {
+	return s.conn.QP().PostSend([]uverbs.SendWR{{ID: wrRDMA, Op: op, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{s.rdmaMR.SGE(0, n)}, RemoteAddr: peer.addr, RKey: peer.rkey}})
+}
+
+// next returns the next completion, sleeping on the completion channel
+// when the CQ is empty (arm, poll again, then wait, so that none is
+// missed). It returns errDisconnected once the connection has ended and the
+// CQ is empty.
+func (s *session) next(ctx context.Context) (uverbs.WC, error) {
+	cq := s.conn.CQ()
+	for {
+		if len(s.queued) > 0 {
+			wc := s.queued[0]
+			s.queued = s.queued[1:]
+			return wc, nil
+		}
+		n, err := cq.Poll(s.wcs[:])
+		if err != nil {
+			return uverbs.WC{}, err
+		}
+		if n > 0 {
+			s.queued = s.wcs[:n]
+			continue
+		}
+		if !s.armed {
+			if err := cq.ReqNotify(false); err != nil {
+				return uverbs.WC{}, err
+			}
+			s.armed = true
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return uverbs.WC{}, err
+		}
+		if s.dctx.Err() != nil {
+			return uverbs.WC{}, errDisconnected
+		}
+		if _, err := s.conn.Channel().Wait(s.dctx); err != nil {
+			if s.dctx.Err() != nil {
+				continue // poll once more, then report the end
+			}
+			return uverbs.WC{}, err
+		}
+		s.armed = false
+	}
+}
+
+// wait returns the completion of kind want (RECV, RDMA_READ or
+// RDMA_WRITE), taking SEND completions on the way. A receive is posted
+// again at once, as rping's completion handler does, so the peer's next
+// message always finds one. A failed completion is an error; a flushed one
+// means the connection ended.
+func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, error) {
+	for {
+		wc, err := s.next(ctx)
+		if err != nil {
+			return wc, err
+		}
+		if wc.Status == uverbs.WCFlushError {
+			return wc, errDisconnected
+		}
+		if wc.Status != uverbs.WCSuccess {
+			return wc, fmt.Errorf("cq completion failed status %d (%v) on work request %d", uint32(wc.Status), wc.Status, wc.ID)
+		}
+		switch wc.Opcode {
+		case uverbs.WCOpSend:
+			s.debugf("send completion")
+		case uverbs.WCOpRDMARead:
+			s.debugf("rdma read completion")
+		case uverbs.WCOpRDMAWrite:
+			s.debugf("rdma write completion")
+		case uverbs.WCOpRecv:
+			s.debugf("recv completion")
+			if wc.ByteLen != infoLen {
+				return wc, fmt.Errorf("Received bogus data, size %d (the rping messages are %d bytes)", wc.ByteLen, infoLen)
+			}
+		default:
+			return wc, fmt.Errorf("unexpected completion %v", wc.Opcode)
+		}
+		if wc.Opcode == want {
+			if want == uverbs.WCOpRecv {
+				// The message is read before the next receive can land.
+				copy(s.recvCopy[:], s.recvArea())
+				if err := s.postRecv(); err != nil {
+					return wc, err
+				}
+			}
+			return wc, nil
+		}
+		if wc.Opcode != uverbs.WCOpSend {
+			return wc, fmt.Errorf("got a %v completion while waiting for %v", wc.Opcode, want)
+		}
+	}
+}
+
+// ended reports the end of the connection as rping does ("server
+// DISCONNECT EVENT..." on stderr) once the CM confirms it.
+func (s *session) ended() {
+	select {
+	case <-s.conn.Done():
+		s.errw.printf("%s DISCONNECT EVENT...\n", s.name)
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// cmConfig is the connection's configuration: rping.c's queue sizes and,
+// with -d, the CM's steps on stdout.
+func cmConfig(o options, out *lockedWriter) *rdmacm.Config {
+	cfg := &rdmacm.Config{
+		SendDepth: sqDepth,
+		RecvDepth: rqDepth,
+		CQDepth:   2 * sqDepth,
+		// rping.c: rdma_resolve_addr and rdma_resolve_route with 2000 ms.
+		ResolveTimeout: 2 * time.Second,
+		// rping_bind_server: rdma_listen(cm_id, 3).
+		Backlog: 3,
+	}
+	if !o.server {
+		// rping_init_conn_param: one READ each way, 7 retries of each kind.
+		cfg.ConnParam = &rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}
+	}
+	if o.debug {
+		cfg.Logf = func(format string, a ...any) { out.printf("cm: "+format+"\n", a...) }
+	}
+	return cfg
+}
+
+// rping runs the client or the server.
+func rping(ctx context.Context, o options, out, errw *lockedWriter) error {
+	// librdmacm refuses to start without a device ("No RDMA devices were
+	// detected"); without this check a server would listen for nothing.
+	if _, err := listDevices(); err != nil {
+		return err
+	}
+	if o.server {
+		return runServer(ctx, o, out, errw)
+	}
+	return runClient(ctx, o, out, errw)
+}
+
+// listDevices lists the RDMA devices; tests replace it to reach the
+// no-device error.
+var listDevices = uverbs.Devices
+
+func runClient(ctx context.Context, o options, out, errw *lockedWriter) (err error) {
+	cfg := cmConfig(o, out)
+	if o.source != "" {
+		src, err := rdmacm.ParseAddress(ctx, net.JoinHostPort(o.source, "0"))
+		if err != nil {
+			return fmt.Errorf("source address -I %s: %w", o.source, err)
+		}
+		cfg.Source = src.Addr()
+	}
+	addr := net.JoinHostPort(o.addr, strconv.Itoa(o.port))
+	conn, err := rdmacm.Resolve(ctx, addr, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	s, err := newSession(ctx, o, "client", conn, out, errw)
+	defer func() { err = errors.Join(err, s.close()) }()
+	if err != nil {
+		return err
+	}
+	if err := conn.Connect(ctx, nil); err != nil {
+		return fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	s.connected = true
+	s.debugf("rdma_connect successful")
+	err = s.client(ctx)
+	if errors.Is(err, errDisconnected) {
+		s.ended()
+		if o.count == 0 {
+			return nil // pinging until the server goes is the normal end
+		}
+		return fmt.Errorf("the server disconnected before the %d pings were done", o.count)
+	}
+	if err != nil {
+		return err
+	}
+	// rping_disconnect, and rping's "client DISCONNECT EVENT..." once the
+	// CM confirms.
+	s.disconnected = true
+	if err := conn.Disconnect(); err != nil {
+		return err
+	}
+	s.ended()
+	return nil
+}
+
+// client is rping_test_client.
+func (s *session) client(ctx context.Context) error {
+	start := byte('A')
+	src, sink := s.startBuf(), s.rdmaBuf()
+	for ping := 0; s.o.count == 0 || ping < s.o.count; ping++ {
+		fillPing(src, ping, start)
+		start = nextStart(start)
+		if err := s.sendInfo(s.startMR); err != nil {
+			return err
+		}
+		// The server READs the ping and says go ahead.
+		if _, err := s.wait(ctx, uverbs.WCOpRecv); err != nil {
+			return err
+		}
+		if err := s.sendInfo(s.rdmaMR); err != nil {
+			return err
+		}
+		// The server WRITEs it back and says go ahead.
+		if _, err := s.wait(ctx, uverbs.WCOpRecv); err != nil {
+			return err
+		}
+		if s.o.validate {
+			if i := firstDiff(src, sink); i >= 0 {
+				return fmt.Errorf("data mismatch in ping %d: byte %d is %#02x, %#02x was sent", ping, i, sink[i], src[i])
+			}
+		}
+		if s.o.verbose {
+			s.out.printf("ping data: %s\n", cstr(sink))
+		}
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+func runServer(ctx context.Context, o options, out, errw *lockedWriter) error {
+	host := o.addr
+	if host == "" {
+		host = "0.0.0.0" // rping.c: sin is AF_INET, INADDR_ANY, unless -a
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(o.port))
+	l, err := rdmacm.Listen(ctx, addr, cmConfig(o, out))
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	defer l.Close()
+	if o.debug {
+		out.printf("rdma_bind_addr successful\nrdma_listen\n")
+	}
+	if o.persistent {
+		return persistentServer(ctx, o, l, out, errw)
+	}
+	conn, err := l.GetRequest(ctx)
+	if err != nil {
+		return err
+	}
+	// One connection: later requests are refused rather than left waiting.
+	l.Close()
+	return serve(ctx, o, conn, out, errw)
+}
+
+// persistentServer is rping -P: each connection is served on its own until
+// the program is stopped.
+func persistentServer(ctx context.Context, o options, l *rdmacm.Listener, out, errw *lockedWriter) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := l.GetRequest(ctx)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			from := conn.RemoteAddr()
+			if err := serve(ctx, o, conn, out, errw); err != nil && ctx.Err() == nil {
+				errw.printf("rping: connection from %v: %v\n", from, err)
+			}
+		}()
+	}
+}
+
+// serve accepts conn and answers its pings until it ends (rping_test_server).
+func serve(ctx context.Context, o options, conn *rdmacm.Conn, out, errw *lockedWriter) (err error) {
+	s, err := newSession(ctx, o, "server", conn, out, errw)
+	defer func() { err = errors.Join(err, s.close()) }()
+	if err != nil {
+		conn.Reject(nil)
+		return err
+	}
+	s.debugf("accepting client connection request")
+	if err := conn.Accept(ctx, nil); err != nil {
+		return err
+	}
+	s.connected = true
+	err = s.server(ctx)
+	if errors.Is(err, errDisconnected) {
+		s.ended()
+		return nil
+	}
+	return err
+}
+
+func (s *session) server(ctx context.Context) error {
+	buf := s.rdmaBuf()
+	for {
+		// The client's ping source.
+		if _, err := s.wait(ctx, uverbs.WCOpRecv); err != nil {
+			return err
+		}
+		src := getInfo(s.recvCopy[:])
+		s.debugf("Received rkey %x addr %x len %d from peer", src.rkey, src.addr, src.size)
+		if int(src.size) > len(buf) {
+			return fmt.Errorf("the client pings with %d bytes, more than this server's %d: start it with -S %d or more", src.size, len(buf), src.size)
+		}
+		if err := s.rdma(uverbs.OpRead, int(src.size), src); err != nil {
+			return err
+		}
+		s.debugf("server posted rdma read req")
+		if _, err := s.wait(ctx, uverbs.WCOpRDMARead); err != nil {
+			return err
+		}
+		s.debugf("server received read complete")
+		if s.o.verbose {
+			s.out.printf("server ping data: %s\n", cstr(buf))
+		}
+		if s.o.corrupt {
+			buf[0] ^= 1
+		}
+		if err := s.send(); err != nil {
+			return err
+		}
+		s.debugf("server posted go ahead")
+
+		// The client's sink: write the ping back, its string and the 0.
+		if _, err := s.wait(ctx, uverbs.WCOpRecv); err != nil {
+			return err
+		}
+		sink := getInfo(s.recvCopy[:])
+		s.debugf("Received rkey %x addr %x len %d from peer", sink.rkey, sink.addr, sink.size)
+		n := min(len(cstr(buf))+1, len(buf))
+		if n > int(sink.size) {
+			return fmt.Errorf("the client's sink holds %d bytes, the ping has %d", sink.size, n)
+		}
+		s.debugf("rdma write from lkey %x laddr %x len %d", s.rdmaMR.LKey(), s.rdmaMR.Addr(), n)
+		if err := s.rdma(uverbs.OpWrite, n, sink); err != nil {
+			return err
+		}
+		if _, err := s.wait(ctx, uverbs.WCOpRDMAWrite); err != nil {
+			return err
+		}
+		s.debugf("server rdma write complete")
+		if err := s.send(); err != nil {
+			return err
+		}
+		s.debugf("server posted go ahead")
+	}
+}

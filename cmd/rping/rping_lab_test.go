@@ -1,0 +1,561 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goverbs/rdma/internal/testutil"
+	"github.com/goverbs/rdma/rdmacm"
+)
+
+// Interop with rdma-core's rping on the lab's veth pair: the server listens
+// on the first end's address, clients connect to it (the CM then uses that
+// end's rxe device for both sides). Ours runs in the test binary, rping as
+// a process.
+
+// rpingEnv is what every lab test needs: the server address, the C rping,
+// and fresh ports.
+type rpingEnv struct {
+	addr  string
+	cping string
+	ctx   context.Context
+}
+
+var nextPort = 7500
+
+func newEnv(t *testing.T) *rpingEnv {
+	t.Helper()
+	ends := testutil.VethPair(t)
+	p, err := exec.LookPath("rping")
+	if err != nil {
+		if testutil.InLab() {
+			t.Fatalf("rping (rdma-core's rdmacm-utils) is not installed in the lab: %v", err)
+		}
+		t.Skip("rping not installed (Debian: rdmacm-utils)")
+	}
+	if _, err := exec.LookPath("rdma"); err != nil {
+		if testutil.InLab() {
+			t.Fatalf("rdma (iproute2) is not installed in the lab: %v", err)
+		}
+		t.Skip("rdma not installed (Debian: iproute2)")
+	}
+	// The timeout only turns a hang into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return &rpingEnv{addr: ends[0].Addr, cping: p, ctx: ctx}
+}
+
+func (e *rpingEnv) port() string {
+	nextPort++
+	return strconv.Itoa(nextPort)
+}
+
+// proc is one running rping, ours or rdma-core's.
+type proc struct {
+	who  string // "ours" or "rping"
+	args []string
+	out  syncBuffer
+	errb syncBuffer
+	done chan int // the exit code
+	code int
+	stop context.CancelFunc
+}
+
+func (p *proc) String() string { return p.who + " " + strings.Join(p.args, " ") }
+
+// startOurs runs our rping in a goroutine with options o (parsed from args
+// and then changed by edit, if not nil).
+func (e *rpingEnv) startOurs(t *testing.T, edit func(*options), args ...string) *proc {
+	t.Helper()
+	o, err := parseArgs(args)
+	if err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	p := &proc{who: "ours", args: args, done: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(e.ctx)
+	p.stop = cancel
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		p.done <- execute(ctx, o, &p.out, &p.errb)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Errorf("%v still running a minute after being stopped", p)
+		}
+	})
+	return p
+}
+
+// startC runs rdma-core's rping.
+func (e *rpingEnv) startC(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{who: "rping", args: args, done: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(e.ctx)
+	p.stop = cancel
+	cmd := exec.CommandContext(ctx, e.cping, args...)
+	cmd.Stdout, cmd.Stderr = &p.out, &p.errb
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		cmd.Wait()
+		p.done <- cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-finished
+	})
+	return p
+}
+
+func (e *rpingEnv) start(t *testing.T, who string, args ...string) *proc {
+	t.Helper()
+	if who == "ours" {
+		return e.startOurs(t, nil, args...)
+	}
+	return e.startC(t, args...)
+}
+
+// wait returns p's exit code.
+func (e *rpingEnv) wait(t *testing.T, p *proc) int {
+	t.Helper()
+	select {
+	case p.code = <-p.done:
+		return p.code
+	case <-e.ctx.Done():
+		t.Fatalf("%v did not end\nstdout:\n%s\nstderr:\n%s", p, p.out.String(), p.errb.String())
+	}
+	return -1
+}
+
+// waitListening waits until a CM ID listens on port (`rdma resource show
+// cm_id` lists the listeners), or the server ends.
+func (e *rpingEnv) waitListening(t *testing.T, server *proc, port string) {
+	t.Helper()
+	for {
+		out, err := exec.CommandContext(e.ctx, "rdma", "-j", "resource", "show", "cm_id").Output()
+		if err != nil {
+			t.Fatalf("rdma resource show cm_id: %v", err)
+		}
+		var ids []struct {
+			State   string `json:"state"`
+			SrcAddr string `json:"src-addr"`
+		}
+		if err := json.Unmarshal(out, &ids); err != nil {
+			t.Fatalf("rdma resource show cm_id: %v in %q", err, out)
+		}
+		for _, id := range ids {
+			if id.State == "LISTEN" && strings.HasSuffix(id.SrcAddr, ":"+port) {
+				return
+			}
+		}
+		select {
+		case code := <-server.done:
+			t.Fatalf("%v ended with %d before listening\nstdout:\n%s\nstderr:\n%s", server, code, server.out.String(), server.errb.String())
+		case <-e.ctx.Done():
+			t.Fatalf("%v is not listening on port %s", server, port)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// pair runs a server and a client to the end and returns them.
+func (e *rpingEnv) pair(t *testing.T, srvWho, cliWho string, srvArgs, cliArgs []string) (srv, cli *proc) {
+	t.Helper()
+	port := e.port()
+	srv = e.start(t, srvWho, append([]string{"-s", "-a", e.addr, "-p", port}, srvArgs...)...)
+	e.waitListening(t, srv, port)
+	cli = e.start(t, cliWho, append([]string{"-c", "-a", e.addr, "-p", port}, cliArgs...)...)
+	e.wait(t, cli)
+	e.wait(t, srv)
+	return srv, cli
+}
+
+func dump(p *proc) string {
+	return fmt.Sprintf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", p, p.code, p.out.String(), p.errb.String())
+}
+
+// TestInterop runs each option set with rping on both sides first: that
+// gives the reference output. Then ours as the server, as the client, and
+// on both sides must exit 0 and print the same lines as rping did in the
+// same role; our stderr holds only rping's DISCONNECT line.
+func TestInterop(t *testing.T) {
+	e := newEnv(t)
+	sets := []struct {
+		name     string
+		srv, cli []string
+		pings    int // -v lines each side prints
+	}{
+		{"default", []string{"-v"}, []string{"-v", "-V", "-C", "10"}, 10},
+		// The smallest size, and more pings than there are letters (58), so
+		// the first letter runs round from 'z' to 'A'.
+		{"size23", []string{"-v", "-S", "23"}, []string{"-v", "-V", "-S", "23", "-C", "60"}, 60},
+		{"size65535", []string{"-v", "-S", "65535"}, []string{"-vV", "-S65535", "-C3"}, 3},
+		// No -V; the server larger than the client.
+		{"size100", []string{"-v", "-S", "200"}, []string{"-v", "-S", "100", "-C", "5"}, 5},
+		// Not verbose: nothing on stdout.
+		{"quiet", []string{}, []string{"-V", "-C", "20"}, 0},
+	}
+	for _, set := range sets {
+		t.Run(set.name, func(t *testing.T) {
+			refSrv, refCli := e.pair(t, "rping", "rping", set.srv, set.cli)
+			if refSrv.code != 0 || refCli.code != 0 {
+				t.Fatalf("rping against rping failed:\n%s\n%s", dump(refSrv), dump(refCli))
+			}
+			ref := map[string][]string{"server": lines(refSrv.out.String()), "client": lines(refCli.out.String())}
+			for role, l := range ref {
+				if len(l) != set.pings {
+					t.Fatalf("rping's %s printed %d lines, want %d:\n%s", role, len(l), set.pings, strings.Join(l, "\n"))
+				}
+			}
+			for _, c := range [][2]string{{"ours", "rping"}, {"rping", "ours"}, {"ours", "ours"}} {
+				t.Run(c[0]+"-server_"+c[1]+"-client", func(t *testing.T) {
+					srv, cli := e.pair(t, c[0], c[1], set.srv, set.cli)
+					for _, x := range []struct {
+						role string
+						p    *proc
+					}{{"server", srv}, {"client", cli}} {
+						if x.p.code != 0 {
+							t.Errorf("%s failed:\n%s", x.role, dump(x.p))
+							continue
+						}
+						compareLines(t, x.role, lines(x.p.out.String()), ref[x.role])
+						if x.p.who == "ours" {
+							if want := x.role + " DISCONNECT EVENT...\n"; x.p.errb.String() != want {
+								t.Errorf("our %s's stderr is %q, want %q", x.role, x.p.errb.String(), want)
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func compareLines(t *testing.T, role string, got, want []string) {
+	t.Helper()
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			t.Errorf("%s: line %d is\n%.200q\nrping printed\n%.200q\n(%d lines, rping %d)", role, i+1, g, w, len(got), len(want))
+			return
+		}
+	}
+}
+
+// TestPersistentServer: our -P server serves rping clients and ours at the
+// same time, then stops on cancel.
+func TestPersistentServer(t *testing.T) {
+	e := newEnv(t)
+	port := e.port()
+	srv := e.startOurs(t, nil, "-s", "-P", "-v", "-a", e.addr, "-p", port)
+	e.waitListening(t, srv, port)
+	args := func(n int) []string {
+		return []string{"-c", "-v", "-V", "-a", e.addr, "-p", port, "-C", strconv.Itoa(n)}
+	}
+	clients := []*proc{
+		e.startC(t, args(8)...),
+		e.startOurs(t, nil, args(5)...),
+		e.startC(t, args(3)...),
+	}
+	var want []string
+	for _, c := range clients {
+		if code := e.wait(t, c); code != 0 {
+			t.Fatalf("client failed:\n%s\nserver:\n%s", dump(c), dump(srv))
+		}
+		for _, l := range lines(c.out.String()) {
+			want = append(want, "server "+l)
+		}
+	}
+	// A client after the others: the server still serves.
+	late := e.startOurs(t, nil, args(2)...)
+	if code := e.wait(t, late); code != 0 {
+		t.Fatalf("late client failed:\n%s", dump(late))
+	}
+	for _, l := range lines(late.out.String()) {
+		want = append(want, "server "+l)
+	}
+	// The server's lines interleave; each connection's DISCONNECT line
+	// comes once it ends, just after the client's ending.
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(srv.errb.String(), "server DISCONNECT EVENT...\n") < 4 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	srv.stop() // as SIGINT does
+	if code := e.wait(t, srv); code != exitInterrupted {
+		t.Errorf("stopped server exit code %d, want %d", code, exitInterrupted)
+	}
+	got := lines(srv.out.String())
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("server printed (sorted):\n%s\nwant the clients' lines:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := srv.errb.String(); got != strings.Repeat("server DISCONNECT EVENT...\n", 4) {
+		t.Errorf("server stderr %q, want 4 DISCONNECT lines", got)
+	}
+}
+
+// TestErrors: each failure is one line on stderr and exit code 255, as
+// rping's; rping's own outcome in the same case is checked where it helps.
+func TestErrors(t *testing.T) {
+	e := newEnv(t)
+	oneLine := func(t *testing.T, p *proc, want ...string) {
+		t.Helper()
+		if p.code != exitFailed {
+			t.Errorf("exit code %d, want %d\n%s", p.code, exitFailed, dump(p))
+		}
+		// rping's line on the end of the connection may come first.
+		msg, _ := strings.CutPrefix(p.errb.String(), "client DISCONNECT EVENT...\n")
+		if !strings.HasPrefix(msg, "rping: ") || strings.Count(msg, "\n") != 1 {
+			t.Errorf("stderr %q, want one line starting \"rping: \"", msg)
+		}
+		for _, w := range want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("stderr %q does not say %q", msg, w)
+			}
+		}
+	}
+
+	t.Run("no_listener", func(t *testing.T) {
+		p := e.startOurs(t, nil, "-c", "-a", e.addr, "-p", e.port(), "-C", "1")
+		e.wait(t, p)
+		oneLine(t, p, "nothing listens on that port")
+		c := e.startC(t, "-c", "-a", e.addr, "-p", e.port(), "-C", "1")
+		if code := e.wait(t, c); code != exitFailed || !strings.Contains(c.errb.String(), "RDMA_CM_EVENT_REJECTED, error 8") {
+			t.Errorf("rping in the same case:\n%s", dump(c))
+		}
+	})
+
+	t.Run("unreachable", func(t *testing.T) {
+		// An address on the veth's subnet that nobody has: no ARP answer.
+		pfx := netip.MustParsePrefix(e.addr + "/24").Masked()
+		dead := pfx.Addr().As4()
+		dead[3] = 234
+		p := e.startOurs(t, nil, "-c", "-a", netip.AddrFrom4(dead).String(), "-p", e.port(), "-C", "1")
+		e.wait(t, p)
+		oneLine(t, p, "RDMA_CM_EVENT_ADDR_ERROR", "timed out")
+	})
+
+	t.Run("rejected", func(t *testing.T) {
+		port := e.port()
+		l, err := rdmacm.Listen(e.ctx, e.addr+":"+port, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		rejected := make(chan error, 1)
+		go func() {
+			c, err := l.GetRequest(e.ctx)
+			if err == nil {
+				err = c.Reject([]byte("go away"))
+			}
+			rejected <- err
+		}()
+		p := e.startOurs(t, nil, "-c", "-a", e.addr, "-p", port, "-C", "1")
+		e.wait(t, p)
+		if err := <-rejected; err != nil {
+			t.Fatal(err)
+		}
+		oneLine(t, p, "rejected by the peer")
+	})
+
+	t.Run("bad_address", func(t *testing.T) {
+		p := e.startOurs(t, nil, "-s", "-a", "10.77.99.1", "-p", e.port())
+		e.wait(t, p)
+		oneLine(t, p, "10.77.99.1", "cannot assign requested address")
+	})
+
+	t.Run("bad_source", func(t *testing.T) {
+		p := e.startOurs(t, nil, "-c", "-I", "10.77.99.2", "-a", e.addr, "-p", e.port(), "-C", "1")
+		e.wait(t, p)
+		oneLine(t, p, "source 10.77.99.2")
+	})
+
+	// A client pinging with more than the server's -S.
+	t.Run("size_our_server", func(t *testing.T) {
+		srv, cli := e.pair(t, "ours", "rping", []string{"-S", "30"}, []string{"-S", "100", "-C", "2"})
+		oneLine(t, srv, "the client pings with 100 bytes, more than this server's 30")
+		t.Logf("rping as the client: exit %d, stderr %q", cli.code, cli.errb.String())
+	})
+	t.Run("size_rping_server", func(t *testing.T) {
+		srv, cli := e.pair(t, "rping", "ours", []string{"-S", "30"}, []string{"-S", "100", "-C", "2"})
+		oneLine(t, cli, "the server disconnected before the 2 pings were done")
+		if srv.code != exitFailed || !strings.Contains(srv.errb.String(), "cq completion failed") {
+			t.Errorf("rping as the server:\n%s", dump(srv))
+		}
+	})
+
+	// A server that changes the data: -V catches it, ours and rping's; without
+	// -V the client prints what came back.
+	t.Run("validate", func(t *testing.T) {
+		for _, cli := range []string{"ours", "rping"} {
+			port := e.port()
+			srv := e.startOurs(t, func(o *options) { o.corrupt = true }, "-s", "-a", e.addr, "-p", port)
+			e.waitListening(t, srv, port)
+			c := e.start(t, cli, "-c", "-V", "-a", e.addr, "-p", port, "-C", "3")
+			e.wait(t, c)
+			e.wait(t, srv)
+			if cli == "ours" {
+				oneLine(t, c, "data mismatch in ping 0: byte 0 is 0x73, 0x72 was sent")
+			} else if c.code != exitFailed || !strings.Contains(c.errb.String(), "data mismatch!") {
+				t.Errorf("rping -V against a server that changes the data:\n%s", dump(c))
+			}
+			if srv.code != 0 {
+				t.Errorf("server:\n%s", dump(srv))
+			}
+		}
+	})
+	t.Run("no_validate", e.pairCorrupt)
+}
+
+// pairCorrupt: without -V a client prints the data the (corrupting) server
+// wrote back.
+func (e *rpingEnv) pairCorrupt(t *testing.T) {
+	t.Helper()
+	port := e.port()
+	srv := e.startOurs(t, func(o *options) { o.corrupt = true }, "-s", "-a", e.addr, "-p", port)
+	e.waitListening(t, srv, port)
+	cli := e.startOurs(t, nil, "-c", "-v", "-a", e.addr, "-p", port, "-C", "2")
+	if e.wait(t, cli) != 0 || e.wait(t, srv) != 0 {
+		t.Fatalf("%s\n%s", dump(cli), dump(srv))
+	}
+	want := []string{
+		"ping data: sdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr",
+		"ping data: sdma-ping-1: BCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrs",
+	}
+	compareLines(t, "client", lines(cli.out.String()), want)
+}
+
+// TestSourceAndDebug: -I binds the client's source address; -d prints the
+// CM's steps and the data path's.
+func TestSourceAndDebug(t *testing.T) {
+	e := newEnv(t)
+	srv, cli := e.pair(t, "ours", "ours", []string{"-d"}, []string{"-d", "-V", "-C", "2", "-I", e.addr})
+	for _, p := range []*proc{srv, cli} {
+		if p.code != 0 {
+			t.Fatalf("%s", dump(p))
+		}
+	}
+	for _, w := range []string{"cm: resolve address " + e.addr + ":", "(source " + e.addr + ":0,", "cm: event RDMA_CM_EVENT_ESTABLISHED", "rdma_connect successful", "RDMA addr "} {
+		if !strings.Contains(cli.out.String(), w) {
+			t.Errorf("client -d output has no %q:\n%s", w, cli.out.String())
+		}
+	}
+	for _, w := range []string{"cm: listen on", "cm: event RDMA_CM_EVENT_CONNECT_REQUEST", "server posted rdma read req", "server rdma write complete"} {
+		if !strings.Contains(srv.out.String(), w) {
+			t.Errorf("server -d output has no %q:\n%s", w, srv.out.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer written by a process or goroutine while the
+// test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestEndless: with -C 0 the client pings until stopped. Stopping our client
+// (SIGINT) ends rping's server normally; killing rping's client ends our
+// server normally (the kernel disconnects the dead process's connection).
+func TestEndless(t *testing.T) {
+	e := newEnv(t)
+	waitLines := func(t *testing.T, p *proc, n int) {
+		t.Helper()
+		for len(lines(p.out.String())) < n {
+			select {
+			case code := <-p.done:
+				t.Fatalf("%v ended with %d:\n%s", p, code, dump(p))
+			case <-e.ctx.Done():
+				t.Fatalf("%v printed no %d lines:\n%s", p, n, dump(p))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	for _, c := range [][2]string{{"rping", "ours"}, {"ours", "rping"}} {
+		t.Run(c[0]+"-server_"+c[1]+"-client", func(t *testing.T) {
+			port := e.port()
+			srv := e.start(t, c[0], "-s", "-v", "-a", e.addr, "-p", port)
+			e.waitListening(t, srv, port)
+			cli := e.start(t, c[1], "-c", "-v", "-V", "-a", e.addr, "-p", port)
+			waitLines(t, cli, 5)
+			cli.stop()
+			code := e.wait(t, cli)
+			if c[1] == "ours" && code != exitInterrupted {
+				t.Errorf("our stopped client exit code %d, want %d:\n%s", code, exitInterrupted, dump(cli))
+			}
+			if code := e.wait(t, srv); code != 0 {
+				t.Errorf("server exit code %d after its client went:\n%s", code, dump(srv))
+			}
+			if c[0] == "ours" && srv.errb.String() != "server DISCONNECT EVENT...\n" {
+				t.Errorf("our server's stderr %q", srv.errb.String())
+			}
+			// What the server printed is what the client sent: as many
+			// pings as the client printed, or one more. A killed rping
+			// loses what its stdout buffer held, even half a line.
+			sl, cl := lines(srv.out.String()), lines(cli.out.String())
+			if c[1] == "rping" {
+				if !strings.HasSuffix(cli.out.String(), "\n") {
+					cl = cl[:len(cl)-1]
+				}
+				if len(sl) < len(cl) {
+					t.Errorf("server printed %d pings, client %d", len(sl), len(cl))
+				}
+			} else if len(sl) < len(cl) || len(sl) > len(cl)+1 {
+				t.Errorf("server printed %d pings, client %d", len(sl), len(cl))
+			}
+			for i := range min(len(sl), len(cl)) {
+				if sl[i] != "server "+cl[i] {
+					t.Errorf("ping %d: server %q, client %q", i, sl[i], cl[i])
+					break
+				}
+			}
+		})
+	}
+}
