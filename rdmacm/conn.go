@@ -130,12 +130,11 @@ type Conn struct {
 	id    *ID
 	ownCh *EventChannel // the Dial side's own event channel
 
-	ctx   *uverbs.Context // opened for the connection, nil with Config.PD
-	pd    *uverbs.PD
-	ownPD bool
-	ch    *uverbs.CompChannel
-	cq    *uverbs.CQ
-	qp    *uverbs.QP
+	ctx *uverbs.Context // opened for the connection, nil with Config.PD
+	pd  *uverbs.PD
+	ch  *uverbs.CompChannel
+	cq  *uverbs.CQ
+	qp  *uverbs.QP
 
 	peerData []byte
 	udQPN    uint32
@@ -279,7 +278,7 @@ func (c *Conn) build() error {
 		if err != nil {
 			return err
 		}
-		c.pd, c.ownPD = pd, true
+		c.pd = pd
 	}
 	vctx := c.pd.Context()
 	ch, err := vctx.NewCompChannel()
@@ -410,9 +409,12 @@ func (c *Conn) Disconnect() error { return c.id.Disconnect() }
 
 // Close tears the connection down in order: disconnect (if still
 // connected), QP (flushed work is left on the CQ until the CQ is closed;
-// poll before Close to see it), CQ, completion channel, PD and device
-// (unless Config.PD), then the ID and its event channel. It never waits
-// for the peer and is idempotent.
+// poll before Close to see it), CQ, completion channel, then the device
+// with its PD and any memory still registered there (unless Config.PD), then
+// the ID and its event channel. It never waits for the peer and is
+// idempotent. Memory registered on the Conn's PD may be deregistered before
+// Close (after Disconnect and polling, or QP().Close(), so that no posted
+// work names it) or left to Close.
 func (c *Conn) Close() error {
 	if c == nil {
 		return nil
@@ -435,9 +437,10 @@ func (c *Conn) Close() error {
 		keep(c.qp.Close())
 		keep(c.cq.Close())
 		keep(c.ch.Close())
-		if c.ownPD {
-			keep(c.pd.Close())
-		}
+		// A PD of the Conn's own goes with its device: closing the device
+		// makes the kernel destroy what is still registered on the PD
+		// (kernel: core/uverbs_main.c ib_uverbs_close), and the MRs'
+		// Close then does nothing. A PD from Config.PD stays.
 		keep(c.ctx.Close())
 		keep(c.id.Close())
 		keep(c.ownCh.Close())

@@ -30,6 +30,7 @@ func testCtx(t *testing.T) context.Context {
 // exchange sends msg over c with a SEND and receives the peer's message into
 // a posted receive; it returns what arrived.
 type endpoint struct {
+	t   *testing.T
 	c   *Conn
 	buf *uverbs.Buffer
 	mr  *uverbs.MR
@@ -46,13 +47,22 @@ func newEndpoint(t *testing.T, c *Conn, size int) *endpoint {
 		buf.Close()
 		t.Fatal(err)
 	}
-	return &endpoint{c: c, buf: buf, mr: mr}
+	return &endpoint{t: t, c: c, buf: buf, mr: mr}
 }
 
+// close closes the connection with the memory still registered on its PD
+// (Close frees it with the device), then the MR, which is then a no-op.
 func (e *endpoint) close() {
-	e.c.Close()
-	e.mr.Close()
-	e.buf.Close()
+	e.t.Helper()
+	if err := e.c.Close(); err != nil {
+		e.t.Errorf("closing the connection with its memory registered: %v", err)
+	}
+	if err := e.mr.Close(); err != nil {
+		e.t.Errorf("MR.Close after the connection's Close: %v", err)
+	}
+	if err := e.buf.Close(); err != nil {
+		e.t.Errorf("Buffer.Close: %v", err)
+	}
 }
 
 // waitWC waits for one completion through the completion channel.

@@ -386,7 +386,11 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 		}
 		body.SrcSize = ssize
 	}
-	id.log("resolve address %v (source %v, timeout %d ms) on %s", dst, src, body.TimeoutMs, id)
+	if body.SrcSize != 0 {
+		id.log("resolve address %v from %v (timeout %d ms) on %s", dst, src.Addr(), body.TimeoutMs, id)
+	} else {
+		id.log("resolve address %v (timeout %d ms) on %s", dst, body.TimeoutMs, id)
+	}
 	err = id.command(op, abi.RDMA_USER_CM_CMD_RESOLVE_ADDR, bytesOf(&body), nil)
 	id.mu.Unlock()
 	if err != nil {

@@ -291,3 +291,22 @@ func TestTeardownWithUnreadEvents(t *testing.T) {
 	}
 
 }
+
+// TestCloseQPFirst: a connection whose QP its owner closed first still
+// tells the peer when it closes.
+func TestCloseQPFirst(t *testing.T) {
+	ctx := testCtx(t)
+	srv, _ := labAddrs(t)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, nil)
+	if err := c.QP().Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close after QP().Close(): %v", err)
+	}
+	select {
+	case <-sc.Done():
+	case <-ctx.Done():
+		t.Fatal("the peer got no DISCONNECTED")
+	}
+}
