@@ -11,11 +11,13 @@
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 KERNEL  ?= 6.1
-# GUESTS=2: a peer VM too, for tests that use test/lab/peer (host loss).
-GUESTS  ?= 1
 LAB     := $(CURDIR)/bin/rxelab
 # Packages whose tests run inside the lab (the lab's own tests run on the host).
 LAB_PKGS = $(shell $(GO) list ./... | grep -v -e '/test/lab' -e '/test/rxelab')
+# Tests named TestTwoGuest* need a second guest (test/lab/peer: host loss);
+# they run in the two-guest lab, every other test in the one-guest lab.
+TWO_GUEST = ^TestTwoGuest
+TWO_GUEST_PKGS = $(shell grep -rl --include='*_test.go' 'func TestTwoGuest' . | xargs -r -n1 dirname | sort -u | grep -v '^./test/')
 
 export CGO_ENABLED := 0
 # No VCS stamping: a checkout owned by another user, or one without git, must
@@ -52,7 +54,8 @@ lab-bin:
 	$(GO) build -o $(LAB) ./test/rxelab
 
 lab: lab-bin
-	$(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL) -guests $(GUESTS)" $(LAB_PKGS)
+	$(GO) test -count=1 -p 1 -skip '$(TWO_GUEST)' -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
+	$(GO) test -count=1 -p 1 -run '$(TWO_GUEST)' -exec "$(LAB) -kernel $(KERNEL) -guests 2" $(TWO_GUEST_PKGS)
 
 test: unit
 	$(MAKE) lab KERNEL=6.1

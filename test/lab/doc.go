@@ -39,10 +39,11 @@
 // same host shares, and powers the peer off: the host kills the peer's QEMU,
 // with no shutdown. The run's status is the primary command's.
 //
-// Known limit: after the peer is powered off, the primary's eth0 was seen to
-// stop transmitting (its virtio-net transmit ring is not drained), so RDMA
-// requesters on rxe_a neither retry nor fail; rping and ib_write_bw -R
-// clients then wait until killed.
+// Once the peer is powered off, the host reads and drops what the primary
+// sends to it, as the wire to a dead host would; left unread, the socket
+// would fill and QEMU would stop taking packets from the primary's NIC, so
+// that rxe's retransmissions stalled instead of failing with
+// IBV_WC_RETRY_EXC_ERR.
 //
 // The control protocol between the host, the guests' /init and package peer
 // is defined once, in internal/proto.

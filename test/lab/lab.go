@@ -90,6 +90,25 @@ func DefaultCacheDir() string {
 	return filepath.Join(os.TempDir(), "goverbs-lab-cache")
 }
 
+// drainWire reads and drops what arrives on the dead peer's end of the
+// guests' network. QEMU made the file description non-blocking; with the
+// peer gone the host is its only user, so it may be made blocking again. The
+// read ends with EOF once the primary's QEMU and the host's copy of its end
+// are closed.
+func drainWire(f *os.File) {
+	fd := int(f.Fd())
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		return
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if n <= 0 && err != syscall.EINTR {
+			return
+		}
+	}
+}
+
 // Run boots the lab VM and runs cfg.Args in it. It returns the command's exit
 // status (128+N if a signal N killed it). A non-nil error is an *Error: the
 // lab failed, and its Code is the status to report.
@@ -246,6 +265,13 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 		optsA.console = cfg.Log
 		optsB.console = &prefixWriter{w: cfg.Log, prefix: "peer: "}
 	}
+	// peerWire is the host's copy of the peer's end of the guests' network.
+	// Once the peer is powered off, the host reads and drops what the
+	// primary sends there, as a wire to a dead host would: left unread, the
+	// socket fills, QEMU stops taking packets from the primary's NIC, and
+	// the primary's stack (rxe's retransmissions with it) stalls instead of
+	// timing out.
+	var peerWire *os.File
 	if two {
 		optsA.name = "the primary VM"
 		reqA.Net, reqB.Net = &twoGuestNet[0], &twoGuestNet[1]
@@ -257,6 +283,9 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 			f := os.NewFile(uintptr(fds[i]), "guest-net")
 			defer f.Close() // QEMU has its own copy once started
 			o.extraFiles = []*os.File{f}
+			if i == 1 {
+				peerWire = f
+			}
 			o.extraArgs = []string{
 				"-netdev", "socket,id=n0,fd=3", // ExtraFiles[0] is fd 3
 				"-device", "virtio-net-pci,netdev=n0,mac=" + twoGuestMAC[i],
@@ -302,6 +331,7 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 	// peerGone stops the peer VM and ends the requests it had not finished.
 	peerGone := func(why string) {
 		b.close()
+		go drainWire(peerWire)
 		bGone, bCtl, bFrames = true, nil, nil
 		for ch := range open {
 			_ = aw.SendJSON(proto.Exit, ch, proto.Status{Code: ExitLabFailure, Error: why, Gone: true})

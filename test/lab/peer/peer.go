@@ -36,7 +36,7 @@ func Require(t testing.TB) {
 	if Available() {
 		return
 	}
-	const how = "needs the two-guest lab: go test -exec \"rxelab -guests 2\" (make lab GUESTS=2)"
+	const how = "needs the two-guest lab: go test -exec \"rxelab -guests 2\" (make lab runs the tests named TestTwoGuest* there)"
 	if os.Getenv(proto.EnvLab) == "1" {
 		t.Fatal(how)
 	}
