@@ -396,7 +396,11 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 	if err != nil {
 		switch {
 		case errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENODEV):
-			return &sys.OpError{Op: op, Err: fmt.Errorf("from %v to %v: %w: no RDMA device on the netdev of that route (add one with `rdma-link add rxe0 netdev <netdev>`)", src.Addr(), dst, errnoOf(err))}
+			route := fmt.Sprintf("destination %v", dst)
+			if src.Addr().IsValid() {
+				route = fmt.Sprintf("source %v, %s", src.Addr(), route)
+			}
+			return &sys.OpError{Op: op, Err: fmt.Errorf("%s: %w: no usable source address with an RDMA device on its netdev (add a device with `rdma-link add rxe0 netdev <netdev>`; a new IPv6 address is usable once duplicate address detection ends)", route, errnoOf(err))}
 		case errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EHOSTUNREACH):
 			return &EventError{Op: op, Event: EventAddrError, Status: -int(errnoOf(err))}
 		}

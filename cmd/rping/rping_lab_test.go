@@ -470,7 +470,7 @@ func TestSourceAndDebug(t *testing.T) {
 			t.Fatalf("%s", dump(p))
 		}
 	}
-	for _, w := range []string{"cm: resolve address " + e.addr + ":", "(source " + e.addr + ":0,", "cm: event RDMA_CM_EVENT_ESTABLISHED", "rdma_connect successful", "RDMA addr "} {
+	for _, w := range []string{"cm: resolve address " + e.addr + ":", " from " + e.addr + " (timeout", "cm: event RDMA_CM_EVENT_ESTABLISHED", "rdma_connect successful", "RDMA addr "} {
 		if !strings.Contains(cli.out.String(), w) {
 			t.Errorf("client -d output has no %q:\n%s", w, cli.out.String())
 		}
