@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -15,12 +16,12 @@ import (
 	"github.com/goverbs/rdma/uverbs"
 )
 
-// echoServer accepts connections on l until ctx ends and echoes one
-// message on each: it posts a receive before accepting, waits for it, and
-// sends the bytes back.
-func echoServer(ctx context.Context, t *testing.T, l *Listener, wg *sync.WaitGroup) {
+// echoServer accepts connections on l until acceptCtx ends and echoes one
+// message on each: it posts a receive before accepting, waits for it, sends
+// the bytes back and waits (within ctx) for the client to disconnect.
+func echoServer(acceptCtx, ctx context.Context, t *testing.T, l *Listener, wg *sync.WaitGroup) {
 	for {
-		c, err := l.GetRequest(ctx)
+		c, err := l.GetRequest(acceptCtx)
 		if err != nil {
 			return
 		}
@@ -111,7 +112,7 @@ func TestManyClients(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	var handlers sync.WaitGroup
 	served := make(chan struct{})
-	go func() { echoServer(sctx, t, l, &handlers); close(served) }()
+	go func() { echoServer(sctx, ctx, t, l, &handlers); close(served) }()
 	const clients = 16
 	errs := make(chan error, clients)
 	for i := range clients {
@@ -173,7 +174,7 @@ func TestClientKilled(t *testing.T) {
 		t.Fatalf("first message from the child: %+v %v", wc, err)
 	}
 	ready := make([]byte, 6)
-	if _, err := stdout.Read(ready); err != nil || string(ready) != "ready\n" {
+	if _, err := io.ReadFull(stdout, ready); err != nil || string(ready) != "ready\n" {
 		t.Fatalf("child said %q, %v", ready, err)
 	}
 
@@ -214,7 +215,7 @@ func TestClientKilled(t *testing.T) {
 
 	// The listener and the healthy path still work.
 	served := make(chan struct{})
-	go func() { echoServer(sctx, t, l, &handlers); close(served) }()
+	go func() { echoServer(sctx, ctx, t, l, &handlers); close(served) }()
 	if err := echoClient(ctx, l.Addr().String(), "still alive"); err != nil {
 		t.Fatalf("a client after the killed one: %v", err)
 	}
