@@ -274,7 +274,11 @@ func TestTeardownWithUnreadEvents(t *testing.T) {
 	if err := c.Disconnect(); err != nil {
 		t.Fatal(err)
 	}
-	<-sc.Done()
+	select {
+	case <-sc.Done():
+	case <-ctx.Done():
+		t.Fatal("the server got no DISCONNECTED")
+	}
 	err = within(t, 10*time.Second, "closing with unread events", func() error {
 		return errors.Join(l.Close(), sc.Close(), c.Close())
 	})
