@@ -188,22 +188,16 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	if !dst.Addr().IsValid() || dst.Addr().IsUnspecified() {
 		return nil, &OpError{Op: "dial", Err: fmt.Errorf("address %q: give the server's address: %w", address, unix.EINVAL)}
 	}
-	ch, err := NewEventChannel()
+	ch, id, err := newChannelID(ps, d.Logf)
 	if err != nil {
 		return nil, err
 	}
-	id, err := ch.CreateID(ps)
-	if err != nil {
-		ch.Close()
-		return nil, err
-	}
-	id.SetLogf(d.Logf)
 	c := &Conn{cfg: d, id: id, ownCh: ch}
 	fail := func(err error) (*Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	if err := c.setOptions(false); err != nil {
+	if err := c.setOptions(); err != nil {
 		return fail(err)
 	}
 	var src netip.AddrPort
@@ -238,26 +232,36 @@ func causeOf(ctx context.Context, err error) error {
 	return err
 }
 
-// setOptions applies the ID options of the Config (ACK timeout and TOS
-// before route resolution; reuse before bind).
-func (c *Conn) setOptions(listen bool) error {
-	id := c.id
+// setOptions applies the ID options of the Config, before route
+// resolution (the route carries the TOS; the ACK timeout is read at RTS).
+func (c *Conn) setOptions() error {
 	if c.cfg.TOS != 0 {
-		if err := id.SetTOS(c.cfg.TOS); err != nil {
+		if err := c.id.SetTOS(c.cfg.TOS); err != nil {
 			return err
 		}
 	}
 	if c.cfg.ACKTimeout != 0 {
-		if err := id.SetACKTimeout(c.cfg.ACKTimeout); err != nil {
-			return err
-		}
-	}
-	if listen && c.cfg.ReuseAddr {
-		if err := id.SetReuseAddr(true); err != nil {
+		if err := c.id.SetACKTimeout(c.cfg.ACKTimeout); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// newChannelID opens an event channel of its own for one ID (a Dial's or a
+// Listener's) and creates the ID on it.
+func newChannelID(ps PortSpace, logf func(string, ...any)) (*EventChannel, *ID, error) {
+	ch, err := NewEventChannel()
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := ch.CreateID(ps)
+	if err != nil {
+		ch.Close()
+		return nil, nil, err
+	}
+	id.SetLogf(logf)
+	return ch, id, nil
 }
 
 // build makes the verbs objects on the ID's device.

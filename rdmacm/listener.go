@@ -36,16 +36,10 @@ func Listen(ctx context.Context, address string, cfg *Config) (*Listener, error)
 	if err != nil {
 		return nil, &OpError{Op: "listen", Err: err}
 	}
-	ch, err := NewEventChannel()
+	ch, id, err := newChannelID(ps, d.Logf)
 	if err != nil {
 		return nil, err
 	}
-	id, err := ch.CreateID(ps)
-	if err != nil {
-		ch.Close()
-		return nil, err
-	}
-	id.SetLogf(d.Logf)
 	l := &Listener{cfg: d, ch: ch, id: id}
 	if d.ReuseAddr {
 		if err := id.SetReuseAddr(true); err != nil {

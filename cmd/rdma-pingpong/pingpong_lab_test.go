@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,8 +104,8 @@ func loopbackGIDIndex(t *testing.T, dev string) int {
 type side struct {
 	who  string // "ours" or "theirs"
 	role string // "server" or "client"
-	out  *syncBuffer
-	errb *syncBuffer // stderr of the C program
+	out  *testutil.SyncBuffer
+	errb *testutil.SyncBuffer // stderr of the C program
 	done chan error
 }
 
@@ -193,7 +192,7 @@ func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int
 // stopped and waited for when the test ends.
 func start(t *testing.T, ctx context.Context, who, role, tool string, args []string) *side {
 	t.Helper()
-	s := &side{who: who, role: role, out: &syncBuffer{}, errb: &syncBuffer{}, done: make(chan error, 1)}
+	s := &side{who: who, role: role, out: &testutil.SyncBuffer{}, errb: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
 	t.Cleanup(func() {
@@ -315,29 +314,4 @@ func parseOutput(t *testing.T, who, out string) pingpongOutput {
 		}
 	}
 	return o
-}
-
-// syncBuffer is a bytes.Buffer that a process or goroutine writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Len()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -64,8 +62,8 @@ func (e *rpingEnv) port() string {
 type proc struct {
 	who  string // "ours" or "rping"
 	args []string
-	out  syncBuffer
-	errb syncBuffer
+	out  testutil.SyncBuffer
+	errb testutil.SyncBuffer
 	done chan int // the exit code
 	code int
 	stop context.CancelFunc
@@ -480,25 +478,6 @@ func TestSourceAndDebug(t *testing.T) {
 			t.Errorf("server -d output has no %q:\n%s", w, srv.out.String())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer written by a process or goroutine while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestEndless: with -C 0 the client pings until stopped. Stopping our client

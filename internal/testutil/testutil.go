@@ -1,10 +1,12 @@
 package testutil
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/goverbs/rdma/internal/sys"
@@ -116,4 +118,31 @@ func VethPair(t testing.TB) [2]VethEnd {
 	}
 	t.Skip("GOVERBS_LAB_VETH names the veth pair's rxe devices; " + howToRun)
 	return out
+}
+
+// SyncBuffer is a bytes.Buffer that a process or goroutine writes while the
+// test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Len returns how many bytes were written so far.
+func (b *SyncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Len()
 }
