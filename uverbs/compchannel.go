@@ -47,9 +47,9 @@ type CompChannel struct {
 // nearby peer), so a short spin takes it without parking; the peer's
 // answer, which takes longer, is still waited for in the netpoller. A
 // read of an empty channel is a short system call (kernel:
-// ib_uverbs_event_read returns -EAGAIN at once on an O_NONBLOCK file), so
-// the spin lasts some tens of system calls.
-const DefaultSpin = 20
+// ib_uverbs_event_read returns -EAGAIN at once on an O_NONBLOCK file).
+// In the lab, 8 reads did better than 20 or 50 (BENCHMARKS.md).
+const DefaultSpin = 8
 
 // NewCompChannel creates a completion channel (write() command
 // CREATE_COMP_CHANNEL).
