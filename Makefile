@@ -3,7 +3,9 @@
 #   make test          unit tests on this machine, then every package's tests
 #                      in the rxe lab (QEMU + Debian 6.1 kernel with rdma_rxe)
 #   make test-kernels  the same, in the lab on the 6.1 and the 6.12 kernels
-#   make bench         Go benchmarks in the lab
+#   make bench         Go benchmarks in the lab, among them rdma-pingpong
+#                      against rdma-core's ibv_rc_pingpong (BENCH=regexp
+#                      picks benchmarks, e.g. BENCH=VersusRdmaCore)
 #   make demo          the programs, run in the lab
 #
 # Nothing needs installing by hand: Go modules come through the module proxy,
@@ -11,6 +13,7 @@
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 KERNEL  ?= 6.1
+BENCH   ?= .
 LAB     := $(CURDIR)/bin/rxelab
 # Packages whose tests run inside the lab (the lab's own tests run on the host).
 LAB_PKGS = $(shell $(GO) list ./... | grep -v -e '/test/lab' -e '/test/rxelab')
@@ -65,7 +68,7 @@ test-kernels: unit
 	$(MAKE) lab KERNEL=6.12
 
 bench: lab-bin
-	$(GO) test -count=1 -p 1 -run '^$$' -bench . -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
+	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
 
 # The programs in the lab: list the links, describe rxe0 as `ibv_devinfo -v`
 # does, then a ping-pong between our rdma-pingpong (server) and rdma-core's

@@ -1,7 +1,6 @@
 package rdmacm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -164,7 +163,7 @@ func (ch *EventChannel) read() {
 	defer pin.Unpin()
 	for {
 		*resp = abi.UcmEventResp{}
-		err := ch.ev.CommandWait(context.Background(), "get_event", unsafe.Pointer(&buf[0]), uintptr(len(buf)))
+		err := ch.ev.CommandWait("get_event", unsafe.Pointer(&buf[0]), uintptr(len(buf)))
 		if err != nil {
 			if !errors.Is(err, sys.ErrClosed) {
 				ch.fail(&sys.OpError{Op: "get_event", Err: err})

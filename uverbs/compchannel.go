@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 )
 
 // CompChannel is a completion channel: a file on which the kernel reports
-// that a CQ armed with CQ.ReqNotify got a completion. Wait parks the
-// goroutine in Go's netpoller (no OS thread is held) and honours a context.
+// that a CQ armed with CQ.ReqNotify got a completion. Wait first tries a
+// few non-blocking reads (SetSpin), then parks the goroutine in Go's
+// netpoller (no OS thread is held); it honours a context.
 //
 // Close refuses (ErrBusy) while CQs created with the channel are open.
 // Close is idempotent and safe on a nil *CompChannel; a Wait in progress
@@ -23,7 +26,30 @@ type CompChannel struct {
 	h    uint64
 	ev   *sys.EventFile
 	kids children
+	spin atomic.Int64
+
+	// waitM serialises Waits; desc and buf (desc's bytes) are the read
+	// buffer of the Wait in progress, kept here so that Wait allocates
+	// nothing.
+	waitM sync.Mutex
+	desc  abi.UverbsCompEventDesc
+	buf   []byte
 }
+
+// DefaultSpin is the number of non-blocking reads Wait tries before it
+// parks, unless SetSpin changes it.
+//
+// Parking costs much more than a read: the goroutine goes through the
+// netpoller (a read that fails with EAGAIN, epoll_wait, a second read) and
+// the scheduler's hand-offs (futex wake-ups, spinning threads), where
+// rdma-core's ibv_get_cq_event is one blocking read. In a ping-pong the
+// event of a send comes soon after the post (the ACK of a loopback or
+// nearby peer), so a short spin takes it without parking; the peer's
+// answer, which takes longer, is still waited for in the netpoller. A
+// read of an empty channel is a short system call (kernel:
+// ib_uverbs_event_read returns -EAGAIN at once on an O_NONBLOCK file).
+// In the lab, 8 reads did better than 20 or 50 (BENCHMARKS.md).
+const DefaultSpin = 8
 
 // NewCompChannel creates a completion channel (write() command
 // CREATE_COMP_CHANNEL).
@@ -45,6 +71,8 @@ func (c *Context) NewCompChannel() (*CompChannel, error) {
 		return nil, &OpError{Op: op, Err: err}
 	}
 	ch := &CompChannel{ctx: c, h: newHandle(), ev: ev}
+	ch.buf = bytesOf(&ch.desc)
+	ch.spin.Store(DefaultSpin)
 	if err := r.add(op, ch.h, kindCompChannel, ch); err != nil {
 		ch.close(true)
 		return nil, err
@@ -63,12 +91,25 @@ func (ch *CompChannel) FD() int {
 	return ch.ev.Raw()
 }
 
+// SetSpin sets how many non-blocking reads of the channel Wait tries
+// before it parks the goroutine; 0 parks at once. The default is
+// DefaultSpin. More reads take more of the events that come soon without a
+// wake-up, at the price of a busy CPU while a Wait that has to park anyway
+// spins.
+func (ch *CompChannel) SetSpin(reads int) {
+	if ch != nil {
+		ch.spin.Store(int64(max(reads, 0)))
+	}
+}
+
 // Wait waits until a CQ of this channel that was armed with ReqNotify gets
 // a completion, and returns that CQ. The notification is one-shot: call
 // cq.ReqNotify again before the next Wait, and poll the CQ after arming
 // (arm, poll, then wait only if the CQ was empty) so that no completion is
 // missed. It returns ctx.Err() when ctx ends first, and an error matching
-// ErrClosed when the channel is closed.
+// ErrClosed when the channel is closed. Waits on one channel run one at a
+// time. Wait allocates nothing unless ctx can be cancelled (ctx.Done() is
+// not nil), when it registers a context.AfterFunc.
 //
 // rdma-core: ibv_get_cq_event (no ibv_ack_cq_events is needed).
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
@@ -76,17 +117,17 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	if ch == nil {
 		return nil, closedErr(op)
 	}
+	ch.waitM.Lock()
+	defer ch.waitM.Unlock()
 	for {
-		var desc abi.UverbsCompEventDesc
-		buf := bytesOf(&desc)
-		n, err := ch.ev.Read(ctx, buf)
+		n, err := ch.ev.ReadSpin(ctx, ch.buf, int(ch.spin.Load()))
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return nil, err
 			}
 			return nil, &OpError{Op: op, Err: err}
 		}
-		if cq, ok := ch.event(n, &desc); ok {
+		if cq, ok := ch.event(n, &ch.desc); ok {
 			return cq, nil
 		}
 	}

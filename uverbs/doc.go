@@ -75,8 +75,9 @@
 //
 // A work completion's Status is data, not a Go error: WCStatus has rdma-core's
 // texts (String) and C names (Name), and WCStatus.Err gives an error when one
-// is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it through
-// the netpoller with a context.Context.
+// is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it with a
+// context.Context: a few non-blocking reads first (CompChannel.SetSpin), then
+// the netpoller; it allocates nothing unless the context can be cancelled.
 //
 // # Lifetimes
 //

@@ -511,6 +511,18 @@ func TestVerbsCompChannel(t *testing.T) {
 	}
 }
 
+// The event-driven round trip (post, poll, Wait, re-arm) allocates
+// nothing, whether Wait spins or parks.
+func TestCompChannelWaitAllocs(t *testing.T) {
+	w := newWakeupEnv(t)
+	for _, spin := range []int{0, 1 << 30} {
+		w.ch.SetSpin(spin)
+		if allocs := testing.AllocsPerRun(50, func() { w.roundTrip(t) }); allocs != 0 {
+			t.Errorf("spin %d: %v allocations per round trip, want 0", spin, allocs)
+		}
+	}
+}
+
 func TestVerbsSRQ(t *testing.T) {
 	e := newVerbsEnv(t)
 	buf, mr := e.memory(65536)

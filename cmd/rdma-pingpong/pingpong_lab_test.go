@@ -86,7 +86,7 @@ func TestPingpongInterop(t *testing.T) {
 }
 
 // loopbackGIDIndex returns the GID index of ::ffff:127.0.0.1 on dev.
-func loopbackGIDIndex(t *testing.T, dev string) int {
+func loopbackGIDIndex(t testing.TB, dev string) int {
 	t.Helper()
 	c, err := uverbs.Open(dev)
 	if err != nil {
@@ -274,6 +274,7 @@ type pingpongOutput struct {
 	local, remote address
 	bytes         int64
 	iters         int
+	usec          float64 // per iteration
 }
 
 var (
@@ -284,7 +285,7 @@ var (
 )
 
 // parseOutput reads the four lines both programs print.
-func parseOutput(t *testing.T, who, out string) pingpongOutput {
+func parseOutput(t testing.TB, who, out string) pingpongOutput {
 	t.Helper()
 	var o pingpongOutput
 	seen := map[string]bool{}
@@ -305,6 +306,7 @@ func parseOutput(t *testing.T, who, out string) pingpongOutput {
 			seen["bytes"] = true
 		} else if m := itersRE.FindStringSubmatch(line); m != nil {
 			o.iters, _ = strconv.Atoi(m[1])
+			o.usec, _ = strconv.ParseFloat(m[3], 64)
 			seen["iters"] = true
 		}
 	}

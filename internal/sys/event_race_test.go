@@ -3,6 +3,7 @@ package sys
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -153,4 +154,135 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// ReadSpin under a writer with jitter and contexts that end at random, with
+// and without a spin: every byte written is read exactly once, a context
+// that ends never leaves a deadline behind (only ctx errors or data come
+// back), and Close wakes a spinning or parked reader with ErrClosed.
+func TestEventFileSpinStress(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	w := NewFD(p[1], "pipe w")
+	defer w.Close()
+	ef, err := NewEventFile(p[0], "pipe r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+
+	stop := make(chan struct{})
+	written := make(chan int, 1)
+	go func() {
+		n := 0
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				written <- n
+				return
+			default:
+			}
+			if _, err := unix.Write(w.Raw(), []byte{byte(i)}); err == nil {
+				n++
+			}
+			time.Sleep(time.Duration(i%60) * time.Microsecond)
+		}
+	}()
+	spins := []int{0, 1, 20}
+	buf := make([]byte, 64)
+	read, ctxErrs := 0, 0
+	end := time.Now().Add(1500 * time.Millisecond)
+	for i := 0; time.Now().Before(end); i++ {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		switch i % 3 {
+		case 1:
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(i%70)*time.Microsecond)
+		case 2:
+			ctx, cancel = context.WithCancel(ctx)
+			go func(d time.Duration) { time.Sleep(d); cancel() }(time.Duration(i%50) * time.Microsecond)
+		}
+		n, err := ef.ReadSpin(ctx, buf, spins[i%len(spins)])
+		cancel()
+		switch {
+		case err == nil:
+			read += n
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			ctxErrs++
+		default:
+			t.Fatalf("read %d: %v", i, err)
+		}
+	}
+	close(stop)
+	total := <-written
+	for read < total {
+		n, err := ef.ReadSpin(context.Background(), buf, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += n
+	}
+	if n, _ := ef.TryRead(buf); read != total || n != 0 {
+		t.Fatalf("read %d bytes (and %d more queued), wrote %d", read, n, total)
+	}
+	t.Logf("%d bytes, %d context ends", total, ctxErrs)
+
+	for _, spin := range []int{0, 100, math.MaxInt} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ef.ReadSpin(context.Background(), buf, spin)
+			done <- err
+		}()
+		time.Sleep(5 * time.Millisecond)
+		if spin == math.MaxInt {
+			ef.Close()
+		} else {
+			// The reader still waits.
+			select {
+			case err := <-done:
+				t.Fatalf("spin %d: read returned %v with nothing written", spin, err)
+			default:
+			}
+			unix.Write(w.Raw(), []byte{1})
+		}
+		select {
+		case err := <-done:
+			if spin == math.MaxInt && !errors.Is(err, ErrClosed) {
+				t.Fatalf("Close during a spin: %v, want ErrClosed", err)
+			}
+			if spin != math.MaxInt && err != nil {
+				t.Fatalf("spin %v: %v", spin, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("spin %v: the reader did not return", spin)
+		}
+	}
+}
+
+// A Read whose context cannot end allocates nothing, spinning or not.
+func TestEventFileReadAllocs(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	w := NewFD(p[1], "pipe w")
+	defer w.Close()
+	ef, err := NewEventFile(p[0], "pipe r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	one, buf := []byte{1}, make([]byte, 1)
+	for _, spin := range []int{0, 20} {
+		allocs := testing.AllocsPerRun(200, func() {
+			unix.Write(w.Raw(), one)
+			if _, err := ef.ReadSpin(context.Background(), buf, spin); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("spin %v: %v allocations per Read, want 0", spin, allocs)
+		}
+	}
 }
