@@ -15,9 +15,11 @@ import (
 )
 
 // The out-of-band exchange speaks perftest's own (src/perftest_communication.c
-// @ v4.5-0.17), so that either side can be perftest: a TCP connection to port
-// -p (also with -R, which only moves the QP's connection to the CM), on which
-// the client always writes first and the server reads first.
+// @ v4.5-0.17), so that either side can be perftest. Without -R it is a TCP
+// connection to port -p; with -R it is a connection of its own through the
+// RDMA CM to port -p (perftest's parser sets use_rdma_cm with -R), carrying
+// each message as one SEND (see rdmaComm). Either way the client writes
+// first and the server reads first.
 
 // perftestVersion is what this side announces in exchange_versions; perftest
 // refuses peers older than 5.70 and changes its messages below 5.33.
@@ -96,9 +98,11 @@ func parseDest(msg []byte, withGID bool) (dest, error) {
 	return d, nil
 }
 
-// comm is the TCP connection to the peer.
+// comm is the exchange's connection to the peer: TCP, or with -R an RDMA
+// connection (rdma non-nil).
 type comm struct {
 	c       net.Conn
+	rdma    *rdmaComm
 	client  bool
 	withGID bool // key messages carry a GID (perftest: gid_index != -1, i.e. RoCE)
 }
@@ -147,14 +151,25 @@ func acceptComm(ctx context.Context, port int) (*comm, error) {
 
 // watch makes blocking I/O fail once ctx ends.
 func (m *comm) watch(ctx context.Context) (stop func() bool) {
+	if m.rdma != nil {
+		return func() bool { return true } // its loops look at ctx
+	}
 	return context.AfterFunc(ctx, func() { m.c.SetDeadline(time.Unix(1, 0)) })
 }
 
-func (m *comm) Close() error { return m.c.Close() }
+func (m *comm) Close() error {
+	if m.rdma != nil {
+		return m.rdma.Close()
+	}
+	return m.c.Close()
+}
 
 // xchg swaps size-byte messages: the client writes then reads, the server
 // reads then writes (perftest: ctx_xchg_data_ethernet).
 func (m *comm) xchg(mine []byte, size int) ([]byte, error) {
+	if m.rdma != nil {
+		return m.rdma.xchg(mine, size, m.client)
+	}
 	out := make([]byte, size)
 	copy(out, mine)
 	in := make([]byte, size)
@@ -177,6 +192,13 @@ func (m *comm) xchg(mine []byte, size int) ([]byte, error) {
 // handshake swaps key messages (perftest: ctx_hand_shake). Every step of
 // perftest's setup is one; most carry the same address again.
 func (m *comm) handshake(me dest) (dest, error) {
+	if m.rdma != nil {
+		in, err := m.rdma.xchg(me.marshalBinary(), destSize, m.client)
+		if err != nil {
+			return dest{}, err
+		}
+		return parseDestBinary(in), nil
+	}
 	n := keyMsgSize
 	if m.withGID {
 		n = keyMsgSizeGID
@@ -267,6 +289,8 @@ func (m *comm) closeConnection(me dest) error {
 	if _, err := m.handshake(me); err != nil {
 		return err
 	}
-	m.c.Write([]byte("done\x00"))
+	if m.rdma == nil {
+		m.c.Write([]byte("done\x00"))
+	}
 	return nil
 }

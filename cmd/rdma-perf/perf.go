@@ -81,16 +81,21 @@ func perf(ctx context.Context, o options, stdout, stderr io.Writer) (err error) 
 	}
 	var l *rdmacm.Listener
 	if o.cm && o.server == "" {
-		// Listening before the exchange starts lets the client connect as
-		// soon as the exchange allows it.
+		// One listener takes both of perftest's CM connections: the
+		// exchange's, then the test's.
 		if l, err = rdmacm.Listen(ctx, ":"+strconv.Itoa(o.port), s.cmConfig()); err != nil {
 			return fmt.Errorf("RDMA CM listen on port %d: %w", o.port, err)
 		}
 		defer l.Close()
 	}
-	if o.server != "" {
+	switch {
+	case o.cm && o.server != "":
+		s.m, err = dialRDMAComm(ctx, o.server, o.port)
+	case o.cm:
+		s.m, err = acceptRDMAComm(ctx, l)
+	case o.server != "":
 		s.m, err = dialComm(ctx, o.server, o.port)
-	} else {
+	default:
 		s.m, err = acceptComm(ctx, o.port)
 	}
 	if err != nil {
