@@ -196,7 +196,10 @@ func (r *rdmaComm) xchg(mine []byte, size int, client bool) ([]byte, error) {
 func (r *rdmaComm) Close() error {
 	var errs []error
 	if r.conn != nil {
+		// The QP first: closing it flushes the posted receive, which
+		// holds the MR.
 		r.conn.Disconnect()
+		errs = append(errs, r.conn.QP().Close())
 	}
 	errs = append(errs, r.mr.Close(), r.buf.Close())
 	if r.conn != nil {

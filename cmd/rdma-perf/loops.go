@@ -316,7 +316,8 @@ func (s *session) durationBW(size int) bwResult {
 }
 
 // runBWServer receives the messages of send_bw (run_iter_bw_server) and
-// reports the rate from the first receive to the last.
+// reports the rate from the poll that found the first receive to the end
+// of the loop, as perftest's server (set_on_first_rx_packet, tcompleted[0]).
 func (s *session) runBWServer(size int) (bwResult, error) {
 	o := s.o
 	iters := s.iters()
@@ -336,18 +337,19 @@ func (s *session) runBWServer(size int) (bwResult, error) {
 			}
 			continue
 		}
-		last = cycles()
+		now := cycles()
 		if first == 0 {
-			first = last
+			first = now
 		}
 		s.count = s.rcnt
-		if last >= s.nextPrint {
+		if now >= s.nextPrint {
 			s.progress()
 		}
 		if o.duration > 0 && s.durationOver() {
 			break
 		}
 	}
+	last = cycles()
 	if o.duration > 0 {
 		return s.durationBW(size), nil
 	}

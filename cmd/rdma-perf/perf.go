@@ -306,13 +306,14 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 			return err
 		}
 		// Nothing listens yet: a new ID for the next try.
+		s.qp.Close()
+		s.mr.Close()
+		s.buf.Close()
 		s.conn.Close()
 		time.Sleep(100 * time.Millisecond)
 		if s.conn, err = rdmacm.Resolve(s.ctx, net.JoinHostPort(o.server, strconv.Itoa(o.port)), s.cmConfig()); err != nil {
 			return err
 		}
-		s.buf.Close() // registered on the old PD: start over
-		s.mr.Close()
 		s.pd, s.qp, s.cq = s.conn.PD(), s.conn.QP(), s.conn.CQ()
 		if o.events {
 			s.ch = s.conn.Channel()
@@ -431,10 +432,21 @@ func (s *session) sequence() error {
 	}
 
 	s.allocTimes()
+	if testHook != nil {
+		if err := testHook(s); err != nil {
+			return err
+		}
+	}
 	var last bwResult
 	for _, size := range sizes {
 		if o.verb == send {
-			if err := s.postRecvs(size, min(o.rxDepth, s.iters())); err != nil {
+			// Receives: both sides of send_lat, the server of send_bw
+			// (ctx_set_recv_wqes).
+			n := min(o.rxDepth, s.iters())
+			if !o.lat && !server {
+				n = 0
+			}
+			if err := s.postRecvs(size, n); err != nil {
 				return err
 			}
 			if _, err := s.m.handshake(s.me); err != nil {
@@ -466,6 +478,10 @@ func (s *session) sequence() error {
 	}
 	return s.m.closeConnection(s.me)
 }
+
+// testHook, set by tests only, runs on the side that measures once its QP
+// is connected, before the measured runs.
+var testHook func(*session) error
 
 // iters is the number of iterations of one run; in duration mode the
 // arrays hold what a run can do in the duration at most (they are only
@@ -533,7 +549,8 @@ func onOff(b bool) string {
 func (s *session) close() error {
 	var errs []error
 	if s.conn != nil {
-		errs = append(errs, s.conn.Disconnect())
+		// The QP first: it flushes the receives that hold the MR.
+		errs = append(errs, s.conn.Disconnect(), s.qp.Close())
 		errs = append(errs, s.mr.Close(), s.buf.Close(), s.conn.Close())
 	} else {
 		errs = append(errs, s.qp.Close(), s.cq.Close(), s.mr.Close(), s.buf.Close(), s.pd.Close(), s.ch.Close(), s.vctx.Close())
