@@ -327,7 +327,7 @@ func (qp *QP) ringDoorbell(op string) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}
-	err := sys.Write(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
+	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
 	c.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
