@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
@@ -15,7 +16,21 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// RDMA_PERF_CPUPROFILE names a file for a CPU profile of the run (where
+	// BENCHMARKS.md's profiles come from).
+	if f := os.Getenv("RDMA_PERF_CPUPROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err == nil {
+			err = pprof.StartCPUProfile(w)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rdma-perf:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
 	var uerr *usageError
 	switch {
 	case err == nil:
