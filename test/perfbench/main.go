@@ -154,7 +154,11 @@ func runCmd(args []string) error {
 				port++
 				res, err := runPair(c, ours, *bin, lo, vf[0], vf[2], port)
 				if err != nil {
-					r.errs = append(r.errs, err.Error())
+					who := "C perftest"
+					if ours {
+						who = "rdma-perf"
+					}
+					r.errs = append(r.errs, who+": "+err.Error())
 					fmt.Fprintf(os.Stderr, "%s %s %d ours=%v: %v\n", c.mode(), c.test, c.size, ours, err)
 					continue
 				}
