@@ -23,6 +23,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -324,7 +325,7 @@ func parse(c cell, out []byte) (result, error) {
 		var v []float64
 		for _, x := range f {
 			n, err := strconv.ParseFloat(x, 64)
-			if err != nil {
+			if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
 				return result{}, fmt.Errorf("table line %q", l)
 			}
 			v = append(v, n)
