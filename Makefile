@@ -3,9 +3,10 @@
 #   make test          unit tests on this machine, then every package's tests
 #                      in the rxe lab (QEMU + Debian 6.1 kernel with rdma_rxe)
 #   make test-kernels  the same, in the lab on the 6.1 and the 6.12 kernels
-#   make bench         Go benchmarks in the lab, among them rdma-pingpong
-#                      against rdma-core's ibv_rc_pingpong (BENCH=regexp
-#                      picks benchmarks, e.g. BENCH=VersusRdmaCore)
+#   make bench         Go benchmarks in the lab (BENCH=regexp picks them, e.g.
+#                      BENCH=VersusRdmaCore), the library's own cost on this
+#                      machine, then rdma-perf against C perftest in the lab;
+#                      the ratios go into BENCHMARKS.md
 #   make demo          the programs, run in the lab
 #
 # Nothing needs installing by hand: Go modules come through the module proxy,
@@ -67,8 +68,18 @@ test-kernels: unit
 	$(MAKE) lab KERNEL=6.1
 	$(MAKE) lab KERNEL=6.12
 
+# The lab writes only to /tmp, which it shares with this machine.
+BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md
+
 bench: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
+	@# The library's own cost, natively here (no device needed; under the
+	@# lab's TCG these would be emulated instructions).
+	$(GO) test -count=1 -run '^$$' -bench 'UserSpace|PollOne|PollEmpty' -benchmem ./uverbs > bin/bench-host.txt
+	@cat bin/bench-host.txt
+	$(GO) build -o bin/ ./cmd/rdma-perf ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt BENCHMARKS.md
 
 # The programs in the lab: list the links, describe rxe0 as `ibv_devinfo -v`
 # does, then a ping-pong between our rdma-pingpong (server) and rdma-core's

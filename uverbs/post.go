@@ -216,6 +216,16 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	const op = "post_send"
 	qp.sendMu.Lock()
 	defer qp.sendMu.Unlock()
+	if err := qp.stageSend(op, wrs); err != nil || len(wrs) == 0 {
+		return err
+	}
+	return qp.ringDoorbell(op)
+}
+
+// stageSend is PostSend without the doorbell: it checks the QP, validates
+// every request, writes them into the send ring and publishes the producer
+// index. The caller holds sendMu.
+func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if qp.closed {
 		return closedErr(op)
 	}
@@ -259,7 +269,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 		qp.sq.Stage()
 	}
 	qp.sq.Commit() // one producer_index store for the batch
-	return qp.ringDoorbell(op)
+	return nil
 }
 
 func hasInline(wrs []SendWR) bool {
@@ -317,7 +327,7 @@ func (qp *QP) ringDoorbell(op string) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}
-	err := sys.Write(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
+	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
 	c.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)

@@ -1,0 +1,509 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// The measured loops follow perftest's run_iter_bw, run_iter_bw_server,
+// run_iter_lat, run_iter_lat_send and run_iter_lat_write
+// (perftest_resources.c @ v4.5-0.17). They allocate nothing: the work
+// requests, SGEs, completion array and timestamp arrays are the session's.
+
+// errTimeUp ends a loop in duration mode.
+var errTimeUp = errors.New("duration over")
+
+// prepSend sets the send work request for messages of size bytes.
+func (s *session) prepSend(size int) {
+	o := s.o
+	s.size = size
+	s.sge[0] = uverbs.SGE{Addr: s.local, Length: uint32(size), LKey: s.mr.LKey()}
+	wr := uverbs.SendWR{SGEs: s.sge[:], RemoteAddr: s.peer.VAddr, RKey: s.peer.RKey}
+	switch o.verb {
+	case write:
+		wr.Op = uverbs.OpWrite
+	case send:
+		wr.Op = uverbs.OpSend
+	case read:
+		wr.Op = uverbs.OpRead
+	case atomicOp:
+		wr.Op, wr.CompareAdd = uverbs.OpAtomicFetchAdd, 1
+	}
+	if size <= o.inline {
+		wr.Flags = uverbs.SendInline
+	}
+	s.swr[0] = wr
+}
+
+// postRecvs posts n receives of size bytes into the second half of the
+// buffer (perftest: ctx_set_recv_wqes).
+func (s *session) postRecvs(size, n int) error {
+	s.rsge[0] = uverbs.SGE{Addr: s.recvBuf, Length: uint32(size), LKey: s.mr.LKey()}
+	s.rwr[0] = uverbs.RecvWR{ID: 0, SGEs: s.rsge[:]}
+	s.rposted, s.rcnt = 0, 0
+	for i := 0; i < n; i++ {
+		if err := s.qp.PostRecv(s.rwr[:]); err != nil {
+			return fmt.Errorf("couldn't post receive %d of %d: %w", i+1, n, err)
+		}
+		s.rposted++
+	}
+	return nil
+}
+
+// reap polls the CQ once and accounts its completions: a send's ID is its
+// index, and its completion means every send before it is done too; a
+// receive is counted and replaced while the run needs more.
+func (s *session) reap() (int, error) {
+	n, err := s.cq.Poll(s.wcs[:])
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < n; i++ {
+		wc := &s.wcs[i]
+		if wc.Status != uverbs.WCSuccess {
+			return n, s.wcError(wc)
+		}
+		if wc.Opcode.IsRecv() {
+			s.rcnt++
+			if s.rposted < s.iters() {
+				if err := s.qp.PostRecv(s.rwr[:]); err != nil {
+					return n, fmt.Errorf("couldn't post a receive after %d: %w", s.rcnt, err)
+				}
+				s.rposted++
+			}
+			continue
+		}
+		id := int(wc.ID)
+		s.ccnt = id + 1
+		if id < len(s.comps) {
+			s.comps[id] = cycles()
+		}
+	}
+	return n, nil
+}
+
+func (s *session) wcError(wc *uverbs.WC) error {
+	return fmt.Errorf("completion with error: %v, opcode %v, wr_id %d (%d sends and %d receives completed)", wc.Status, wc.Opcode, wc.ID, s.ccnt, s.rcnt)
+}
+
+// idle is called when a poll found nothing: in event mode it sleeps until
+// the next completion event and re-arms the CQ (perftest:
+// ctx_notify_events); when polling it looks at the context and the
+// duration now and then. It neither yields nor locks the goroutine to its
+// thread: a locked goroutine that is preempted must be handed back to its
+// own thread through the scheduler, which was seen to stall the loop for
+// milliseconds in the lab, while an unlocked one resumes at once on the
+// same thread when nothing else is runnable.
+func (s *session) idle() error {
+	if s.o.events {
+		cq, err := s.ch.Wait(s.ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for a completion event: %w", err)
+		}
+		return cq.ReqNotify(false)
+	}
+	if s.spin++; s.spin&1023 == 0 {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		if s.o.duration > 0 && s.durationOver() {
+			return errTimeUp
+		}
+	}
+	return nil
+}
+
+// waitSends returns once the sends before n are complete.
+func (s *session) waitSends(n int) error {
+	for s.ccnt < n {
+		got, err := s.reap()
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			if err := s.idle(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitRecvs returns once n receives have completed.
+func (s *session) waitRecvs(n int) error {
+	for s.rcnt < n {
+		got, err := s.reap()
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			if err := s.idle(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// beginRun resets the counters and sets the duration's windows and the
+// progress line's first time.
+func (s *session) beginRun() {
+	s.ccnt, s.spin, s.count = 0, 0, 0
+	s.started = time.Now()
+	s.sampleFrom, s.sampleTo = -1, -1
+	if s.o.duration > 0 {
+		d, m := time.Duration(s.o.duration)*time.Second, time.Duration(s.o.margin)*time.Second
+		s.sampleStart = s.started.Add(m)
+		s.sampleEnd = s.started.Add(d - m)
+		s.deadline = s.started.Add(d)
+	}
+	s.clk.stop()
+	s.tickEvery = int64(s.clk.perUsec * 1e6)
+	s.nextPrint = cycles() + 2*s.tickEvery
+}
+
+// durationOver advances perftest's duration states (catch_alarm): samples
+// are counted only between the margins; it reports whether the duration
+// is over.
+func (s *session) durationOver() bool {
+	now := time.Now()
+	if s.sampleFrom < 0 && !now.Before(s.sampleStart) {
+		s.sampleFrom, s.sampleT0 = s.count, now
+	}
+	if s.sampleTo < 0 && !now.Before(s.sampleEnd) {
+		s.sampleTo, s.sampleT1 = s.count, now
+	}
+	return !now.Before(s.deadline)
+}
+
+// progress prints how far a long run is, once a second after the first two.
+//
+//go:noinline
+func (s *session) progress() {
+	s.nextPrint = cycles() + s.tickEvery
+	fmt.Fprintf(s.errOut, " %s: %d iterations in %.0f s\n", s.o.test, s.count, time.Since(s.started).Seconds())
+	s.printed = true
+}
+
+// runOne runs the test at one size and prints its line.
+func (s *session) runOne(size int) (bwResult, error) {
+	o := s.o
+	s.prepSend(size)
+	var err error
+	var r bwResult
+	switch {
+	case !o.lat && o.server == "":
+		r, err = s.runBWServer(size)
+	case !o.lat:
+		r, err = s.runBW(size)
+	case o.verb == write:
+		err = s.runLatWrite(size)
+	case o.verb == send:
+		err = s.runLatSend(size)
+	default:
+		err = s.runLatRead()
+	}
+	if err != nil && !errors.Is(err, errTimeUp) {
+		return r, err
+	}
+	s.clk.stop()
+	if o.lat {
+		rtt := 2
+		if o.verb == read || o.verb == atomicOp {
+			rtt = 1
+		}
+		if o.duration > 0 {
+			printLatDuration(s.out, size, s.sampleTo-s.sampleFrom, s.sampleT1.Sub(s.sampleT0), rtt)
+		} else {
+			latStats(size, s.posts, s.clk.perUsec, rtt).print(s.out)
+		}
+		return r, nil
+	}
+	r.print(s.out)
+	return r, nil
+}
+
+// runBW is the bandwidth client (run_iter_bw): up to -t requests in
+// flight, one in -Q signaled (and the last), a completion of request j
+// meaning all before it are done. Addresses step through a page for
+// messages up to half a page, as perftest's increase_loc_addr and
+// increase_rem_addr do.
+func (s *session) runBW(size int) (bwResult, error) {
+	o := s.o
+	iters := s.iters()
+	wr := &s.swr[0]
+	base := wr.Flags
+	step := uint64(roundUp(size, 64))
+	cycle := size <= 4096/2
+	var off uint64
+	scnt := 0
+	s.beginRun()
+	for scnt < iters || s.ccnt < iters {
+		for scnt < iters && scnt-s.ccnt < o.txDepth {
+			now := cycles()
+			if s.posts != nil {
+				s.posts[scnt] = now
+			}
+			wr.ID = uint64(scnt)
+			wr.Flags = base
+			if scnt%o.cqMod == o.cqMod-1 || scnt == iters-1 {
+				wr.Flags |= uverbs.SendSignaled
+			}
+			if err := s.qp.PostSend(s.swr[:]); err != nil {
+				return bwResult{}, fmt.Errorf("couldn't post send %d: %w", scnt, err)
+			}
+			if cycle {
+				if off += step; off >= 4096 {
+					off = 0
+				}
+				s.sge[0].Addr = s.local + off
+				if o.verb != send {
+					wr.RemoteAddr = s.peer.VAddr + off
+				}
+			}
+			scnt++
+			s.count = s.ccnt
+			if now >= s.nextPrint {
+				s.progress()
+			}
+		}
+		if o.duration > 0 && s.durationOver() {
+			break
+		}
+		if s.ccnt < scnt {
+			n, err := s.reap()
+			if err != nil {
+				return bwResult{}, err
+			}
+			if n == 0 {
+				if err := s.idle(); err != nil {
+					if errors.Is(err, errTimeUp) {
+						break
+					}
+					return bwResult{}, err
+				}
+			}
+		}
+	}
+	if o.duration > 0 {
+		return s.durationBW(size), nil
+	}
+	return bwStats(size, o.cqMod, s.posts, s.comps, s.clk.perUsec, o.gbits), nil
+}
+
+// durationBW is the bandwidth of the sampled window (perftest in duration
+// mode has no peak).
+func (s *session) durationBW(size int) bwResult {
+	s.durationOver()
+	r := bwResult{size: size, iters: s.sampleTo - s.sampleFrom}
+	w := s.sampleT1.Sub(s.sampleT0).Seconds()
+	if s.sampleFrom < 0 || s.sampleTo < 0 || w <= 0 {
+		r.iters = 0
+		return r
+	}
+	format := float64(0x100000)
+	if s.o.gbits {
+		format = 125000000
+	}
+	r.avg = float64(size) * float64(r.iters) / w / format
+	r.msgRate = float64(r.iters) / w / 1e6
+	return r
+}
+
+// runBWServer receives the messages of send_bw (run_iter_bw_server) and
+// reports the rate from the poll that found the first receive to the end
+// of the loop, as perftest's server (set_on_first_rx_packet, tcompleted[0]).
+func (s *session) runBWServer(size int) (bwResult, error) {
+	o := s.o
+	iters := s.iters()
+	s.beginRun()
+	var first, last int64
+	for s.rcnt < iters {
+		n, err := s.reap()
+		if err != nil {
+			return bwResult{}, err
+		}
+		if n == 0 {
+			if err := s.idle(); err != nil {
+				if errors.Is(err, errTimeUp) {
+					break
+				}
+				return bwResult{}, err
+			}
+			continue
+		}
+		now := cycles()
+		if first == 0 {
+			first = now
+		}
+		s.count = s.rcnt
+		if now >= s.nextPrint {
+			s.progress()
+		}
+		if o.duration > 0 && s.durationOver() {
+			break
+		}
+	}
+	last = cycles()
+	if o.duration > 0 {
+		return s.durationBW(size), nil
+	}
+	s.clk.stop()
+	r := bwResult{size: size, iters: iters}
+	if t := float64(last-first) / (s.clk.perUsec * 1e6); t > 0 {
+		format := float64(0x100000)
+		if o.gbits {
+			format = 125000000
+		}
+		r.avg = float64(size) * float64(iters) / t / format
+		r.peak = r.avg // the server has no per-message times to find a peak in
+		r.msgRate = float64(iters) / t / 1e6
+	}
+	return r, nil
+}
+
+// runLatRead is read_lat and atomic_lat (run_iter_lat): post one signaled
+// request, wait for its completion, again.
+func (s *session) runLatRead() error {
+	iters := s.iters()
+	wr := &s.swr[0]
+	wr.Flags |= uverbs.SendSignaled
+	s.beginRun()
+	for scnt := 0; scnt < iters; scnt++ {
+		now := cycles()
+		if s.posts != nil {
+			s.posts[scnt] = now
+		}
+		wr.ID = uint64(scnt)
+		if err := s.qp.PostSend(s.swr[:]); err != nil {
+			return fmt.Errorf("couldn't post send %d: %w", scnt, err)
+		}
+		if err := s.waitSends(scnt + 1); err != nil {
+			return err
+		}
+		s.count = scnt + 1
+		if now >= s.nextPrint {
+			s.progress()
+		}
+		if s.o.duration > 0 && s.durationOver() {
+			return errTimeUp
+		}
+	}
+	return nil
+}
+
+// runLatSend is send_lat (run_iter_lat_send): the client sends first; each
+// side sends once it received; one send in -Q is signaled and waited for.
+func (s *session) runLatSend(size int) error {
+	o := s.o
+	iters := s.iters()
+	client := o.server != ""
+	wr := &s.swr[0]
+	base := wr.Flags
+	s.beginRun()
+	// rcnt counts the receives this loop consumed; s.rcnt those completed,
+	// which may be ahead when a receive was polled while waiting for a send.
+	scnt, rcnt := 0, 0
+	for scnt < iters || rcnt < iters {
+		if rcnt < iters && !(scnt < 1 && client) {
+			if err := s.waitRecvs(rcnt + 1); err != nil {
+				return err
+			}
+			rcnt++
+		}
+		if scnt < iters {
+			now := cycles()
+			if s.posts != nil {
+				s.posts[scnt] = now
+			}
+			wr.ID = uint64(scnt)
+			scnt++
+			signaled := scnt%o.cqMod == 0 || scnt == iters
+			wr.Flags = base
+			if signaled {
+				wr.Flags |= uverbs.SendSignaled
+			}
+			if err := s.qp.PostSend(s.swr[:]); err != nil {
+				return fmt.Errorf("couldn't post send %d: %w", scnt, err)
+			}
+			if signaled {
+				if err := s.waitSends(scnt); err != nil {
+					return err
+				}
+			}
+			s.count = scnt
+			if now >= s.nextPrint {
+				s.progress()
+			}
+		}
+		if o.duration > 0 && s.durationOver() {
+			return errTimeUp
+		}
+	}
+	return nil
+}
+
+// runLatWrite is write_lat (run_iter_lat_write): no receives; each side
+// spins on the last byte of the message its peer writes into its buffer
+// until it holds the iteration's number, and writes the next number in the
+// last byte of its own message. The server writes first.
+func (s *session) runLatWrite(size int) error {
+	o := s.o
+	iters := s.iters()
+	server := o.server == ""
+	wr := &s.swr[0]
+	wr.Flags |= uverbs.SendSignaled
+	mem := s.buf.Bytes()
+	pollAt := wordOf(mem, s.half+size-1)
+	shift := uint((s.half + size - 1) & 3 * 8)
+	postAt := &mem[size-1]
+	s.beginRun()
+	scnt, rcnt := 0, 0
+	for scnt < iters || s.ccnt < iters || rcnt < iters {
+		if rcnt < iters && !(scnt < 1 && server) {
+			rcnt++
+			for byte(atomic.LoadUint32(pollAt)>>shift) != byte(rcnt) {
+				if err := s.idle(); err != nil {
+					return err
+				}
+			}
+		}
+		if scnt < iters {
+			now := cycles()
+			if s.posts != nil {
+				s.posts[scnt] = now
+			}
+			wr.ID = uint64(scnt)
+			scnt++
+			*postAt = byte(scnt)
+			if err := s.qp.PostSend(s.swr[:]); err != nil {
+				return fmt.Errorf("couldn't post send %d: %w", scnt, err)
+			}
+			s.count = scnt
+			if now >= s.nextPrint {
+				s.progress()
+			}
+		}
+		if s.ccnt < iters {
+			if err := s.waitSends(min(scnt, iters)); err != nil {
+				return err
+			}
+		}
+		if o.duration > 0 && s.durationOver() {
+			return errTimeUp
+		}
+	}
+	return nil
+}
+
+// wordOf returns the aligned 32-bit word of mem that holds byte i: the
+// spin loop loads it atomically so that it reads memory each time (perftest
+// spins on a volatile char). The buffer is page aligned.
+func wordOf(mem []byte, i int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&mem[i&^3]))
+}

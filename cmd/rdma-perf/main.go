@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// RDMA_PERF_CPUPROFILE names a file for a CPU profile of the run (where
+	// BENCHMARKS.md's profiles come from).
+	if f := os.Getenv("RDMA_PERF_CPUPROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err == nil {
+			err = pprof.StartCPUProfile(w)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "rdma-perf:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
+	var uerr *usageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(os.Stdout, usageText)
+	case errors.As(err, &uerr):
+		fmt.Fprintf(os.Stderr, "rdma-perf: %v\n\n%s", err, usageText)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "rdma-perf:", err)
+		os.Exit(1)
+	}
+}
+
+const usageText = `Usage:
+  rdma-perf TEST [options]           start a server and wait for a client
+  rdma-perf TEST [options] <host>    connect to the server on <host>
+
+TEST is one of write_bw, send_bw, read_bw, write_lat, send_lat, read_lat,
+atomic_lat (perftest's ib_TEST). Options (perftest's letters and meanings):
+  -d, --ib-dev=<dev>       RDMA device (default: the first one)
+  -i, --ib-port=<port>     port of the device (default 1)
+  -x, --gid-index=<index>  GID index (default: the GID of the TCP connection's local address)
+  -s, --size=<bytes>       message size (default 65536 bw, 2 lat, 8 atomic)
+  -n, --iters=<n>          iterations (default 5000 write_bw, 1000 others)
+  -D, --duration=<sec>     run for <sec> seconds instead of -n iterations
+  -f, --margin=<sec>       with -D: seconds left out at each end (default D/4)
+  -a, --all                every size from 2 to 8388608 bytes
+  -t, --tx-depth=<n>       send queue depth (default 128 bw, 1 lat)
+  -r, --rx-depth=<n>       receives posted (default 512 send tests)
+  -Q, --cq-mod=<n>         one signaled completion every <n> sends (default 100;
+                           1 above 8192 bytes unless -e)
+  -I, --inline_size=<n>    inline data up to <n> bytes (default 0: perftest
+                           enables inline only on devices it knows, rxe not among them)
+  -o, --outs=<n>           outstanding READs/atomics (default: the device's maximum)
+  -m, --mtu=<bytes>        path MTU (default: the port's active MTU)
+  -u, --qp-timeout=<n>     QP ACK timeout exponent (default 14)
+  -R, --rdma_cm            connect the QPs through the RDMA CM
+  -e, --events             sleep on completion events instead of polling
+  -p, --port=<port>        TCP (and, with -R, CM) port (default 18515)
+      --report_gbits       report Gb/s instead of MB/s
+  -F, --CPU-freq           accepted for perftest compatibility (no effect)
+`
+
+// usageError is a mistake on the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+// run runs one side with the command-line arguments (without the program
+// name), printing perftest's table to stdout and progress to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	return perf(ctx, o, stdout, stderr)
+}
+
+// perftest's defaults (src/perftest_parameters.h @ v4.5-0.17, the version
+// Debian ships).
+const (
+	defPort        = 18515
+	defSizeBW      = 65536 // DEF_SIZE_BW
+	defSizeLat     = 2     // DEF_SIZE_LAT
+	defSizeAtomic  = 8     // DEF_SIZE_ATOMIC
+	defIters       = 1000  // DEF_ITERS
+	defItersWB     = 5000  // DEF_ITERS_WB (write_bw)
+	defTxBW        = 128   // DEF_TX_BW
+	defTxLat       = 1     // DEF_TX_LAT
+	defRxSend      = 512   // DEF_RX_SEND
+	defCQMod       = 100   // DEF_CQ_MOD
+	cqModSizeLimit = 8192  // MSG_SIZE_CQ_MOD_LIMIT: above it, every send is signaled
+	defQPTimeout   = 14    // DEF_QP_TIME
+	maxSize        = 8388608
+	minRNRTimer    = 12 // MIN_RNR_TIMER
+)
+
+// verb is what a test posts.
+type verb int
+
+const (
+	write verb = iota
+	send
+	read
+	atomicOp
+)
+
+func (v verb) String() string {
+	return [...]string{"WRITE", "SEND", "READ", "ATOMIC"}[v]
+}
+
+// options are the parsed command line, after perftest's force_dependecies.
+type options struct {
+	test     string
+	verb     verb
+	lat      bool // a latency test; else bandwidth
+	dev      string
+	ibPort   int
+	gidIdx   int // -1: from the TCP connection's local address
+	size     int
+	iters    int
+	duration int // seconds; 0: -n iterations
+	margin   int
+	all      bool
+	txDepth  int
+	rxDepth  int
+	cqMod    int
+	inline   int
+	outReads int // 0: the device's maximum
+	mtu      int // bytes; 0: the port's active MTU
+	timeout  int
+	cm       bool
+	events   bool
+	port     int
+	gbits    bool
+	server   string // empty: be the server
+}
+
+var tests = map[string]struct {
+	v   verb
+	lat bool
+}{
+	"write_bw": {write, false}, "send_bw": {send, false}, "read_bw": {read, false},
+	"write_lat": {write, true}, "send_lat": {send, true}, "read_lat": {read, true},
+	"atomic_lat": {atomicOp, true},
+}
+
+// parseArgs parses the command line; options and the host may come in any
+// order after the test name, as with getopt.
+func parseArgs(args []string) (options, error) {
+	var o options
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		return o, flag.ErrHelp
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return o, usagef("the first argument names the test (write_bw, send_bw, read_bw, write_lat, send_lat, read_lat, atomic_lat)")
+	}
+	name := strings.TrimPrefix(args[0], "ib_")
+	t, ok := tests[name]
+	if !ok {
+		return o, usagef("unknown test %q", args[0])
+	}
+	o.test, o.verb, o.lat = name, t.v, t.lat
+	args = args[1:]
+
+	fs := flag.NewFlagSet("rdma-perf", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	both := func(short, long string, p *int, def int) {
+		fs.IntVar(p, short, def, "")
+		fs.IntVar(p, long, def, "")
+	}
+	bothBool := func(short, long string, p *bool) {
+		fs.BoolVar(p, short, false, "")
+		fs.BoolVar(p, long, false, "")
+	}
+	fs.StringVar(&o.dev, "d", "", "")
+	fs.StringVar(&o.dev, "ib-dev", "", "")
+	both("i", "ib-port", &o.ibPort, 1)
+	both("x", "gid-index", &o.gidIdx, -1)
+	both("s", "size", &o.size, -1)
+	both("n", "iters", &o.iters, -1)
+	both("D", "duration", &o.duration, 0)
+	both("f", "margin", &o.margin, -1)
+	bothBool("a", "all", &o.all)
+	both("t", "tx-depth", &o.txDepth, -1)
+	both("r", "rx-depth", &o.rxDepth, -1)
+	both("Q", "cq-mod", &o.cqMod, -1)
+	both("I", "inline_size", &o.inline, 0)
+	both("o", "outs", &o.outReads, 0)
+	both("m", "mtu", &o.mtu, 0)
+	both("u", "qp-timeout", &o.timeout, defQPTimeout)
+	bothBool("R", "rdma_cm", &o.cm)
+	bothBool("e", "events", &o.events)
+	both("p", "port", &o.port, defPort)
+	fs.BoolVar(&o.gbits, "report_gbits", false, "")
+	var cpuFreq bool
+	bothBool("F", "CPU-freq", &cpuFreq)
+
+	var hosts []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return o, err
+			}
+			return o, &usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		hosts = append(hosts, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch len(hosts) {
+	case 0:
+	case 1:
+		o.server = hosts[0]
+	default:
+		return o, usagef("one server name at most, got %q", hosts)
+	}
+	return o, o.finish()
+}
+
+// finish checks the options and applies perftest's defaults and
+// dependencies (perftest_parameters.c init_perftest_params and
+// force_dependecies).
+func (o *options) finish() error {
+	switch {
+	case o.port <= 0 || o.port > 65535:
+		return usagef("-p %d: not a TCP port", o.port)
+	case o.ibPort < 1 || o.ibPort > 255:
+		return usagef("-i %d: device ports are numbered from 1", o.ibPort)
+	case o.gidIdx < -1 || o.gidIdx > 255:
+		return usagef("-x %d: not a GID index", o.gidIdx)
+	case o.duration < 0:
+		return usagef("-D %d: a duration is a positive number of seconds", o.duration)
+	case o.inline < 0:
+		return usagef("-I %d: negative inline size", o.inline)
+	case o.outReads < 0 || o.outReads > 255:
+		return usagef("-o %d: outstanding reads are 1..255", o.outReads)
+	case o.timeout < 0 || o.timeout > 31:
+		return usagef("-u %d: the timeout exponent is 0..31", o.timeout)
+	case o.mtu != 0 && (o.mtu < 256 || o.mtu > 4096 || o.mtu&(o.mtu-1) != 0):
+		return usagef("-m %d: the path MTU is 256, 512, 1024, 2048 or 4096", o.mtu)
+	}
+	if o.events && o.verb == write {
+		// perftest: "Events feature not available on WRITE verb".
+		return usagef("-e: events are not available with WRITE tests (write_lat polls memory; perftest refuses too)")
+	}
+	if o.duration > 0 {
+		if o.all {
+			return usagef("-D and -a: duration mode runs one size")
+		}
+		if o.events {
+			return usagef("-D and -e: duration mode does not work with events (as in perftest)")
+		}
+		if o.iters != -1 {
+			return usagef("-D and -n: give a duration or a number of iterations")
+		}
+		if o.margin == -1 {
+			o.margin = o.duration / 4 // perftest: margin = duration / 4 when not given
+		}
+		if o.duration <= 2*o.margin {
+			return usagef("-D %d -f %d: the duration must be more than twice the margin", o.duration, o.margin)
+		}
+	} else if o.margin != -1 {
+		return usagef("-f is for duration mode (-D)")
+	}
+	switch {
+	case o.verb == atomicOp:
+		if o.size != -1 && o.size != defSizeAtomic {
+			return usagef("-s %d: atomics are 8 bytes", o.size)
+		}
+		o.size = defSizeAtomic
+	case o.size == -1 && o.lat:
+		o.size = defSizeLat
+	case o.size == -1:
+		o.size = defSizeBW
+	}
+	if o.all {
+		o.size = maxSize // the largest size sets the buffers
+	}
+	if o.size < 1 || o.size > 1<<30 {
+		return usagef("-s %d: 1 byte to 1 GiB", o.size)
+	}
+	if o.iters == -1 {
+		o.iters = defIters
+		if o.test == "write_bw" {
+			o.iters = defItersWB
+		}
+	}
+	if o.duration == 0 && o.iters < 5 {
+		return usagef("-n %d: at least 5 iterations", o.iters)
+	}
+	if o.txDepth == -1 {
+		o.txDepth = defTxBW
+		if o.lat {
+			o.txDepth = defTxLat
+		}
+	}
+	if o.txDepth < 1 {
+		return usagef("-t %d: at least 1", o.txDepth)
+	}
+	if o.duration == 0 && o.txDepth > o.iters {
+		o.txDepth = o.iters
+	}
+	if o.rxDepth == -1 {
+		o.rxDepth = 1
+		if o.verb == send {
+			o.rxDepth = defRxSend
+		}
+	}
+	if o.rxDepth < 1 {
+		return usagef("-r %d: at least 1", o.rxDepth)
+	}
+	if o.duration == 0 && o.verb == send && o.rxDepth > o.iters {
+		o.rxDepth = o.iters
+	}
+	if o.verb == send && o.rxDepth%2 == 1 && !o.all {
+		o.rxDepth++ // perftest: "WA for a bug when rx_depth is odd in SEND"
+	}
+	explicitCQMod := o.cqMod != -1
+	if !explicitCQMod {
+		o.cqMod = defCQMod
+	}
+	if o.cqMod < 1 {
+		return usagef("-Q %d: at least 1", o.cqMod)
+	}
+	if o.size > cqModSizeLimit && !o.all && !o.events && !explicitCQMod {
+		o.cqMod = 1
+	}
+	if o.cqMod > o.txDepth {
+		o.cqMod = o.txDepth
+	}
+	if o.verb == read || o.verb == atomicOp {
+		o.inline = 0
+	}
+	return nil
+}

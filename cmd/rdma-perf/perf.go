@@ -1,0 +1,568 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// session is one side of a test: the verbs objects, the peer's address and
+// the preallocated state of the measured loops.
+type session struct {
+	o      options
+	out    io.Writer
+	errOut io.Writer
+	ctx    context.Context
+	m      *comm
+
+	vctx *uverbs.Context // opened by this side (not with -R)
+	conn *rdmacm.Conn    // -R
+	pd   *uverbs.PD
+	ch   *uverbs.CompChannel
+	cq   *uverbs.CQ // one CQ for sends and receives
+	qp   *uverbs.QP
+	buf  *uverbs.Buffer
+	mr   *uverbs.MR
+
+	port    uverbs.PortAttr
+	mtu     uverbs.MTU
+	gidIdx  int
+	me      dest
+	peer    dest
+	half    int    // bytes of each half of the buffer: sends from the first, the peer writes to the second
+	local   uint64 // address of the first half
+	recvBuf uint64 // address of the second half
+
+	// Preallocated for the loops: nothing below allocates per iteration.
+	swr   [1]uverbs.SendWR
+	sge   [1]uverbs.SGE
+	rwr   [1]uverbs.RecvWR
+	rsge  [1]uverbs.SGE
+	wcs   [16]uverbs.WC
+	posts []int64 // time of each post (tposted)
+	comps []int64 // time of each signaled completion (tcompleted)
+
+	// Completion counters of the running test.
+	ccnt    int // sends known complete (the ID of the last signaled one + 1)
+	rcnt    int // receives completed
+	rposted int // receives posted in this run
+	size    int // message size of the running test
+	spin    int
+
+	// Duration mode (perftest's catch_alarm states) and progress.
+	clk                    clock
+	sampleStart, sampleEnd time.Time
+	deadline               time.Time
+	sampleFrom, sampleTo   int // s.count at the window's ends; -1 before
+	sampleT0, sampleT1     time.Time
+	ibPort                 int
+	nextPrint              int64 // cycles() after which the progress line is due
+	tickEvery              int64
+	started                time.Time
+	count                  int // iterations done, for the progress line
+	printed                bool
+}
+
+// perf runs one side of the test described by o.
+func perf(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
+	s := &session{o: o, out: stdout, errOut: stderr, ctx: ctx, clk: startClock(), ibPort: o.ibPort}
+	defer func() { err = errors.Join(err, s.close()) }()
+
+	if o.server == "" {
+		fmt.Fprintf(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
+	}
+	var l *rdmacm.Listener
+	if o.cm && o.server == "" {
+		// One listener takes both of perftest's CM connections: the
+		// exchange's, then the test's.
+		if l, err = rdmacm.Listen(ctx, ":"+strconv.Itoa(o.port), s.cmConfig()); err != nil {
+			return fmt.Errorf("RDMA CM listen on port %d: %w", o.port, err)
+		}
+		defer l.Close()
+	}
+	switch {
+	case o.cm && o.server != "":
+		s.m, err = dialRDMAComm(ctx, o.server, o.port)
+	case o.cm:
+		s.m, err = acceptRDMAComm(ctx, l)
+	case o.server != "":
+		s.m, err = dialComm(ctx, o.server, o.port)
+	default:
+		s.m, err = acceptComm(ctx, o.port)
+	}
+	if err != nil {
+		return err
+	}
+	defer s.m.watch(ctx)()
+
+	if !o.cm {
+		if err := s.openDevice(); err != nil {
+			return err
+		}
+		s.m.withGID = s.port.LinkLayer == uverbs.LinkLayerEthernet
+	}
+	mtu := s.mtu
+	if o.cm {
+		mtu = uverbs.MTU4096 // the CM picks the path MTU
+	}
+	if mtu, err = s.m.preamble(mtu); err != nil {
+		return err
+	}
+	if !o.cm {
+		s.mtu = mtu
+		if err := s.createQP(); err != nil {
+			return err
+		}
+	} else {
+		// perftest -R: a handshake, the CM connection, a handshake. The
+		// key messages before set_up_connection carry a GID field.
+		s.m.withGID = true
+		if _, err := s.m.handshake(dest{}); err != nil {
+			return err
+		}
+		if err := s.cmConnect(l); err != nil {
+			return err
+		}
+		if _, err := s.m.handshake(dest{}); err != nil {
+			return err
+		}
+		s.m.withGID = s.port.LinkLayer == uverbs.LinkLayerEthernet
+	}
+	if err := s.fillDest(); err != nil {
+		return err
+	}
+	return s.sequence()
+}
+
+// cmConfig is the connection of -R: perftest's conn_param (READ depths only
+// for READ and atomic tests, 7 retries of each kind).
+func (s *session) cmConfig() *rdmacm.Config {
+	o := s.o
+	cp := rdmacm.ConnParam{RetryCount: 7, RNRRetryCount: 7}
+	if o.verb == read || o.verb == atomicOp {
+		n := o.outReads
+		if n == 0 {
+			n = 255 // the device's maximum
+		}
+		cp.ResponderResources, cp.InitiatorDepth = uint8(n), uint8(n)
+	}
+	recv := 1
+	if o.verb == send {
+		recv = o.rxDepth
+	}
+	return &rdmacm.Config{
+		SendDepth: o.txDepth, RecvDepth: recv, MaxInline: o.inline,
+		CQDepth: o.txDepth + recv + 1, ConnParam: &cp,
+		ACKTimeout: uint8(o.timeout),
+	}
+}
+
+// openDevice opens the device of -d and reads its port (not with -R).
+func (s *session) openDevice() (err error) {
+	o := s.o
+	if s.vctx, err = uverbs.Open(o.dev); err != nil {
+		return err
+	}
+	if s.port, err = s.vctx.QueryPort(o.ibPort); err != nil {
+		return fmt.Errorf("port %d of %s: %w", o.ibPort, s.vctx.Name(), err)
+	}
+	if s.port.State != uverbs.PortActive {
+		return fmt.Errorf("port %d of %s is %v, not ACTIVE", o.ibPort, s.vctx.Name(), s.port.State)
+	}
+	s.mtu = s.port.ActiveMTU
+	if o.mtu != 0 {
+		m := uverbs.MTUFromBytes(o.mtu)
+		if m > s.port.ActiveMTU {
+			return fmt.Errorf("-m %d is larger than the active MTU %d of %s port %d", o.mtu, s.port.ActiveMTU.Bytes(), s.vctx.Name(), o.ibPort)
+		}
+		s.mtu = m
+	}
+	s.gidIdx = o.gidIdx
+	if s.gidIdx < 0 && s.port.LinkLayer == uverbs.LinkLayerEthernet {
+		// perftest picks a GID itself; here it is the one of the local
+		// address of the exchange's connection, which reaches the peer.
+		ip := s.m.c.LocalAddr().(*net.TCPAddr).IP
+		if s.gidIdx, err = s.vctx.GIDIndexForIP(o.ibPort, ip); err != nil {
+			return fmt.Errorf("no GID for the local address %v of the TCP connection (%w); pass -x with a GID index of %s port %d", ip, err, s.vctx.Name(), o.ibPort)
+		}
+	}
+	if s.pd, err = s.vctx.AllocPD(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// outReads is this side's READ/atomic depth: -o, else the device's
+// maximum (perftest: ctx_set_out_reads).
+func (s *session) outReads(c *uverbs.Context) (int, error) {
+	if s.o.verb != read && s.o.verb != atomicOp {
+		return 1, nil // perftest sends 1 for other tests
+	}
+	attr, err := c.QueryDevice()
+	if err != nil {
+		return 0, err
+	}
+	n := attr.MaxQPRDAtom
+	if s.o.outReads > 0 && s.o.outReads < n {
+		n = s.o.outReads
+	}
+	return n, nil
+}
+
+// allocMemory allocates and registers the buffer: two halves of
+// max(size, page) plus a page, so that a perftest peer may step its remote
+// address through a page (increase_rem_addr) and a write_lat peer may poll
+// the last byte of a message.
+func (s *session) allocMemory() (err error) {
+	s.half = roundUp(max(s.o.size, 4096), 4096) + 4096
+	if s.buf, err = uverbs.AllocBuffer(2 * s.half); err != nil {
+		return err
+	}
+	s.mr, err = s.pd.RegMR(s.buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteAtomic)
+	if err != nil {
+		return err
+	}
+	s.local = s.buf.Addr()
+	s.recvBuf = s.local + uint64(s.half)
+	return nil
+}
+
+// createQP builds the CQ, QP and memory of a test without -R and moves the
+// QP to INIT.
+func (s *session) createQP() (err error) {
+	o := s.o
+	if o.events {
+		if s.ch, err = s.vctx.NewCompChannel(); err != nil {
+			return err
+		}
+	}
+	if err := s.allocMemory(); err != nil {
+		return err
+	}
+	recv := 1
+	if o.verb == send {
+		recv = o.rxDepth
+	}
+	if s.cq, err = s.vctx.CreateCQ(uverbs.CQInit{Depth: o.txDepth + recv + 1, Channel: s.ch}); err != nil {
+		return err
+	}
+	s.qp, err = s.pd.CreateQP(uverbs.QPInit{Type: uverbs.RC, SendCQ: s.cq, RecvCQ: s.cq,
+		Cap: uverbs.QPCap{MaxSendWR: o.txDepth, MaxRecvWR: recv, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: o.inline}})
+	if err != nil {
+		return err
+	}
+	return s.qp.ToInit(uverbs.InitAttr{Port: uint8(o.ibPort),
+		Access: uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteAtomic})
+}
+
+// cmConnect connects the QP through the CM: the server takes the request
+// from l and accepts it, the client resolves and connects (retrying while
+// the server does not listen yet, as perftest's client does 10 times).
+func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
+	o := s.o
+	if o.server == "" {
+		if s.conn, err = l.GetRequest(s.ctx); err != nil {
+			return err
+		}
+	} else {
+		addr := net.JoinHostPort(o.server, strconv.Itoa(o.port))
+		for try := 0; ; try++ {
+			s.conn, err = rdmacm.Resolve(s.ctx, addr, s.cmConfig())
+			if err == nil {
+				break
+			}
+			if try == 10 || s.ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	s.pd, s.qp, s.cq = s.conn.PD(), s.conn.QP(), s.conn.CQ()
+	if o.events {
+		s.ch = s.conn.Channel()
+	}
+	_, port, _ := s.conn.ID().Device()
+	s.ibPort = int(port)
+	if s.port, err = s.pd.Context().QueryPort(s.ibPort); err != nil {
+		return err
+	}
+	if err := s.allocMemory(); err != nil {
+		return err
+	}
+	if o.server == "" {
+		return s.conn.Accept(s.ctx, nil)
+	}
+	for try := 0; ; try++ {
+		err = s.conn.Connect(s.ctx, nil)
+		if err == nil || !errors.Is(err, rdmacm.ErrConnRefused) || try == 10 {
+			return err
+		}
+		// Nothing listens yet: a new ID for the next try.
+		s.qp.Close()
+		s.mr.Close()
+		s.buf.Close()
+		s.conn.Close()
+		time.Sleep(100 * time.Millisecond)
+		if s.conn, err = rdmacm.Resolve(s.ctx, net.JoinHostPort(o.server, strconv.Itoa(o.port)), s.cmConfig()); err != nil {
+			return err
+		}
+		s.pd, s.qp, s.cq = s.conn.PD(), s.conn.QP(), s.conn.CQ()
+		if o.events {
+			s.ch = s.conn.Channel()
+		}
+		if err := s.allocMemory(); err != nil {
+			return err
+		}
+	}
+}
+
+// fillDest fills this side's address (perftest: set_up_connection).
+func (s *session) fillDest() error {
+	vctx := s.pd.Context()
+	n, err := s.outReads(vctx)
+	if err != nil {
+		return err
+	}
+	s.me = dest{LID: s.port.LID, OutReads: uint16(n), QPN: s.qp.QPN(), PSN: rand.Uint32() & 0xffffff,
+		RKey: s.mr.RKey(), VAddr: s.recvBuf}
+	if s.o.cm {
+		if s.o.gidIdx >= 0 {
+			s.gidIdx = s.o.gidIdx
+		} else {
+			s.gidIdx, _ = vctx.GIDIndexForIP(s.ibPort, net.IP(s.conn.LocalAddr().Addr().AsSlice()))
+		}
+	}
+	if s.port.LinkLayer == uverbs.LinkLayerEthernet && s.gidIdx >= 0 {
+		e, err := vctx.QueryGID(s.ibPort, s.gidIdx)
+		if err == nil {
+			s.me.GID = e.GID
+		} else if !s.o.cm {
+			return fmt.Errorf("GID index %d: %w", s.gidIdx, err)
+		}
+	}
+	return nil
+}
+
+// connect moves the QP to RTR and RTS with perftest's attributes
+// (ctx_modify_qp_to_rtr/rts: hop limit 0xFF, min RNR timer 12, 7 retries
+// of each kind, the peer's READ depth).
+func (s *session) connect() error {
+	p := s.peer
+	av := uverbs.AHAttr{DLID: p.LID, Port: uint8(s.o.ibPort)}
+	if s.port.LinkLayer == uverbs.LinkLayerEthernet || !p.GID.IsZero() {
+		av.DGID, av.SGIDIndex, av.HopLimit = p.GID, uint8(max(s.gidIdx, 0)), 0xff
+	}
+	if err := s.qp.ToRTR(uverbs.RTRAttr{PathMTU: s.mtu, DestQPN: p.QPN, RQPSN: p.PSN,
+		MaxDestRDAtomic: uint8(min(int(s.me.OutReads), 255)), MinRNRTimer: minRNRTimer, AH: av}); err != nil {
+		return err
+	}
+	return s.qp.ToRTS(uverbs.RTSAttr{SQPSN: s.me.PSN, Timeout: uint8(s.o.timeout), RetryCount: 7, RNRRetry: 7,
+		MaxRDAtomic: uint8(min(max(int(p.OutReads), 1), 255))})
+}
+
+// handshakes runs n key exchanges; the first answer is the peer's address.
+func (s *session) handshakes(n int, keep bool) error {
+	for i := 0; i < n; i++ {
+		p, err := s.m.handshake(s.me)
+		if err != nil {
+			return err
+		}
+		if keep && i == 0 {
+			s.peer = p
+		}
+	}
+	return nil
+}
+
+// sequence runs perftest's steps for the test, in its order (the main() of
+// each of write_bw.c, read_bw.c, send_bw.c, write_lat.c, read_lat.c,
+// send_lat.c, atomic_lat.c): handshakes before and after the QP's
+// connection, the test, and the closing exchange.
+func (s *session) sequence() error {
+	o := s.o
+	pre := 1 // handshakes before connecting
+	if o.lat && o.verb != send {
+		pre = 2
+	}
+	if err := s.handshakes(pre, true); err != nil {
+		return err
+	}
+	if !o.cm {
+		if err := s.connect(); err != nil {
+			return err
+		}
+	}
+	s.printHeader()
+	if err := s.handshakes(2, false); err != nil {
+		return err
+	}
+	if o.events {
+		if err := s.cq.ReqNotify(false); err != nil {
+			return err
+		}
+	}
+	sizes := []int{o.size}
+	if o.all {
+		sizes = sizes[:0]
+		for i := 1; i < 24; i++ {
+			sizes = append(sizes, 1<<i)
+		}
+	}
+	server := o.server == ""
+	switch {
+	case !o.lat && o.verb != send && server:
+		// write_bw, read_bw: the server only waits for the client.
+		if _, err := s.m.handshake(s.me); err != nil {
+			return err
+		}
+		if _, err := s.m.xchgBWReports(bwReport{}); err != nil {
+			return err
+		}
+		return s.m.closeConnection(s.me)
+	case o.lat && (o.verb == read || o.verb == atomicOp) && server:
+		return s.m.closeConnection(s.me)
+	}
+
+	s.allocTimes()
+	if testHook != nil {
+		if err := testHook(s); err != nil {
+			return err
+		}
+	}
+	var last bwResult
+	for _, size := range sizes {
+		if o.verb == send {
+			// Receives: both sides of send_lat, the server of send_bw
+			// (ctx_set_recv_wqes).
+			n := min(o.rxDepth, s.iters())
+			if !o.lat && !server {
+				n = 0
+			}
+			if err := s.postRecvs(size, n); err != nil {
+				return err
+			}
+			if _, err := s.m.handshake(s.me); err != nil {
+				return err
+			}
+		}
+		r, err := s.runOne(size)
+		if err != nil {
+			return err
+		}
+		last = r
+		if o.all && !o.lat && o.verb == send {
+			if _, err := s.m.handshake(s.me); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintln(s.out, resultLine)
+	switch {
+	case o.lat && o.verb == write:
+		return nil // write_lat ends without an exchange
+	case !o.lat && o.verb != send:
+		if _, err := s.m.handshake(s.me); err != nil {
+			return err
+		}
+		if _, err := s.m.xchgBWReports(bwReport{size: uint64(last.size), iters: uint64(last.iters), peak: last.peak, avg: last.avg, msgRate: last.msgRate}); err != nil {
+			return err
+		}
+	}
+	return s.m.closeConnection(s.me)
+}
+
+// testHook, set by tests only, runs on the side that measures once its QP
+// is connected, before the measured runs.
+var testHook func(*session) error
+
+// iters is the number of iterations of one run; in duration mode the
+// arrays hold what a run can do in the duration at most (they are only
+// used for the progress count there).
+func (s *session) iters() int {
+	if s.o.duration > 0 {
+		return 1 << 62
+	}
+	return s.o.iters
+}
+
+func (s *session) allocTimes() {
+	if s.o.duration > 0 {
+		return
+	}
+	s.posts = make([]int64, s.o.iters)
+	s.comps = make([]int64, s.o.iters)
+}
+
+// printHeader prints a short description and the table's header.
+func (s *session) printHeader() {
+	o := s.o
+	kind := "BW"
+	if o.lat {
+		kind = "Latency"
+	}
+	names := map[verb]string{write: "RDMA_Write", send: "Send", read: "RDMA_Read", atomicOp: "Atomic FETCH_AND_ADD"}
+	w := s.out
+	fmt.Fprintln(w, resultLine)
+	fmt.Fprintf(w, "                    %s %s Test (rdma-perf)\n", names[o.verb], kind)
+	fmt.Fprintf(w, " Connection type : RC\t\tUsing RDMA CM  : %s\n", onOff(o.cm))
+	fmt.Fprintf(w, " Device          : %s\t\tEvents         : %s\n", s.pd.Context().Name(), onOff(o.events))
+	fmt.Fprintf(w, " TX depth        : %d\t\tCQ Moderation  : %d\n", o.txDepth, o.cqMod)
+	if o.verb == send {
+		fmt.Fprintf(w, " RX depth        : %d\n", o.rxDepth)
+	}
+	fmt.Fprintf(w, " Mtu             : %d[B]\t\tMax inline data: %d[B]\n", s.mtu.Bytes(), o.inline)
+	if o.verb == read || o.verb == atomicOp {
+		fmt.Fprintf(w, " Outstand reads  : %d\n", s.me.OutReads)
+	}
+	fmt.Fprintln(w, resultLine)
+	fmt.Fprintf(w, " local address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x GID %v\n", s.me.LID, s.me.QPN, s.me.PSN, s.me.RKey, s.me.VAddr, s.me.GID)
+	fmt.Fprintf(w, " remote address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x GID %v\n", s.peer.LID, s.peer.QPN, s.peer.PSN, s.peer.RKey, s.peer.VAddr, s.peer.GID)
+	fmt.Fprintln(w, resultLine)
+	switch {
+	case o.lat && o.duration > 0:
+		fmt.Fprintln(w, resultFmtDur)
+	case o.lat:
+		fmt.Fprintln(w, resultFmtLat)
+	case o.gbits:
+		fmt.Fprintln(w, resultFmtG)
+	default:
+		fmt.Fprintln(w, resultFmt)
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "ON"
+	}
+	return "OFF"
+}
+
+// close destroys everything, the QP first.
+func (s *session) close() error {
+	var errs []error
+	if s.conn != nil {
+		// The QP first: it flushes the receives that hold the MR.
+		errs = append(errs, s.conn.Disconnect(), s.qp.Close())
+		errs = append(errs, s.mr.Close(), s.buf.Close(), s.conn.Close())
+	} else {
+		errs = append(errs, s.qp.Close(), s.cq.Close(), s.mr.Close(), s.buf.Close(), s.pd.Close(), s.ch.Close(), s.vctx.Close())
+	}
+	if s.m != nil {
+		s.m.Close()
+	}
+	// A peer that disconnected first is no error of this side.
+	for i, e := range errs {
+		if errors.Is(e, rdmacm.ErrClosed) || errors.Is(e, uverbs.ErrClosed) {
+			errs[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goverbs/rdma/internal/testutil"
+)
+
+// Functional tests in the rxe lab (never timing pass/fail): this program
+// against perftest in both roles, with and without -R, and against itself
+// for every test. Each case checks that both sides end without error and
+// that the measuring side's table has one line per size with the size and
+// iterations asked for and figures above zero. Non-CM cases run on the
+// device on lo (GID index 1 is ::ffff:127.0.0.1); -R cases connect to the
+// first veth end's address, so that the CM uses that end's device on both
+// sides (testing.md).
+
+type perfCase struct {
+	name     string
+	test     string
+	server   string // "ours" or "theirs"
+	client   string
+	cm       bool
+	args     []string
+	size     int
+	iters    int
+	sizes    int  // lines expected in the table (-a: 23)
+	duration bool // -D: iterations vary
+}
+
+func labTarget(t *testing.T, cm bool) (dev, host string, gid []string) {
+	if cm {
+		v := testutil.VethPair(t)
+		return v[0].Device, v[0].Addr, nil
+	}
+	return testutil.LoopbackDevice(t), "127.0.0.1", []string{"-x", "1"}
+}
+
+func TestInteropPerftest(t *testing.T) {
+	var cases []perfCase
+	for _, cm := range []bool{false, true} {
+		for _, tc := range []struct {
+			test string
+			args []string
+			size int
+		}{
+			{"write_bw", []string{"-s", "4096", "-n", "300"}, 4096},
+			{"send_lat", []string{"-s", "64", "-n", "300"}, 64},
+		} {
+			for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}} {
+				name := fmt.Sprintf("%s_%s-server_%s-client", tc.test, roles[0], roles[1])
+				if cm {
+					name += "_cm"
+				}
+				cases = append(cases, perfCase{name: name, test: tc.test, server: roles[0], client: roles[1],
+					cm: cm, args: tc.args, size: tc.size, iters: 300, sizes: 1})
+			}
+		}
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runPerfCase(t, c, 19300+i) })
+	}
+}
+
+func TestGoToGo(t *testing.T) {
+	cases := []perfCase{
+		{test: "write_bw", args: []string{"-s", "65536", "-n", "100"}, size: 65536, iters: 100},
+		{test: "send_bw", args: []string{"-s", "64", "-n", "500"}, size: 64, iters: 500},
+		{test: "read_bw", args: []string{"-s", "4096", "-n", "300"}, size: 4096, iters: 300},
+		{test: "write_lat", args: []string{"-s", "64", "-n", "300"}, size: 64, iters: 300},
+		{test: "send_lat", args: []string{"-s", "4096", "-n", "300"}, size: 4096, iters: 300},
+		{test: "read_lat", args: []string{"-s", "64", "-n", "300"}, size: 64, iters: 300},
+		{test: "atomic_lat", args: []string{"-n", "300"}, size: 8, iters: 300},
+		{name: "send_bw_events", test: "send_bw", args: []string{"-s", "4096", "-n", "300", "-e"}, size: 4096, iters: 300},
+		{name: "read_bw_events", test: "read_bw", args: []string{"-s", "65536", "-n", "100", "-e"}, size: 65536, iters: 100},
+		{name: "send_lat_events", test: "send_lat", args: []string{"-s", "64", "-n", "300", "-e"}, size: 64, iters: 300},
+		{name: "read_lat_events", test: "read_lat", args: []string{"-s", "64", "-n", "300", "-e"}, size: 64, iters: 300},
+		{name: "read_bw_cm", test: "read_bw", cm: true, args: []string{"-s", "4096", "-n", "300"}, size: 4096, iters: 300},
+		{name: "write_lat_cm", test: "write_lat", cm: true, args: []string{"-s", "64", "-n", "300"}, size: 64, iters: 300},
+		{name: "send_bw_cm_events", test: "send_bw", cm: true, args: []string{"-s", "64", "-n", "300", "-e"}, size: 64, iters: 300},
+		{name: "write_lat_all_sizes", test: "write_lat", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
+		{name: "send_bw_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
+		{name: "read_lat_duration", test: "read_lat", args: []string{"-s", "64", "-D", "2"}, size: 64, duration: true},
+		{name: "write_bw_duration", test: "write_bw", args: []string{"-s", "4096", "-D", "2", "--report_gbits"}, size: 4096, duration: true},
+	}
+	for i, c := range cases {
+		if c.name == "" {
+			c.name = c.test
+		}
+		if c.sizes == 0 {
+			c.sizes = 1
+		}
+		c.server, c.client = "ours", "ours"
+		t.Run(c.name, func(t *testing.T) { runPerfCase(t, c, 19400+i) })
+	}
+}
+
+// The measured loops allocate nothing: a client's runs of the one-sided
+// tests (whose servers wait in the exchange meanwhile) under
+// testing.AllocsPerRun, polling and with events.
+func TestHotPathAllocs(t *testing.T) {
+	for i, c := range []perfCase{
+		{test: "write_bw", args: []string{"-s", "4096", "-n", "200"}, size: 4096},
+		{test: "write_bw", args: []string{"-s", "64", "-n", "500", "-Q", "10"}, size: 64},
+		{test: "read_bw", args: []string{"-s", "4096", "-n", "200"}, size: 4096},
+		{test: "read_lat", args: []string{"-s", "64", "-n", "200"}, size: 64},
+		{test: "atomic_lat", args: []string{"-n", "200"}, size: 8},
+		{test: "read_lat", args: []string{"-s", "64", "-n", "200", "-e"}, size: 64}, // CompChannel.Wait and ReqNotify too
+	} {
+		t.Run(c.test+"_"+strings.Join(c.args, ""), func(t *testing.T) {
+			var allocs float64
+			testHook = func(s *session) error {
+				s.prepSend(c.size)
+				run := s.runBW
+				if s.o.lat {
+					run = func(int) (bwResult, error) { return bwResult{}, s.runLatRead() }
+				}
+				var err error
+				allocs = testing.AllocsPerRun(5, func() {
+					if _, e := run(c.size); e != nil {
+						err = e
+					}
+					s.prepSend(c.size)
+				})
+				return err
+			}
+			defer func() { testHook = nil }()
+			c.server, c.client, c.sizes = "ours", "ours", 1
+			c.iters = 200
+			if c.size == 64 && c.test == "write_bw" {
+				c.iters = 500
+			}
+			runPerfCase(t, c, 19500+i)
+			if allocs != 0 {
+				t.Errorf("%s %v: %v allocations per run of the measured loop, want 0", c.test, c.args, allocs)
+			}
+		})
+	}
+}
+
+// perfSide is one running peer.
+type perfSide struct {
+	who, role string
+	out, errb *lockedBuffer
+	done      chan error
+}
+
+func runPerfCase(t *testing.T, c perfCase, port int) {
+	// Only a hang turns into a failure: under the lab's TCG a case takes
+	// a few seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dev, host, gid := labTarget(t, c.cm)
+	args := func(who, role string) []string {
+		a := []string{"-d", dev, "-p", strconv.Itoa(port), "-F"}
+		a = append(a, gid...)
+		if c.cm {
+			a = append(a, "-R")
+		}
+		a = append(a, c.args...)
+		if role == "client" {
+			a = append(a, host)
+		}
+		if who == "ours" {
+			return append([]string{c.test}, a...)
+		}
+		return a
+	}
+	srv := startPerf(t, ctx, c.server, "server", c.test, args(c.server, "server"))
+	if c.server == "theirs" {
+		time.Sleep(500 * time.Millisecond) // perftest's client does not wait for a late server
+	}
+	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"))
+	for _, s := range []*perfSide{cli, srv} {
+		select {
+		case err := <-s.done:
+			if err != nil {
+				cancel()
+				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.who, s.role, err, srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+			}
+		case <-ctx.Done():
+			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s", srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+		}
+	}
+	// The client measures in every test; the servers of send and latency
+	// tests print their own figures too (not perftest's read_lat server).
+	checkTable(t, c, "client", cli.out.String())
+	if (strings.HasPrefix(c.test, "send_") || c.test == "write_lat") && !(c.server == "theirs" && c.test == "send_bw") {
+		checkTable(t, c, "server", srv.out.String())
+	}
+	if t.Failed() {
+		t.Logf("server (%s):\n%s%s\nclient (%s):\n%s%s", srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+	}
+}
+
+// checkTable finds the table after its header and checks each line.
+func checkTable(t *testing.T, c perfCase, role, out string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, " #bytes") {
+			start = i + 1
+		}
+	}
+	if start < 0 {
+		t.Errorf("%s: no table header in the output", role)
+		return
+	}
+	var rows [][]float64
+	for _, l := range lines[start:] {
+		if strings.HasPrefix(l, "---") || strings.TrimSpace(l) == "" {
+			break
+		}
+		var row []float64
+		for _, f := range strings.Fields(l) {
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Errorf("%s: %q in table line %q", role, f, l)
+			}
+			row = append(row, v)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != c.sizes {
+		t.Errorf("%s: %d table lines, want %d", role, len(rows), c.sizes)
+		return
+	}
+	lat := strings.HasSuffix(c.test, "_lat")
+	for i, r := range rows {
+		want := 5 // bytes, iterations, peak, average, msg rate
+		if lat {
+			want = 9 // bytes, iterations, min, max, typical, avg, stdev, p99, p99.9
+			if c.duration {
+				want = 4 // bytes, iterations, avg, tps
+			}
+		}
+		if len(r) != want {
+			t.Errorf("%s: line %d has %d fields, want %d: %v", role, i, len(r), want, r)
+			continue
+		}
+		size := c.size
+		if c.sizes > 1 {
+			size = 2 << i
+		}
+		if int(r[0]) != size {
+			t.Errorf("%s: line %d is for %v bytes, want %d", role, i, r[0], size)
+		}
+		if !c.duration && int(r[1]) != c.iters {
+			t.Errorf("%s: line %d has %v iterations, want %d", role, i, r[1], c.iters)
+		}
+		if c.duration && r[1] <= 0 {
+			t.Errorf("%s: no iterations in the duration: %v", role, r)
+		}
+		figures := r[2:]
+		switch {
+		case lat && !c.duration:
+			figures = []float64{r[2], r[3], r[4], r[5], r[7], r[8]} // stdev may be 0
+			if !(r[2] <= r[4] && r[4] <= r[3]) {
+				t.Errorf("%s: min %v typical %v max %v out of order", role, r[2], r[4], r[3])
+			}
+		case !lat && c.duration:
+			figures = []float64{r[3], r[4]} // no peak in duration mode
+		}
+		for _, v := range figures {
+			if !(v > 0) {
+				t.Errorf("%s: line %d has a figure that is not above zero: %v", role, i, r)
+				break
+			}
+		}
+	}
+}
+
+// startPerf runs one side: ours in a goroutine, perftest's ib_TEST as a
+// process; the test's end stops and waits for both.
+func startPerf(t *testing.T, ctx context.Context, who, role, test string, args []string) *perfSide {
+	t.Helper()
+	s := &perfSide{who: who, role: role, out: &lockedBuffer{}, errb: &lockedBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(ctx)
+	finished := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(time.Minute):
+			t.Errorf("%s %s still running a minute after being stopped", who, role)
+		}
+	})
+	if who == "ours" {
+		go func() {
+			defer close(finished)
+			s.done <- run(ctx, args, s.out, s.errb)
+		}()
+		return s
+	}
+	tool := "ib_" + test
+	p, err := exec.LookPath(tool)
+	if err != nil {
+		close(finished)
+		if testutil.InLab() {
+			t.Fatalf("%s (perftest) is not installed in the lab: %v", tool, err)
+		}
+		t.Skipf("%s not installed (Debian: perftest)", tool)
+	}
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.Stdout, cmd.Stderr = s.out, s.errb
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		close(finished)
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(finished)
+		err := cmd.Wait()
+		if err != nil {
+			err = fmt.Errorf("%s %s: %w", tool, strings.Join(args, " "), err)
+		}
+		s.done <- err
+	}()
+	return s
+}
+
+// lockedBuffer is a bytes.Buffer written by a process or goroutine while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,164 @@
+package uverbs
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// The library's own cost on the data path, on any machine: PostSend's work
+// in user space (checks, validation, WQE encoding, publishing the producer
+// index; everything but the doorbell system call) and Poll (lock, decode,
+// publishing the consumer index), on rings laid out as rxe's kernel lays
+// them out (rxe_queue_buf: index_mask at 4, producer_index at 128,
+// consumer_index at 256, slots from 384), with a fake kernel that consumes
+// WQEs and produces CQEs by storing the indices. BENCHMARKS.md sets the
+// results beside the cost of a cgo call.
+
+// fakeRing maps a ring of 1<<log2-byte slots and returns it with the
+// kernel's views of producer_index and consumer_index.
+func fakeRing(tb testing.TB, log2, slots uint32) (buf []byte, prod, cons *atomic.Uint32) {
+	tb.Helper()
+	m, err := sys.MmapAnon(rxe.RingHeaderSize+int(slots)<<log2, "benchmark ring")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := m.Unmap(); err != nil {
+			tb.Error(err)
+		}
+	})
+	buf = m.Bytes()
+	binary.LittleEndian.PutUint32(buf[0:], log2)
+	binary.LittleEndian.PutUint32(buf[4:], slots-1)
+	return buf, (*atomic.Uint32)(unsafe.Pointer(&buf[128])), (*atomic.Uint32)(unsafe.Pointer(&buf[256]))
+}
+
+// fakeQP is an RC QP in RTS on a fake send ring of 1024 slots.
+func fakeQP(tb testing.TB) (qp *QP, kernelConsumeAll func()) {
+	tb.Helper()
+	lim := rxe.SendLimits{QPType: rxe.QPTypeRC, MaxSGE: 1, MaxInline: 64}
+	buf, prod, cons := fakeRing(tb, 9, 1024)
+	sq, err := rxe.NewSQ(buf, lim)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, sq: sq, lim: lim}
+	qp.state.Store(uint32(QPStateRTS))
+	return qp, func() { cons.Store(prod.Load()) }
+}
+
+// stage posts wr as PostSend does up to the doorbell, letting the fake
+// kernel retire the ring when it is full.
+func stage(tb testing.TB, qp *QP, wr []SendWR, consume func()) {
+	qp.sendMu.Lock()
+	err := qp.stageSend("post_send", wr)
+	qp.sendMu.Unlock()
+	if errors.Is(err, ErrQueueFull) {
+		consume()
+		qp.sendMu.Lock()
+		err = qp.stageSend("post_send", wr)
+		qp.sendMu.Unlock()
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkPostSendUserSpace: one signaled 64-byte RDMA WRITE with one SGE.
+func BenchmarkPostSendUserSpace(b *testing.B) {
+	qp, consume := fakeQP(b)
+	wr := []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x10000, Length: 64, LKey: 7}},
+		RemoteAddr: 0x20000, RKey: 9}}
+	b.ReportAllocs()
+	for b.Loop() {
+		stage(b, qp, wr, consume)
+	}
+}
+
+// BenchmarkPostSendUserSpaceInline: the same, its 64 bytes copied inline
+// from a Buffer (the source is checked against the open Buffers first).
+func BenchmarkPostSendUserSpaceInline(b *testing.B) {
+	qp, consume := fakeQP(b)
+	buf, err := AllocBuffer(4096)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer buf.Close()
+	wr := []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}},
+		RemoteAddr: 0x20000, RKey: 9}}
+	b.ReportAllocs()
+	for b.Loop() {
+		stage(b, qp, wr, consume)
+	}
+}
+
+// fakeCQ is a CQ on a fake ring of 1024 zeroed CQEs (successful sends);
+// produce publishes one more.
+func fakeCQ(tb testing.TB) (cq *CQ, produce func()) {
+	tb.Helper()
+	buf, prod, _ := fakeRing(tb, 6, 1024)
+	q, err := rxe.NewCQ(buf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &CQ{q: q}, func() { prod.Store((prod.Load() + 1) & 1023) }
+}
+
+// BenchmarkPollOne: the fake kernel produces one completion and Poll takes
+// it (a 16-entry WC array, as a polling loop passes).
+func BenchmarkPollOne(b *testing.B) {
+	cq, produce := fakeCQ(b)
+	wcs := make([]WC, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		produce()
+		if n, err := cq.Poll(wcs); n != 1 || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+}
+
+// BenchmarkPollEmpty: Poll on an empty CQ, the common case of a busy poll.
+func BenchmarkPollEmpty(b *testing.B) {
+	cq, _ := fakeCQ(b)
+	wcs := make([]WC, 16)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n, err := cq.Poll(wcs); n != 0 || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+}
+
+// The same paths allocate nothing.
+func TestHotPathNoAllocs(t *testing.T) {
+	qp, consume := fakeQP(t)
+	buf, err := AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	plain := []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x10000, Length: 64, LKey: 7}}, RemoteAddr: 0x20000, RKey: 9}}
+	inline := []SendWR{{ID: 2, Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
+	cq, produce := fakeCQ(t)
+	wcs := make([]WC, 16)
+	for name, f := range map[string]func(){
+		"post":        func() { stage(t, qp, plain, consume) },
+		"post inline": func() { stage(t, qp, inline, consume) },
+		"poll": func() {
+			produce()
+			cq.Poll(wcs)
+		},
+		"poll empty": func() { cq.Poll(wcs) },
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", name, n)
+		}
+	}
+}
