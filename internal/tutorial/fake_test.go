@@ -36,6 +36,10 @@ type fakeEP struct {
 	done     chan struct{}
 	peerData []byte
 	closed   bool
+	// hold keeps the completions of these successful SENDs back, as when
+	// the peer's ACK has not come yet; the disconnect flushes them.
+	hold map[uint64]bool
+	held []uint64
 }
 
 func newFakePair() (client, server *fakeEP) {
@@ -94,6 +98,10 @@ func (e *fakeEP) PostSend(wr uverbs.SendWR) error {
 		return nil
 	}
 	ok := func(op uverbs.WCOpcode, n int) {
+		if e.hold[wr.ID] && op == uverbs.WCOpSend {
+			e.held = append(e.held, wr.ID)
+			return
+		}
 		if wr.Flags&uverbs.SendSignaled != 0 {
 			e.complete(uverbs.WC{ID: wr.ID, Opcode: op, ByteLen: uint32(n)})
 		}
@@ -242,10 +250,13 @@ func (e *fakeEP) disconnect() {
 			continue
 		}
 		x.closed = true
+		for _, id := range x.held {
+			x.complete(uverbs.WC{ID: id, Status: uverbs.WCFlushError})
+		}
 		for _, r := range x.recvs {
 			x.complete(uverbs.WC{ID: r.ID, Status: uverbs.WCFlushError})
 		}
-		x.recvs = nil
+		x.recvs, x.held = nil, nil
 		close(x.done)
 	}
 }

@@ -383,6 +383,10 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	return nil
 }
 
+// afterEstablished, if set, runs when a client's connection is
+// established (tests stop a client there).
+var afterEstablished func()
+
 // Client connects and runs the client side.
 func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
 	if err := needDevice(); err != nil {
@@ -420,6 +424,9 @@ func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error
 	ep.connected = true
 	tr.Slow("ESTABLISHED with %v from %v, private data %s", conn.RemoteAddr(), conn.LocalAddr(), privateText(conn.PeerPrivateData()))
 	dumpQP(tr, conn.QP())
+	if afterEstablished != nil {
+		afterEstablished()
+	}
 	if err := s.run(ctx, tep); err != nil {
 		return err
 	}

@@ -28,8 +28,8 @@ import (
 // zeros there.
 const (
 	geekMsgLen     = 56
-	geekMsgMR      = 0 // MSG_MR
-	geekMsgDone    = 1 // MSG_DONE
+	geekMsgMR      = 0    // MSG_MR
+	geekMsgDone    = 1    // MSG_DONE
 	geekBufferSize = 1024 // RDMA_BUFFER_SIZE (02) and BUFFER_SIZE (01)
 )
 
