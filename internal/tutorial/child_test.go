@@ -1,0 +1,36 @@
+package tutorial
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// The lab tests run servers and clients as processes: this test binary
+// started again with TUTORIAL_CHILD=server or client and the arguments in
+// TUTORIAL_ARGS (JSON), so that a client can be killed and a server's
+// resources counted on their own. TUTORIAL_PAUSE=established makes a
+// client stop after ESTABLISHED until it is killed.
+func childMain() {
+	role := os.Getenv("TUTORIAL_CHILD")
+	if role == "" {
+		return
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(os.Getenv("TUTORIAL_ARGS")), &args); err != nil {
+		os.Stderr.WriteString("TUTORIAL_ARGS: " + err.Error() + "\n")
+		os.Exit(3)
+	}
+	if os.Getenv("TUTORIAL_PAUSE") == "established" {
+		afterEstablished = func() {
+			os.Stdout.WriteString("paused after ESTABLISHED\n")
+			select {}
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, role == "server", args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,49 @@
+package tutorial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Exit codes of rdma-server and rdma-client.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2
+	ExitInterrupted = 130 // 128 + SIGINT
+)
+
+// Main runs rdma-server (server) or rdma-client with the command-line
+// arguments args and returns the exit code. Results go to stdout, the -v
+// trace and errors to stderr; an error is one line.
+func Main(ctx context.Context, server bool, args []string, stdout, stderr io.Writer) int {
+	prog := "rdma-client"
+	if server {
+		prog = "rdma-server"
+	}
+	o, err := ParseArgs(server, args)
+	if errors.Is(err, errHelp) {
+		Usage(stdout, server)
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v (%s -h explains the flags)\n", prog, err, prog)
+		return ExitUsage
+	}
+	if server {
+		err = Server(ctx, o, stdout, stderr)
+	} else {
+		err = Client(ctx, o, stdout, stderr)
+	}
+	switch {
+	case err == nil:
+		return ExitOK
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "%s: interrupted\n", prog)
+		return ExitInterrupted
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	return ExitFailed
+}

@@ -1,0 +1,274 @@
+package tutorial
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// The state machines of every protocol and mode, client against server, over
+// the in-memory connection; and the faults the programs must report.
+
+type sideResult struct {
+	out []string
+	err error
+}
+
+type fakeRun struct {
+	client, server sideResult
+	trace          string
+}
+
+// syncBuf is a bytes.Buffer safe for the two sides' goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runFake runs the client and the server session of proto/mode over an
+// in-memory pair. The client sends msg ("" for the geek default with pid 1;
+// the server's geek message has pid 2). edit, if set, may change the
+// endpoints after both sides have prepared (the server's private data is
+// then in client.peerData).
+func runFake(t *testing.T, proto, mode, msg string, edit func(c, s *fakeEP)) fakeRun {
+	t.Helper()
+	p, err := LookupProtocol(proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := p.Mode(mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg == "" {
+		msg = m.DefaultMessage
+		if p == geekProtocol {
+			msg = geekMessage(true, 1)
+		}
+	}
+	var trace syncBuf
+	tr := NewTrace(&trace, "test")
+	var mu sync.Mutex
+	var run fakeRun
+	printer := func(r *sideResult) func(string, ...any) {
+		return func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			r.out = append(r.out, fmt.Sprintf(format, args...))
+		}
+	}
+	cEP, sEP := newFakePair()
+	cs := m.newSession(env{client: true, mode: m.Name, message: msg, tr: tr.With("client"), out: printer(&run.client)})
+	ss := m.newSession(env{mode: m.Name, message: geekMessage(false, 2), tr: tr.With("server"), out: printer(&run.server)})
+	cpd, err := cs.prepare(traced{cEP, tr.With("client")})
+	if err != nil {
+		t.Fatalf("client prepare: %v", err)
+	}
+	sEP.peerData = pad(cpd, 56)
+	spd, err := ss.prepare(traced{sEP, tr.With("server")})
+	if err != nil {
+		t.Fatalf("server prepare: %v", err)
+	}
+	cEP.peerData = pad(spd, 196)
+	if edit != nil {
+		edit(cEP, sEP)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		run.client.err = cs.run(ctx, traced{cEP, tr.With("client")})
+		cEP.disconnect()
+	}()
+	go func() {
+		defer wg.Done()
+		run.server.err = ss.run(ctx, traced{sEP, tr.With("server")})
+		select {
+		case <-sEP.done:
+		case <-time.After(2 * time.Second):
+			sEP.disconnect()
+		}
+	}()
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("the exchange did not end\n%s", trace.String())
+	}
+	run.trace = trace.String()
+	return run
+}
+
+func TestProtocols(t *testing.T) {
+	cases := []struct {
+		proto, mode, msg string
+		client, server   []string
+	}{
+		{"geek", "write", "", []string{"remote buffer: message from passive/server side with pid 2"},
+			[]string{"remote buffer: message from active/client side with pid 1"}},
+		{"geek", "read", "", []string{"remote buffer: message from passive/server side with pid 2"},
+			[]string{"remote buffer: message from active/client side with pid 1"}},
+		{"geek", "send", "", []string{"received message: message from passive/server side with pid 2"},
+			[]string{"received message: message from active/client side with pid 1"}},
+		{"geek", "write", strings.Repeat("x", 1023), []string{"remote buffer: message from passive/server side with pid 2"},
+			[]string{"remote buffer: " + strings.Repeat("x", 1023)}},
+		{"rdma-example", "", "hello world 789", []string{"SUCCESS, source and destination buffers match"},
+			[]string{"client buffer: addr=0x11000 len=15 stag=0x101", "buffer after the client's operations: hello world 789"}},
+		{"roce-lab", "write", "", []string{"Client read back: 'client-wrote-this'"},
+			[]string{"Server buffer after client ops: 'client-wrote-this'"}},
+		{"roce-lab", "write", "hi", []string{"Client read back: 'hi'"},
+			[]string{"Server buffer after client ops: 'hi'"}},
+		{"roce-lab", "imm", "imm payload 42", []string{"RDMA_WRITE_WITH_IMM completed: 15 bytes, imm_data=15"},
+			[]string{"imm_data=15, 15 bytes arrived: 'imm payload 42'"}},
+	}
+	for _, c := range cases {
+		t.Run(c.proto+"_"+c.mode, func(t *testing.T) {
+			r := runFake(t, c.proto, c.mode, c.msg, nil)
+			for _, side := range []struct {
+				name string
+				got  sideResult
+				want []string
+			}{{"client", r.client, c.client}, {"server", r.server, c.server}} {
+				if side.got.err != nil {
+					t.Errorf("%s: %v\n%s", side.name, side.got.err, r.trace)
+					continue
+				}
+				if strings.Join(side.got.out, "\n") != strings.Join(side.want, "\n") {
+					t.Errorf("%s printed\n%s\nwant\n%s", side.name, strings.Join(side.got.out, "\n"), strings.Join(side.want, "\n"))
+				}
+			}
+			for _, want := range []string{"] SLOW  MR ", "] FAST  post ", "] FAST  WC wr_id=", " status=IBV_WC_SUCCESS (success) ", "] DATA  "} {
+				if !strings.Contains(r.trace, want) {
+					t.Errorf("the trace has no %q:\n%s", want, r.trace)
+				}
+			}
+		})
+	}
+}
+
+// expectErr checks that side failed with an error containing want.
+func expectErr(t *testing.T, side string, r sideResult, want, trace string) {
+	t.Helper()
+	if r.err == nil || !strings.Contains(r.err.Error(), want) {
+		t.Errorf("%s: error %v, want one with %q\n%s", side, r.err, want, trace)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	t.Run("roce-lab_bad_rkey", func(t *testing.T) {
+		r := runFake(t, "roce-lab", "write", "", func(c, s *fakeEP) { c.peerData[11]++ })
+		expectErr(t, "client", r.client, "RDMA WRITE failed: work completion status IBV_WC_REM_ACCESS_ERR (remote access error)", r.trace)
+	})
+	t.Run("roce-lab_no_private_data", func(t *testing.T) {
+		r := runFake(t, "roce-lab", "imm", "", func(c, s *fakeEP) { clear(c.peerData) })
+		expectErr(t, "client", r.client, "no buffer address and rkey: is the server speaking --proto roce-lab?", r.trace)
+	})
+	t.Run("geek_peer_gone_before_mr", func(t *testing.T) {
+		// The client connects and leaves without a word.
+		r := runFake(t, "geek", "write", "", func(c, s *fakeEP) { c.disconnect() })
+		expectErr(t, "server", r.server, "the peer disconnected before sending its MSG_MR", r.trace)
+	})
+	t.Run("geek_send_flush_at_disconnect_is_normal", func(t *testing.T) {
+		// The client has the server's message and disconnects before the
+		// server's SEND completion is reported: that is a normal end.
+		r := runFake(t, "geek", "send", "", func(c, s *fakeEP) { s.hold = map[uint64]bool{geekSendID: true} })
+		if r.server.err != nil || r.client.err != nil {
+			t.Fatalf("server %v, client %v\n%s", r.server.err, r.client.err, r.trace)
+		}
+		if len(r.server.out) != 1 || !strings.HasPrefix(r.server.out[0], "received message: message from active/client") {
+			t.Errorf("the server printed %q", r.server.out)
+		}
+		if !strings.Contains(r.trace, "status=IBV_WC_WR_FLUSH_ERR") {
+			t.Errorf("no flushed SEND in the trace:\n%s", r.trace)
+		}
+	})
+	t.Run("geek_write_flush_of_done_is_normal", func(t *testing.T) {
+		// The client has the server's MSG_DONE and disconnects before the
+		// server's SEND completion is reported.
+		r := runFake(t, "geek", "write", "", func(c, s *fakeEP) { s.hold = map[uint64]bool{geekDone: true} })
+		if r.server.err != nil || r.client.err != nil {
+			t.Fatalf("server %v, client %v\n%s", r.server.err, r.client.err, r.trace)
+		}
+		if len(r.server.out) != 1 || r.server.out[0] != "remote buffer: message from active/client side with pid 1" {
+			t.Errorf("the server printed %q", r.server.out)
+		}
+		if !strings.Contains(r.trace, "WC wr_id=5 status=IBV_WC_WR_FLUSH_ERR") {
+			t.Errorf("no flushed MSG_DONE in the trace:\n%s", r.trace)
+		}
+	})
+}
+
+// A scripted peer: what a C program, or a broken one, may send.
+func TestScriptedPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := func(t *testing.T, proto, mode string) (peer *fakeEP, result chan error, out *[]string) {
+		p, _ := LookupProtocol(proto)
+		m, _ := p.Mode(mode)
+		c, s := newFakePair()
+		out = new([]string)
+		ss := m.newSession(env{mode: m.Name, message: "srv", tr: NewTrace(nil, ""), out: func(f string, a ...any) { *out = append(*out, fmt.Sprintf(f, a...)) }})
+		if _, err := ss.prepare(s); err != nil {
+			t.Fatal(err)
+		}
+		result = make(chan error, 1)
+		go func() { result <- ss.run(ctx, s) }()
+		return c, result, out
+	}
+	send := func(t *testing.T, ep *fakeEP, b []byte) {
+		r, _ := ep.Register("msg", len(b), 0)
+		copy(r.Buf, b)
+		if err := ep.PostSend(uverbs.SendWR{ID: 9, Op: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{r.SGE(0, len(b))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("geek_short_peer_buffer", func(t *testing.T) {
+		peer, result, _ := start(t, "geek", "write")
+		b := make([]byte, geekMsgLen)
+		geekMsg{Type: geekMsgMR, MR: geekMR{Addr: 0x1000, Length: 512, RKey: 1}}.encode(b)
+		send(t, peer, b)
+		if err := <-result; err == nil || !strings.Contains(err.Error(), "the peer's buffer is 512 bytes, the geek exchange moves 1024") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("geek_wrong_size", func(t *testing.T) {
+		peer, result, _ := start(t, "geek", "read")
+		send(t, peer, make([]byte, 16))
+		if err := <-result; err == nil || !strings.Contains(err.Error(), "received 16 bytes, a geek message is 56") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("rdma-example_huge_request", func(t *testing.T) {
+		peer, result, _ := start(t, "rdma-example", "")
+		b := make([]byte, rdmaExampleAttrLen)
+		rdmaExampleAttr{Addr: 0x1000, Length: maxRDMAExampleLen + 1, STag: 1}.encode(b)
+		send(t, peer, b)
+		if err := <-result; err == nil || !strings.Contains(err.Error(), "asks for a 1048577-byte buffer; this server gives 1 to 1048576") {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("roce-lab_imm_without_imm", func(t *testing.T) {
+		peer, result, _ := start(t, "roce-lab", "imm")
+		send(t, peer, []byte("plain send"))
+		if err := <-result; err == nil || !strings.Contains(err.Error(), "the RECV completed as RECV without immediate data") {
+			t.Errorf("got %v", err)
+		}
+	})
+}

@@ -1,0 +1,458 @@
+package tutorial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// rdmaEndpoint is an Endpoint over an rdmacm connection: memory is
+// registered on the connection's PD, completions come from its one CQ,
+// waited for on its completion channel (no busy polling).
+type rdmaEndpoint struct {
+	conn *rdmacm.Conn
+	bufs []*uverbs.Buffer
+	mrs  []*uverbs.MR
+
+	// ended is cancelled when the connection ends, so that a wait on the
+	// completion channel stops.
+	ended  context.Context
+	cancel context.CancelFunc
+
+	wcs    [16]uverbs.WC
+	queued []uverbs.WC
+	armed  bool
+	grace  bool // the wait for completions after the end has been done
+
+	connected    bool
+	disconnected bool
+}
+
+func newRDMAEndpoint(conn *rdmacm.Conn) *rdmaEndpoint {
+	e := &rdmaEndpoint{conn: conn}
+	e.ended, e.cancel = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-conn.Done():
+		case <-e.ended.Done():
+		}
+		e.cancel()
+	}()
+	return e
+}
+
+func (e *rdmaEndpoint) Register(name string, size int, access uverbs.Access) (*Region, error) {
+	buf, err := uverbs.AllocBuffer(size)
+	if err != nil {
+		return nil, err
+	}
+	mr, err := e.conn.PD().RegMR(buf.Bytes(), access)
+	if err != nil {
+		buf.Close()
+		return nil, err
+	}
+	e.bufs, e.mrs = append(e.bufs, buf), append(e.mrs, mr)
+	return &Region{Name: name, Buf: buf.Bytes(), Addr: mr.Addr(), LKey: mr.LKey(), RKey: mr.RKey()}, nil
+}
+
+func (e *rdmaEndpoint) PostSend(wr uverbs.SendWR) error {
+	return e.conn.QP().PostSend([]uverbs.SendWR{wr})
+}
+
+func (e *rdmaEndpoint) PostRecv(wr uverbs.RecvWR) error {
+	return e.conn.QP().PostRecv([]uverbs.RecvWR{wr})
+}
+
+func (e *rdmaEndpoint) PeerPrivateData() []byte { return e.conn.PeerPrivateData() }
+func (e *rdmaEndpoint) Done() <-chan struct{}   { return e.conn.Done() }
+
+// endGrace is how long Next still waits for completions once the
+// connection has ended: the peer's last messages and the flushes of what
+// is posted here.
+const endGrace = time.Second
+
+// Next polls the CQ; when it is empty it arms the CQ, polls once more (a
+// completion that came in between raises no event) and sleeps on the
+// completion channel.
+func (e *rdmaEndpoint) Next(ctx context.Context) (uverbs.WC, error) {
+	cq := e.conn.CQ()
+	for {
+		if len(e.queued) > 0 {
+			wc := e.queued[0]
+			e.queued = e.queued[1:]
+			return wc, nil
+		}
+		n, err := cq.Poll(e.wcs[:])
+		if err != nil {
+			return uverbs.WC{}, err
+		}
+		if n > 0 {
+			e.queued = e.wcs[:n]
+			continue
+		}
+		if !e.armed {
+			if err := cq.ReqNotify(false); err != nil {
+				return uverbs.WC{}, err
+			}
+			e.armed = true
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return uverbs.WC{}, err
+		}
+		var wctx context.Context
+		var cancel context.CancelFunc
+		if e.ended.Err() != nil {
+			if e.grace {
+				return uverbs.WC{}, errPeerGone
+			}
+			e.grace = true
+			wctx, cancel = context.WithTimeout(ctx, endGrace)
+		} else {
+			wctx, cancel = mergeCancel(e.ended, ctx)
+		}
+		_, err = e.conn.Channel().Wait(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return uverbs.WC{}, ctx.Err()
+			}
+			if wctx.Err() != nil {
+				continue // ended or grace over: poll once more
+			}
+			return uverbs.WC{}, err
+		}
+		e.armed = false
+	}
+}
+
+// mergeCancel returns a context that ends with a or b.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// disconnect ends the connection and waits up to limit for the CM to
+// confirm.
+func (e *rdmaEndpoint) disconnect(tr *Trace, limit time.Duration) {
+	select {
+	case <-e.conn.Done():
+		return
+	default:
+	}
+	if !e.connected || e.disconnected {
+		return
+	}
+	e.disconnected = true
+	tr.Slow("rdma_disconnect")
+	if err := e.conn.Disconnect(); err != nil && !errors.Is(err, unix.EINVAL) {
+		tr.Slow("disconnect: %v", err)
+		return
+	}
+	select {
+	case <-e.conn.Done():
+		tr.Slow("DISCONNECTED")
+	case <-time.After(limit):
+	}
+}
+
+// close frees everything in the order that never frees memory under work
+// in flight: the QP first (its work is flushed), then the MRs and buffers,
+// then the rest of the connection.
+func (e *rdmaEndpoint) close() error {
+	var errs []error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, rdmacm.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	select {
+	case <-e.conn.Done():
+	default:
+		if e.connected && !e.disconnected {
+			if err := e.conn.Disconnect(); err != nil && !errors.Is(err, unix.EINVAL) {
+				keep(err)
+			}
+		}
+	}
+	keep(e.conn.QP().Close())
+	for _, mr := range e.mrs {
+		keep(mr.Close())
+	}
+	for _, b := range e.bufs {
+		keep(b.Close())
+	}
+	keep(e.conn.Close())
+	e.cancel()
+	return errors.Join(errs...)
+}
+
+// dumpQP traces the QP's attributes as roce-lab's dump_qp does.
+func dumpQP(tr *Trace, qp *uverbs.QP) {
+	if !tr.Enabled() {
+		return
+	}
+	a, err := qp.Query(0)
+	if err != nil {
+		tr.Slow("query QP %#x: %v", qp.QPN(), err)
+		return
+	}
+	tr.Slow("QP dump: qpn=%#x state=%v mtu=%v sq_psn=%#x rq_psn=%#x dest_qpn=%#x max_rd_atomic=%d max_dest_rd_atomic=%d retry=%d rnr_retry=%d timeout=%d",
+		qp.QPN(), a.State, a.PathMTU, a.SQPSN, a.RQPSN, a.DestQPN, a.MaxRDAtomic, a.MaxDestRDAtomic, a.RetryCount, a.RNRRetry, a.Timeout)
+	tr.Slow("QP caps: max_send_wr=%d max_recv_wr=%d max_sge={s=%d,r=%d} max_inline=%d",
+		a.Cap.MaxSendWR, a.Cap.MaxRecvWR, a.Cap.MaxSendSGE, a.Cap.MaxRecvSGE, a.Cap.MaxInline)
+}
+
+func traceBuilt(tr *Trace, conn *rdmacm.Conn) {
+	tr.Slow("built on %s port %d: PD, completion channel, CQ of %d entries, RC QP %#x", conn.Context().Name(), conn.Port(), conn.CQ().Depth(), conn.QP().QPN())
+	dumpQP(tr, conn.QP())
+}
+
+// privateText describes private data for the trace: its length without the
+// CM's zero padding, and the bytes.
+func privateText(b []byte) string {
+	n := len(b)
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	if n == 0 {
+		return fmt.Sprintf("%d bytes, all zero", len(b))
+	}
+	return fmt.Sprintf("%d bytes (%d before the zero padding): % x", len(b), n, b[:n])
+}
+
+// cmConfig is the connection configuration of a mode.
+func cmConfig(o Options, tr *Trace) *rdmacm.Config {
+	param := o.Mode.Param
+	cfg := &rdmacm.Config{SendDepth: 16, RecvDepth: 16, ConnParam: &param, Backlog: 64}
+	if tr.Enabled() {
+		cm := tr.With("cm")
+		cfg.Logf = func(format string, args ...any) { cm.Slow(format, args...) }
+	}
+	return cfg
+}
+
+// lockedWriter serializes the lines of concurrent connections.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// listDevices lists the RDMA devices; tests replace it to reach the
+// no-device error.
+var listDevices = uverbs.Devices
+
+// needDevice refuses to start without an RDMA device, with the advice of
+// uverbs.ErrNoDevice.
+func needDevice() error {
+	devs, err := listDevices()
+	if err != nil {
+		return err
+	}
+	if len(devs) == 0 {
+		return uverbs.ErrNoDevice
+	}
+	return nil
+}
+
+// lingerLimit is how long a server connection waits, once its side of the
+// exchange is done, for the client to disconnect before disconnecting
+// itself.
+var lingerLimit = 30 * time.Second
+
+// Server listens and serves each connection in its own goroutine until ctx
+// ends; it then closes the listener and every connection and returns nil.
+func Server(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	if err := needDevice(); err != nil {
+		return err
+	}
+	out := &lockedWriter{w: stdout}
+	var tw io.Writer
+	if o.Verbose {
+		tw = &lockedWriter{w: stderr}
+	}
+	tr := NewTrace(tw, "server")
+	host := o.Addr
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(o.Port))
+	tr.Slow("create CM channel + listen on %s", addr)
+	l, err := rdmacm.Listen(ctx, addr, cmConfig(o, tr))
+	if err != nil {
+		return explain("listen on "+addr, addr, err)
+	}
+	fmt.Fprintf(out, "listening on %v (--proto %s, mode %s)\n", l.Addr(), o.Proto.Name, o.Mode.Name)
+	tr.Slow("wait CONNECT_REQUEST")
+	var wg sync.WaitGroup
+	served := 0
+	for {
+		conn, err := l.GetRequest(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, rdmacm.ErrClosed) {
+				l.Close()
+				wg.Wait()
+				return err
+			}
+			// A request that could not be set up was rejected; serve on.
+			fmt.Fprintf(stderr, "rdma-server: %v\n", err)
+			continue
+		}
+		served++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			peer := conn.RemoteAddr()
+			if err := serveConn(ctx, o, conn, tr.With(peer.String()), out); err != nil {
+				if ctx.Err() != nil {
+					err = errors.New("stopped")
+				}
+				fmt.Fprintf(out, "%v: connection failed: %v\n", peer, err)
+			} else {
+				fmt.Fprintf(out, "%v: connection closed\n", peer)
+			}
+		}()
+	}
+	tr.Slow("stop: close the listener and every connection")
+	l.Close()
+	wg.Wait()
+	fmt.Fprintf(out, "stopped after %d connection(s)\n", served)
+	return nil
+}
+
+// serveConn answers one connection request and runs the server side.
+func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out io.Writer) (err error) {
+	peer := conn.RemoteAddr()
+	ep := newRDMAEndpoint(conn)
+	defer func() { err = errors.Join(err, ep.close()) }()
+	fmt.Fprintf(out, "%v: connection request\n", peer)
+	tr.Slow("CONNECT_REQUEST from %v to %v, private data %s", peer, conn.LocalAddr(), privateText(conn.PeerPrivateData()))
+	traceBuilt(tr, conn)
+	s := o.Mode.newSession(env{
+		mode: o.Mode.Name, message: geekMessage(false, os.Getpid()), tr: tr,
+		out: func(format string, args ...any) { fmt.Fprintf(out, "%v: %s\n", peer, fmt.Sprintf(format, args...)) },
+	})
+	tep := traced{ep, tr}
+	pd, err := s.prepare(tep)
+	if err != nil {
+		conn.ID().Reject(nil)
+		return err
+	}
+	tr.Slow("rdma_accept: responder_resources=%d initiator_depth=%d retry=%d rnr_retry=%d, private data %d bytes",
+		o.Mode.Param.ResponderResources, o.Mode.Param.InitiatorDepth, o.Mode.Param.RetryCount, o.Mode.Param.RNRRetryCount, len(pd))
+	if err := conn.Accept(ctx, pd); err != nil {
+		return explain("accept", peer.String(), err)
+	}
+	ep.connected = true
+	tr.Slow("ESTABLISHED")
+	dumpQP(tr, conn.QP())
+	if err := s.run(ctx, tep); err != nil {
+		return err
+	}
+	// The client ends the connection when it is done.
+	select {
+	case <-conn.Done():
+		tr.Slow("DISCONNECTED by the client")
+		ep.disconnected = true
+	case <-time.After(lingerLimit):
+		ep.disconnect(tr, 5*time.Second)
+	case <-ctx.Done():
+		ep.disconnect(tr, 5*time.Second)
+	}
+	return nil
+}
+
+// afterEstablished, if set, runs when a client's connection is
+// established (tests stop a client there).
+var afterEstablished func()
+
+// Client connects and runs the client side.
+func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
+	if err := needDevice(); err != nil {
+		return err
+	}
+	var tw io.Writer
+	if o.Verbose {
+		tw = stderr
+	}
+	tr := NewTrace(tw, "client")
+	addr := net.JoinHostPort(o.Addr, strconv.Itoa(o.Port))
+	tr.Slow("create CM channel + ID; resolve address and route of %s", addr)
+	conn, err := rdmacm.Resolve(ctx, addr, cmConfig(o, tr))
+	if err != nil {
+		return explain("connect to "+addr, addr, err)
+	}
+	ep := newRDMAEndpoint(conn)
+	defer func() { err = errors.Join(err, ep.close()) }()
+	traceBuilt(tr, conn)
+	s := o.Mode.newSession(env{
+		client: true, mode: o.Mode.Name, message: o.Message, tr: tr,
+		out: func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) },
+	})
+	tep := traced{ep, tr}
+	pd, err := s.prepare(tep)
+	if err != nil {
+		return err
+	}
+	p := o.Mode.Param
+	tr.Slow("rdma_connect: responder_resources=%d initiator_depth=%d retry=%d rnr_retry=%d, private data %d bytes",
+		p.ResponderResources, p.InitiatorDepth, p.RetryCount, p.RNRRetryCount, len(pd))
+	if err := conn.Connect(ctx, pd); err != nil {
+		return explain("connect to "+addr, addr, err)
+	}
+	ep.connected = true
+	tr.Slow("ESTABLISHED with %v from %v, private data %s", conn.RemoteAddr(), conn.LocalAddr(), privateText(conn.PeerPrivateData()))
+	dumpQP(tr, conn.QP())
+	if afterEstablished != nil {
+		afterEstablished()
+	}
+	if err := s.run(ctx, tep); err != nil {
+		return err
+	}
+	ep.disconnect(tr, 5*time.Second)
+	return nil
+}
+
+// explain turns a CM failure into one line saying what to do.
+func explain(op, addr string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, uverbs.ErrNoDevice), errors.Is(err, rdmacm.ErrNoDevice):
+		return err
+	case errors.Is(err, rdmacm.ErrConnRefused):
+		return fmt.Errorf("%s: nothing listens there: start rdma-server (same --proto, mode and -p) on that host first", op)
+	case errors.Is(err, rdmacm.ErrRejected):
+		return fmt.Errorf("%s: the server rejected the connection: %w", op, err)
+	case errors.Is(err, rdmacm.ErrAddrResolve), errors.Is(err, rdmacm.ErrRouteResolve):
+		return fmt.Errorf("%s: cannot reach %s through an RDMA device: give an address on a netdev with an RDMA device (rxe or RoCE; the CM cannot use rxe on lo): %w", op, addr, err)
+	case errors.Is(err, rdmacm.ErrUnreachable), errors.Is(err, rdmacm.ErrTimeout):
+		return fmt.Errorf("%s: the server does not answer: is the host up and is its address %s? %w", op, addr, err)
+	case errors.Is(err, unix.EADDRINUSE):
+		return fmt.Errorf("%s: the port is in use (another rdma-server?): choose another with -p: %w", op, err)
+	case errors.Is(err, unix.EADDRNOTAVAIL):
+		return fmt.Errorf("%s: %s is not an address of this host: %w", op, addr, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
