@@ -81,9 +81,11 @@ bench: lab-bin
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt BENCHMARKS.md
 
-# The programs in the lab: list the links, describe rxe0 as `ibv_devinfo -v`
-# does, then a ping-pong between our rdma-pingpong (server) and rdma-core's
-# ibv_rc_pingpong (client) over rxe0.
+# The programs in the lab: list the links (rxe0 on lo, rxe1 and rxe2 on the
+# veth pair veth0/veth1 that the lab makes), describe rxe0 as `ibv_devinfo -v`
+# does, a ping-pong between our rdma-pingpong (server) and rdma-core's
+# ibv_rc_pingpong (client) over rxe0, then the tutorials: every protocol and
+# mode of rdma-server (on rxe1, 10.77.0.1) and rdma-client with the -v trace.
 demo: lab-bin
 	$(GO) build -o bin/ ./cmd/...
 	$(LAB) -kernel $(KERNEL) -- sh -c 'set -e; cd $(CURDIR)/bin; \
@@ -91,7 +93,9 @@ demo: lab-bin
 		echo "== rdma-devinfo -v -d rxe0"; ./rdma-devinfo -v -d rxe0; \
 		echo "== rdma-pingpong (server) <-> ibv_rc_pingpong (client)"; \
 		./rdma-pingpong -d rxe0 -g 1 -n 200 & sleep 2; \
-		ibv_rc_pingpong -d rxe0 -g 1 -n 200 127.0.0.1; wait $$!'
+		ibv_rc_pingpong -d rxe0 -g 1 -n 200 127.0.0.1; wait $$!; \
+		echo "== the tutorials: rdma-server and rdma-client"; \
+		$(CURDIR)/test/demo/tutorials.sh $(CURDIR)/bin 10.77.0.1'
 
 clean:
 	rm -rf bin

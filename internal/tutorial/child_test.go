@@ -12,7 +12,7 @@ import (
 // started again with TUTORIAL_CHILD=server or client and the arguments in
 // TUTORIAL_ARGS (JSON), so that a client can be killed and a server's
 // resources counted on their own. TUTORIAL_PAUSE=established makes a
-// client stop after ESTABLISHED until it is killed.
+// client stop after ESTABLISHED until it is killed or interrupted.
 func childMain() {
 	role := os.Getenv("TUTORIAL_CHILD")
 	if role == "" {
@@ -24,9 +24,9 @@ func childMain() {
 		os.Exit(3)
 	}
 	if os.Getenv("TUTORIAL_PAUSE") == "established" {
-		afterEstablished = func() {
+		afterEstablished = func(ctx context.Context) {
 			os.Stdout.WriteString("paused after ESTABLISHED\n")
-			select {}
+			<-ctx.Done()
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -98,6 +98,9 @@ func waitOne(ctx context.Context, ep Endpoint, id uint64, what string) (uverbs.W
 		}
 		return wc, err
 	}
+	if wc.Status == uverbs.WCFlushError {
+		return wc, fmt.Errorf("%s: the peer disconnected first (work request %d flushed)", what, wc.ID)
+	}
 	if wc.Status != uverbs.WCSuccess {
 		return wc, wcError(what, wc)
 	}

@@ -385,7 +385,7 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 
 // afterEstablished, if set, runs when a client's connection is
 // established (tests stop a client there).
-var afterEstablished func()
+var afterEstablished func(ctx context.Context)
 
 // Client connects and runs the client side.
 func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
@@ -425,7 +425,7 @@ func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error
 	tr.Slow("ESTABLISHED with %v from %v, private data %s", conn.RemoteAddr(), conn.LocalAddr(), privateText(conn.PeerPrivateData()))
 	dumpQP(tr, conn.QP())
 	if afterEstablished != nil {
-		afterEstablished()
+		afterEstablished(ctx)
 	}
 	if err := s.run(ctx, tep); err != nil {
 		return err
@@ -436,23 +436,36 @@ func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error
 
 // explain turns a CM failure into one line saying what to do.
 func explain(op, addr string, err error) error {
+	says := func(format string, args ...any) error {
+		return &explained{msg: op + ": " + fmt.Sprintf(format, args...), err: err}
+	}
 	switch {
-	case errors.Is(err, context.Canceled):
-		return err
-	case errors.Is(err, uverbs.ErrNoDevice), errors.Is(err, rdmacm.ErrNoDevice):
+	case errors.Is(err, context.Canceled),
+		errors.Is(err, uverbs.ErrNoDevice), errors.Is(err, rdmacm.ErrNoDevice):
 		return err
 	case errors.Is(err, rdmacm.ErrConnRefused):
-		return fmt.Errorf("%s: nothing listens there: start rdma-server (same --proto, mode and -p) on that host first", op)
+		return says("nothing listens there: start rdma-server (same --proto, mode and -p) on that host first")
 	case errors.Is(err, rdmacm.ErrRejected):
-		return fmt.Errorf("%s: the server rejected the connection: %w", op, err)
+		return says("the server rejected the connection (%v)", err)
 	case errors.Is(err, rdmacm.ErrAddrResolve), errors.Is(err, rdmacm.ErrRouteResolve):
-		return fmt.Errorf("%s: cannot reach %s through an RDMA device: give an address on a netdev with an RDMA device (rxe or RoCE; the CM cannot use rxe on lo): %w", op, addr, err)
+		return says("cannot reach %s through an RDMA device: %v", addr, err)
+	case errors.Is(err, unix.ENODEV):
+		return says("no route to %s through an RDMA device: give an address on a netdev with an RDMA device (rxe or RoCE; the CM cannot use rxe on lo)", addr)
 	case errors.Is(err, rdmacm.ErrUnreachable), errors.Is(err, rdmacm.ErrTimeout):
-		return fmt.Errorf("%s: the server does not answer: is the host up and is its address %s? %w", op, addr, err)
+		return says("%s does not answer: is the host up, with an RDMA device? (%v)", addr, err)
 	case errors.Is(err, unix.EADDRINUSE):
-		return fmt.Errorf("%s: the port is in use (another rdma-server?): choose another with -p: %w", op, err)
+		return says("port in use (another rdma-server?): choose another with -p")
 	case errors.Is(err, unix.EADDRNOTAVAIL):
-		return fmt.Errorf("%s: %s is not an address of this host: %w", op, addr, err)
+		return says("not an address of this host with an RDMA device on its netdev: give -a one of its addresses, or add a device with `rdma-link add rxe0 netdev <netdev>`")
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// explained is an error with our own advice in place of the CM's text.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
