@@ -26,6 +26,9 @@
 // loop. SIGINT or SIGTERM closes the listener and every connection, and it
 // exits 0.
 //
+// A client that connects with retry count 0 (the geek C client does) gets
+// a note: its connection ends at the first lost or late packet.
+//
 // -v prints the step trace on stderr: "[time #step who] KIND text" lines,
 // SLOW for the control plane (listen, connection request, PD/CQ/QP with a QP
 // dump, MRs with their keys, accept, private data, ESTABLISHED,

@@ -367,6 +367,11 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	ep.connected = true
 	tr.Slow("ESTABLISHED")
 	dumpQP(tr, conn.QP())
+	// The QP retransmits as often as the client's request said; the geek
+	// C client asks for 0 (02_read-write/rdma-common.c build_params).
+	if a, err := conn.QP().Query(0); err == nil && a.RetryCount == 0 {
+		fmt.Fprintf(out, "%v: note: the client connected with retry count 0: one lost or late packet ends the connection (IBV_WC_RETRY_EXC_ERR)\n", peer)
+	}
 	if err := s.run(ctx, tep); err != nil {
 		return err
 	}

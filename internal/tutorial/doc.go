@@ -1,0 +1,29 @@
+// Package tutorial is rdma-server and rdma-client: the classic RDMA
+// server/client tutorials, wire-compatible with their C programs, over the
+// rdmacm and uverbs packages.
+//
+// Each tutorial is a Protocol with its modes (geek.go, rdmaexample.go,
+// rocelab.go, each with the C programs' behaviour and defaults it follows);
+// wire.go has the message layouts with the C declarations they come from.
+// A session (one side of one mode on one connection) is written against
+// Endpoint, which the programs implement over an rdmacm.Conn (rdma.go) and
+// the unit tests over an in-memory connection, so the state machines are
+// tested on any machine and in the lab against real rxe devices.
+//
+// # Waiting
+//
+// Nothing polls in a loop: the CM's events come from the rdmacm event
+// channel (waited on through the Go netpoller), completions from the
+// connection's CQ, armed with ReqNotify and waited on through its
+// completion channel; a poll after arming catches what came in between.
+//
+// # Ending a connection
+//
+// Flushed completions after a disconnect are the normal end of a
+// connection, not a failure, when this side already has what the protocol
+// needs from the peer: a peer that has our last message may disconnect
+// before our SEND's completion is reported (geek send and MSG_DONE). Once
+// the CM reports DISCONNECTED, Next still waits up to a second for
+// completions that are on their way, so the peer's last message is never
+// dropped.
+package tutorial
