@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -13,8 +14,9 @@ import (
 
 // CompChannel is a completion channel: a file on which the kernel reports
 // that a CQ armed with CQ.ReqNotify got a completion. Wait first tries a
-// few non-blocking reads (SetSpin), then parks the goroutine in Go's
-// netpoller (no OS thread is held); it honours a context.
+// few non-blocking reads (SetSpin), then blocks its thread in the kernel or
+// parks the goroutine in Go's netpoller (SetWaitMode); it honours a
+// context either way.
 //
 // Close refuses (ErrBusy) while CQs created with the channel are open.
 // Close is idempotent and safe on a nil *CompChannel; a Wait in progress
@@ -27,6 +29,7 @@ type CompChannel struct {
 	ev   *sys.EventFile
 	kids children
 	spin atomic.Int64
+	mode atomic.Int32
 
 	// waitM serialises Waits; desc and buf (desc's bytes) are the read
 	// buffer of the Wait in progress, kept here so that Wait allocates
@@ -34,21 +37,60 @@ type CompChannel struct {
 	waitM sync.Mutex
 	desc  abi.UverbsCompEventDesc
 	buf   []byte
+	// threadWaits counts the Waits that blocked a thread, for the
+	// periodic yield (see yieldEvery).
+	threadWaits uint
 }
+
+// WaitMode says how CompChannel.Wait waits once its spin found no event.
+type WaitMode int32
+
+const (
+	// WaitAuto blocks the thread (WaitThread) while fewer than
+	// MaxThreadWaits Waits of the process do so, and parks (WaitPark)
+	// beyond: a few channels get C's wake-up latency, thousands of them
+	// do not cost thousands of OS threads. The default.
+	WaitAuto WaitMode = iota
+	// WaitThread blocks the calling OS thread in the kernel (ppoll on the
+	// channel and an eventfd that carries cancellation and Close), as
+	// rdma-core's ibv_get_cq_event blocks in read: the kernel wakes the
+	// thread itself when the event comes. The thread is held for the
+	// whole wait (Go's scheduler runs other goroutines on other threads
+	// meanwhile, as for any blocking system call).
+	WaitThread
+	// WaitPark parks the goroutine in Go's netpoller: no thread is held,
+	// and the wake-up goes through the netpoller and the scheduler's
+	// hand-offs (futex wake-ups, spinning threads), which under emulated
+	// CPUs made a ping-pong 2 to 3 times as slow as C (BENCHMARKS.md).
+	WaitPark
+)
+
+// MaxThreadWaits is how many Waits of WaitAuto channels may block a thread
+// at once in the process; the others park in the netpoller.
+const MaxThreadWaits = 64
+
+// autoThreadWaits counts the Waits of WaitAuto channels blocking a thread.
+var autoThreadWaits atomic.Int64
+
+// yieldEvery: a Wait that blocks its thread calls runtime.Gosched every
+// yieldEvery Waits. Go's sysmon preempts a goroutine that has not been
+// rescheduled for 10 ms (runtime/proc.go retake, forcePreemptNS) and,
+// finding it in a system call, hands its P to another thread and goes back
+// to polling every 20 µs; a loop of short Waits that never parks trips this
+// every 10 ms. Measured in the lab (rdma-pingpong -e, 6.12), the loop took
+// 1.6 to 1.8 times as long without the yield; one Gosched (one wake-up of
+// an idle thread) per 16 Waits costs little.
+const yieldEvery = 16
 
 // DefaultSpin is the number of non-blocking reads Wait tries before it
 // parks, unless SetSpin changes it.
 //
-// Parking costs much more than a read: the goroutine goes through the
-// netpoller (a read that fails with EAGAIN, epoll_wait, a second read) and
-// the scheduler's hand-offs (futex wake-ups, spinning threads), where
-// rdma-core's ibv_get_cq_event is one blocking read. In a ping-pong the
-// event of a send comes soon after the post (the ACK of a loopback or
-// nearby peer), so a short spin takes it without parking; the peer's
-// answer, which takes longer, is still waited for in the netpoller. A
-// read of an empty channel is a short system call (kernel:
+// In a ping-pong the event of a send comes soon after the post (the ACK of
+// a loopback or nearby peer), so a short spin takes it without blocking;
+// the peer's answer, which takes longer, is waited for as SetWaitMode says.
+// A read of an empty channel is a short system call (kernel:
 // ib_uverbs_event_read returns -EAGAIN at once on an O_NONBLOCK file).
-// In the lab, 8 reads did better than 20 or 50 (BENCHMARKS.md).
+// BENCHMARKS.md has the measurements behind the figure.
 const DefaultSpin = 8
 
 // NewCompChannel creates a completion channel (write() command
@@ -68,6 +110,10 @@ func (c *Context) NewCompChannel() (*CompChannel, error) {
 	}
 	ev, err := sys.NewEventFile(int(resp.FD), "completion channel "+c.dev.Name)
 	if err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
+	if err := ev.EnableThreadWait(); err != nil {
+		ev.Close()
 		return nil, &OpError{Op: op, Err: err}
 	}
 	ch := &CompChannel{ctx: c, h: newHandle(), ev: ev}
@@ -102,6 +148,14 @@ func (ch *CompChannel) SetSpin(reads int) {
 	}
 }
 
+// SetWaitMode sets how Wait waits once its spin found nothing: WaitAuto
+// (the default), WaitThread or WaitPark.
+func (ch *CompChannel) SetWaitMode(m WaitMode) {
+	if ch != nil {
+		ch.mode.Store(int32(m))
+	}
+}
+
 // Wait waits until a CQ of this channel that was armed with ReqNotify gets
 // a completion, and returns that CQ. The notification is one-shot: call
 // cq.ReqNotify again before the next Wait, and poll the CQ after arming
@@ -119,8 +173,29 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	}
 	ch.waitM.Lock()
 	defer ch.waitM.Unlock()
+	thread := false
+	switch WaitMode(ch.mode.Load()) {
+	case WaitThread:
+		thread = true
+	case WaitAuto:
+		if autoThreadWaits.Add(1) <= MaxThreadWaits {
+			thread = true
+		}
+		defer autoThreadWaits.Add(-1)
+	}
+	if thread {
+		if ch.threadWaits++; ch.threadWaits%yieldEvery == 0 {
+			runtime.Gosched()
+		}
+	}
 	for {
-		n, err := ch.ev.ReadSpin(ctx, ch.buf, int(ch.spin.Load()))
+		var n int
+		var err error
+		if thread {
+			n, err = ch.ev.ReadThread(ctx, ch.buf, int(ch.spin.Load()))
+		} else {
+			n, err = ch.ev.ReadSpin(ctx, ch.buf, int(ch.spin.Load()))
+		}
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return nil, err

@@ -2,6 +2,7 @@ package sys
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"runtime"
@@ -21,6 +22,10 @@ import (
 // (kernel: core/uverbs_main.c ib_uverbs_event_poll, core/ucma.c ucma_poll).
 //
 // One goroutine at a time may Read; Close from any goroutine wakes it.
+//
+// ReadThread, for files that EnableThreadWait, waits the way a C program
+// does instead: the calling thread blocks in the kernel, and an eventfd of
+// its own carries cancellation and Close to it.
 type EventFile struct {
 	f      *os.File
 	rc     syscall.RawConn
@@ -42,6 +47,15 @@ type EventFile struct {
 	// in progress ends; it signals cancelled when it is over.
 	cancelFn  func()
 	cancelled chan struct{}
+
+	// wake is the eventfd that ends a ReadThread blocked in ppoll (nil
+	// unless EnableThreadWait); pollFn (e.pollOnce, bound once) is the
+	// rc.Control callback of that ppoll, pfd its descriptors and perr its
+	// error.
+	wake   *FD
+	pollFn func(uintptr)
+	pfd    [2]unix.PollFd
+	perr   error
 }
 type leakedEvent struct {
 	f     *os.File
@@ -68,10 +82,21 @@ func NewEventFile(raw int, what string) (*EventFile, error) {
 		return nil, &OpError{Op: "register " + what, Err: err}
 	}
 	e := &EventFile{f: f, rc: rc, raw: raw, cancelled: make(chan struct{}, 1)}
-	e.readFn, e.cancelFn = e.readOnce, e.cancel
+	e.readFn, e.cancelFn, e.pollFn = e.readOnce, e.cancel, e.pollOnce
 	e.trace = track("event fd " + what)
 	e.clean = runtime.AddCleanup(e, closeLeakedEvent, leakedEvent{f: f, trace: e.trace})
 	return e, nil
+}
+
+// EnableThreadWait prepares the file for ReadThread: it creates the eventfd
+// that wakes a blocked thread. Call it once, before any Read.
+func (e *EventFile) EnableThreadWait() error {
+	raw, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return &OpError{Op: "eventfd", Err: err}
+	}
+	e.wake = NewFD(raw, "eventfd waking "+e.f.Name())
+	return nil
 }
 
 // Raw returns the descriptor number (for passing to the kernel in a
@@ -97,6 +122,23 @@ func (e *EventFile) Read(ctx context.Context, p []byte) (int, error) {
 // with the cost of a system call, and needs no clock reads (a system call
 // of its own where the clock source has no vDSO support, as HPET).
 func (e *EventFile) ReadSpin(ctx context.Context, p []byte, spins int) (int, error) {
+	return e.read(ctx, p, spins, false)
+}
+
+// ReadThread is ReadSpin, but once the spin found nothing it blocks the
+// calling thread in ppoll(2) on the file and the wake eventfd, as a C
+// program blocks in read(2), rather than parking the goroutine in the
+// netpoller: the kernel then wakes this thread itself, without the
+// netpoller's and the scheduler's hand-offs. The thread is held until an
+// event comes, ctx ends or the file is closed. It needs EnableThreadWait.
+func (e *EventFile) ReadThread(ctx context.Context, p []byte, spins int) (int, error) {
+	if e.wake == nil {
+		return 0, &OpError{Op: "read " + e.f.Name(), Err: errors.New("ReadThread without EnableThreadWait")}
+	}
+	return e.read(ctx, p, spins, true)
+}
+
+func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) (int, error) {
 	e.readM.Lock()
 	defer e.readM.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -119,20 +161,82 @@ func (e *EventFile) ReadSpin(ctx context.Context, p []byte, spins int) (int, err
 	e.try = false
 	if ctx.Done() != nil {
 		// Cancellation forces a past read deadline, which wakes the
-		// parked read. The callback is waited for if it started, so
+		// parked read, and signals the wake eventfd, which ends the
+		// blocked ppoll. The callback is waited for if it started, so
 		// that it never touches a later Read.
 		stop := context.AfterFunc(ctx, e.cancelFn)
 		defer func() {
 			if !stop() {
 				<-e.cancelled
 				e.f.SetReadDeadline(time.Time{})
+				e.drainWake()
 			}
 		}()
+	}
+	if thread {
+		return e.readBlocking(ctx)
 	}
 	if err := e.rc.Read(e.readFn); err != nil {
 		return 0, e.readErr(ctx, err)
 	}
 	return e.result()
+}
+
+// readBlocking waits in ppoll until the file is readable, then reads it;
+// a wake-up by the eventfd ends it with ctx's error or ErrClosed. rc.Control
+// holds the descriptor for the duration of the ppoll, so Close (which wakes
+// it first) cannot free the number under it.
+func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
+	e.try = true
+	for {
+		if err := e.rc.Control(e.pollFn); err != nil {
+			return 0, e.readErr(ctx, err)
+		}
+		if e.closed.Load() {
+			return 0, ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if e.perr != nil && e.perr != unix.EINTR {
+			return 0, e.perr
+		}
+		if e.pfd[0].Revents == 0 {
+			e.drainWake() // a stale wake-up; or EINTR
+			continue
+		}
+		if err := e.rc.Read(e.readFn); err != nil {
+			return 0, e.readErr(ctx, err)
+		}
+		if e.err != unix.EAGAIN {
+			return e.result()
+		}
+	}
+}
+
+// pollOnce is the rc.Control callback of readBlocking: one ppoll without
+// a timeout (a timeout would make the kernel read the clock twice per
+// wait, which costs on clock sources such as HPET).
+func (e *EventFile) pollOnce(fd uintptr) {
+	e.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	e.pfd[1] = unix.PollFd{Fd: int32(e.wake.Raw()), Events: unix.POLLIN}
+	_, e.perr = unix.Ppoll(e.pfd[:], nil, nil)
+}
+
+// signalWake makes the wake eventfd readable; drainWake empties it.
+func (e *EventFile) signalWake() {
+	if e.wake != nil {
+		var one [8]byte
+		binary.NativeEndian.PutUint64(one[:], 1)
+		unix.Write(e.wake.Raw(), one[:])
+	}
+}
+
+func (e *EventFile) drainWake() {
+	if e.wake != nil {
+		var v [8]byte
+		unix.Read(e.wake.Raw(), v[:])
+	}
 }
 
 // readOnce is the callback of rc.Read.
@@ -144,6 +248,7 @@ func (e *EventFile) readOnce(fd uintptr) bool {
 // cancel is the context.AfterFunc callback of a Read.
 func (e *EventFile) cancel() {
 	e.f.SetReadDeadline(time.Unix(1, 0))
+	e.signalWake()
 	e.cancelled <- struct{}{}
 }
 
@@ -234,7 +339,11 @@ func (e *EventFile) Close() error {
 		e.closed.Store(true)
 		e.clean.Stop()
 		untrack(e.trace)
+		// A ReadThread blocked in ppoll holds the file (rc.Control), and
+		// f.Close waits for it: wake it first.
+		e.signalWake()
 		err = e.f.Close()
+		e.wake.Close()
 	})
 	return err
 }

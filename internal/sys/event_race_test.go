@@ -161,6 +161,13 @@ func contains(s, sub string) bool {
 // that ends never leaves a deadline behind (only ctx errors or data come
 // back), and Close wakes a spinning or parked reader with ErrClosed.
 func TestEventFileSpinStress(t *testing.T) {
+	t.Run("park", func(t *testing.T) { eventFileStress(t, false) })
+	t.Run("thread", func(t *testing.T) { eventFileStress(t, true) })
+}
+
+// eventFileStress is TestEventFileSpinStress with ReadSpin (thread false)
+// or ReadThread: for ReadThread, Close must wake a thread blocked in ppoll.
+func eventFileStress(t *testing.T, thread bool) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
@@ -172,6 +179,13 @@ func TestEventFileSpinStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ef.Close()
+	readFn := ef.ReadSpin
+	if thread {
+		if err := ef.EnableThreadWait(); err != nil {
+			t.Fatal(err)
+		}
+		readFn = ef.ReadThread
+	}
 
 	stop := make(chan struct{})
 	written := make(chan int, 1)
@@ -203,7 +217,7 @@ func TestEventFileSpinStress(t *testing.T) {
 			ctx, cancel = context.WithCancel(ctx)
 			go func(d time.Duration) { time.Sleep(d); cancel() }(time.Duration(i%50) * time.Microsecond)
 		}
-		n, err := ef.ReadSpin(ctx, buf, spins[i%len(spins)])
+		n, err := readFn(ctx, buf, spins[i%len(spins)])
 		cancel()
 		switch {
 		case err == nil:
@@ -217,7 +231,7 @@ func TestEventFileSpinStress(t *testing.T) {
 	close(stop)
 	total := <-written
 	for read < total {
-		n, err := ef.ReadSpin(context.Background(), buf, 10)
+		n, err := readFn(context.Background(), buf, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,14 +242,21 @@ func TestEventFileSpinStress(t *testing.T) {
 	}
 	t.Logf("%d bytes, %d context ends", total, ctxErrs)
 
-	for _, spin := range []int{0, 100, math.MaxInt} {
+	// The last case closes the file under a reader: a spinning one, or
+	// for ReadThread one blocked in ppoll.
+	closeSpin := math.MaxInt
+	if thread {
+		closeSpin = 0
+	}
+	for i, spin := range []int{0, 100, closeSpin} {
+		last := i == 2
 		done := make(chan error, 1)
 		go func() {
-			_, err := ef.ReadSpin(context.Background(), buf, spin)
+			_, err := readFn(context.Background(), buf, spin)
 			done <- err
 		}()
 		time.Sleep(5 * time.Millisecond)
-		if spin == math.MaxInt {
+		if last {
 			ef.Close()
 		} else {
 			// The reader still waits.
@@ -248,10 +269,10 @@ func TestEventFileSpinStress(t *testing.T) {
 		}
 		select {
 		case err := <-done:
-			if spin == math.MaxInt && !errors.Is(err, ErrClosed) {
-				t.Fatalf("Close during a spin: %v, want ErrClosed", err)
+			if last && !errors.Is(err, ErrClosed) {
+				t.Fatalf("Close during a read: %v, want ErrClosed", err)
 			}
-			if spin != math.MaxInt && err != nil {
+			if !last && err != nil {
 				t.Fatalf("spin %v: %v", spin, err)
 			}
 		case <-time.After(5 * time.Second):
@@ -273,16 +294,27 @@ func TestEventFileReadAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ef.Close()
+	if err := ef.EnableThreadWait(); err != nil {
+		t.Fatal(err)
+	}
 	one, buf := []byte{1}, make([]byte, 1)
-	for _, spin := range []int{0, 20} {
-		allocs := testing.AllocsPerRun(200, func() {
-			unix.Write(w.Raw(), one)
-			if _, err := ef.ReadSpin(context.Background(), buf, spin); err != nil {
-				t.Fatal(err)
+	for _, thread := range []bool{false, true} {
+		for _, spin := range []int{0, 20} {
+			allocs := testing.AllocsPerRun(200, func() {
+				unix.Write(w.Raw(), one)
+				var err error
+				if thread {
+					_, err = ef.ReadThread(context.Background(), buf, spin)
+				} else {
+					_, err = ef.ReadSpin(context.Background(), buf, spin)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("thread %v, spin %v: %v allocations per Read, want 0", thread, spin, allocs)
 			}
-		})
-		if allocs != 0 {
-			t.Errorf("spin %v: %v allocations per Read, want 0", spin, allocs)
 		}
 	}
 }
