@@ -69,7 +69,8 @@ const (
 // at once in the process; the others park in the netpoller.
 const MaxThreadWaits = 64
 
-// autoThreadWaits counts the Waits of WaitAuto channels blocking a thread.
+// autoThreadWaits counts the Waits in progress on WaitAuto channels; the
+// first MaxThreadWaits of them block a thread.
 var autoThreadWaits atomic.Int64
 
 // yieldEvery: a Wait that blocks its thread calls runtime.Gosched every
@@ -83,15 +84,13 @@ var autoThreadWaits atomic.Int64
 const yieldEvery = 16
 
 // DefaultSpin is the number of non-blocking reads Wait tries before it
-// parks, unless SetSpin changes it.
-//
-// In a ping-pong the event of a send comes soon after the post (the ACK of
-// a loopback or nearby peer), so a short spin takes it without blocking;
-// the peer's answer, which takes longer, is waited for as SetWaitMode says.
-// A read of an empty channel is a short system call (kernel:
-// ib_uverbs_event_read returns -EAGAIN at once on an O_NONBLOCK file).
-// BENCHMARKS.md has the measurements behind the figure.
-const DefaultSpin = 8
+// waits, unless SetSpin changes it: none. A Wait that blocks its thread
+// (WaitThread) is woken by the kernel as soon as the event comes, so reads
+// before it only add system calls; in the lab a spin of 2 to 8 reads made
+// rdma-pingpong -e slower, not faster (BENCHMARKS.md). For WaitPark a
+// spin can pay: an event that comes within a few reads (the ACK of a
+// loopback send) is taken without the netpoller's park and wake-up.
+const DefaultSpin = 0
 
 // NewCompChannel creates a completion channel (write() command
 // CREATE_COMP_CHANNEL).
@@ -138,10 +137,10 @@ func (ch *CompChannel) FD() int {
 }
 
 // SetSpin sets how many non-blocking reads of the channel Wait tries
-// before it parks the goroutine; 0 parks at once. The default is
-// DefaultSpin. More reads take more of the events that come soon without a
-// wake-up, at the price of a busy CPU while a Wait that has to park anyway
-// spins.
+// before it waits; 0 waits at once. The default is DefaultSpin. More reads
+// take more of the events that come soon without a wake-up, at the price
+// of a busy CPU while a Wait that has to wait anyway spins; it pays with
+// WaitPark.
 func (ch *CompChannel) SetSpin(reads int) {
 	if ch != nil {
 		ch.spin.Store(int64(max(reads, 0)))

@@ -3,7 +3,6 @@ package uverbs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 )
 
@@ -124,13 +123,19 @@ func drain(b *testing.B, cq *CQ, wcs []WC) int {
 // BenchmarkCompChannelWakeup is the event-driven round trip: a SEND between
 // two QPs on one CQ, each op waiting for its two completions the way
 // rdma-core's ibv_rc_pingpong -e does (poll; if not done, wait for the
-// event, re-arm, poll again). The spin=0 case parks in the netpoller on
-// every wait.
+// event, re-arm, poll again), with Wait blocking its thread (WaitThread, the
+// default's way) or parking in the netpoller (WaitPark), with and without a
+// spin of non-blocking reads first.
 func BenchmarkCompChannelWakeup(b *testing.B) {
-	for _, spin := range []int{0, DefaultSpin} {
-		b.Run(fmt.Sprintf("spin=%d", spin), func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		mode WaitMode
+		spin int
+	}{{"thread", WaitThread, 0}, {"thread-spin=8", WaitThread, 8}, {"park", WaitPark, 0}, {"park-spin=8", WaitPark, 8}} {
+		b.Run(c.name, func(b *testing.B) {
 			w := newWakeupEnv(b)
-			w.ch.SetSpin(spin)
+			w.ch.SetWaitMode(c.mode)
+			w.ch.SetSpin(c.spin)
 			b.ReportAllocs()
 			for b.Loop() {
 				w.roundTrip(b)

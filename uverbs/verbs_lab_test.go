@@ -433,31 +433,36 @@ func TestVerbsCompChannel(t *testing.T) {
 	a, b := e.rcPair(cq, defaultCap)
 
 	// Nothing is queued yet: TryWait returns nil, a Wait ends with its
-	// context.
+	// context, whether it blocks its thread or parks.
 	if got, err := ch.TryWait(); got != nil || err != nil {
 		t.Fatalf("TryWait = %v, %v", got, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	if _, err := ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Wait with a deadline: %v", err)
-	}
-	cancel()
-	ctx, cancel = context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { _, err := ch.Wait(ctx); done <- err }()
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled Wait: %v", err)
+	modes := []WaitMode{WaitAuto, WaitThread, WaitPark}
+	for _, mode := range modes {
+		ch.SetWaitMode(mode)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		if _, err := ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("mode %d: Wait with a deadline: %v", mode, err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("cancel did not end Wait")
+		cancel()
+		ctx, cancel = context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := ch.Wait(ctx); done <- err }()
+		time.Sleep(50 * time.Millisecond)
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("mode %d: cancelled Wait: %v", mode, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("mode %d: cancel did not end Wait", mode)
+		}
 	}
 
 	// Arm, post, wait: the event names the CQ.
-	for round := range 3 {
+	for round := range 2 * len(modes) {
+		ch.SetWaitMode(modes[round%len(modes)])
 		if err := cq.ReqNotify(false); err != nil {
 			t.Fatal(err)
 		}
@@ -498,7 +503,7 @@ func TestVerbsCompChannel(t *testing.T) {
 	if err := a.PostSend([]SendWR{{ID: 51, Op: OpSend, Flags: SendSolicited, SGEs: []SGE{mr.SGE(1024, 8)}}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if got, err := ch.Wait(ctx); err != nil || got != cq {
 		t.Fatalf("solicited receive: Wait = %v, %v", got, err)
@@ -512,14 +517,62 @@ func TestVerbsCompChannel(t *testing.T) {
 }
 
 // The event-driven round trip (post, poll, Wait, re-arm) allocates
-// nothing, whether Wait spins or parks.
+// nothing, whether Wait blocks its thread, parks or spins.
 func TestCompChannelWaitAllocs(t *testing.T) {
 	w := newWakeupEnv(t)
-	for _, spin := range []int{0, 1 << 30} {
-		w.ch.SetSpin(spin)
+	for _, c := range []struct {
+		mode WaitMode
+		spin int
+	}{{WaitThread, 0}, {WaitThread, 4}, {WaitPark, 0}, {WaitPark, 1 << 30}} {
+		w.ch.SetWaitMode(c.mode)
+		w.ch.SetSpin(c.spin)
 		if allocs := testing.AllocsPerRun(50, func() { w.roundTrip(t) }); allocs != 0 {
-			t.Errorf("spin %d: %v allocations per round trip, want 0", spin, allocs)
+			t.Errorf("mode %d, spin %d: %v allocations per round trip, want 0", c.mode, c.spin, allocs)
 		}
+	}
+}
+
+// Past MaxThreadWaits Waits blocking a thread, WaitAuto channels park in
+// the netpoller instead; all of them still end with their context.
+func TestCompChannelAutoThreadLimit(t *testing.T) {
+	e := newVerbsEnv(t)
+	const n = MaxThreadWaits + 8
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, n)
+	for range n {
+		ch, err := e.ctx.NewCompChannel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeLater(t, "completion channel", ch.Close)
+		go func() { _, err := ch.Wait(ctx); done <- err }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for autoThreadWaits.Load() < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := autoThreadWaits.Load(); got != n {
+		t.Fatalf("%d Waits counted, want %d", got, n)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a Wait returned %v with no event", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	for range n {
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled Wait: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("cancel did not end every Wait")
+		}
+	}
+	if got := autoThreadWaits.Load(); got != 0 {
+		t.Fatalf("%d Waits still counted after they returned", got)
 	}
 }
 
