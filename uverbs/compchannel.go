@@ -161,8 +161,10 @@ func (ch *CompChannel) SetWaitMode(m WaitMode) {
 // (arm, poll, then wait only if the CQ was empty) so that no completion is
 // missed. It returns ctx.Err() when ctx ends first, and an error matching
 // ErrClosed when the channel is closed. Waits on one channel run one at a
-// time. Wait allocates nothing unless ctx can be cancelled (ctx.Done() is
-// not nil), when it registers a context.AfterFunc.
+// time. Wait allocates nothing when ctx cannot be cancelled (ctx.Done() is
+// nil), nor, when it blocks its thread, when ctx is the context of the
+// previous Wait (its context.AfterFunc registration is kept); a parking
+// Wait under a cancellable ctx registers one per Wait.
 //
 // rdma-core: ibv_get_cq_event (no ibv_ack_cq_events is needed).
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {

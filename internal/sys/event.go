@@ -43,10 +43,16 @@ type EventFile struct {
 	err    error
 	try    bool               // readFn reports done even on EAGAIN
 	readFn func(uintptr) bool // e.readOnce, bound once
-	// cancelFn (e.cancel, bound once) runs when the context of the Read
-	// in progress ends; it signals cancelled when it is over.
+	// cancelFn (e.cancel, bound once) runs when the context of a parked
+	// Read ends, wakeFn (e.wakeUp) when the context watched for ReadThread
+	// ends (see watch); each signals cancelled when it is over. regDone is
+	// the Done channel of the watched context and regStop its AfterFunc's
+	// stop.
 	cancelFn  func()
+	wakeFn    func()
 	cancelled chan struct{}
+	regDone   <-chan struct{}
+	regStop   func() bool
 
 	// wake is the eventfd that ends a ReadThread blocked in ppoll (nil
 	// unless EnableThreadWait); pollFn (e.pollOnce, bound once) is the
@@ -82,7 +88,7 @@ func NewEventFile(raw int, what string) (*EventFile, error) {
 		return nil, &OpError{Op: "register " + what, Err: err}
 	}
 	e := &EventFile{f: f, rc: rc, raw: raw, cancelled: make(chan struct{}, 1)}
-	e.readFn, e.cancelFn, e.pollFn = e.readOnce, e.cancel, e.pollOnce
+	e.readFn, e.cancelFn, e.wakeFn, e.pollFn = e.readOnce, e.cancel, e.wakeUp, e.pollOnce
 	e.trace = track("event fd " + what)
 	e.clean = runtime.AddCleanup(e, closeLeakedEvent, leakedEvent{f: f, trace: e.trace})
 	return e, nil
@@ -131,6 +137,8 @@ func (e *EventFile) ReadSpin(ctx context.Context, p []byte, spins int) (int, err
 // netpoller: the kernel then wakes this thread itself, without the
 // netpoller's and the scheduler's hand-offs. The thread is held until an
 // event comes, ctx ends or the file is closed. It needs EnableThreadWait.
+// It allocates nothing when ctx cannot be cancelled or shares the Done
+// channel of the previous ReadThread's context (see watch).
 func (e *EventFile) ReadThread(ctx context.Context, p []byte, spins int) (int, error) {
 	if e.wake == nil {
 		return 0, &OpError{Op: "read " + e.f.Name(), Err: errors.New("ReadThread without EnableThreadWait")}
@@ -146,6 +154,11 @@ func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) 
 	}
 	e.buf = p
 	defer func() { e.buf = nil }()
+	if thread {
+		e.watch(ctx)
+	} else {
+		e.unwatch()
+	}
 	e.try = true
 	for range spins {
 		if err := e.rc.Read(e.readFn); err != nil {
@@ -159,22 +172,21 @@ func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) 
 		}
 	}
 	e.try = false
+	if thread {
+		return e.readBlocking(ctx)
+	}
 	if ctx.Done() != nil {
 		// Cancellation forces a past read deadline, which wakes the
-		// parked read, and signals the wake eventfd, which ends the
-		// blocked ppoll. The callback is waited for if it started, so
-		// that it never touches a later Read.
+		// parked read. The callback is waited for if it started, so
+		// that it never touches a later Read (a deadline left behind
+		// would fail it).
 		stop := context.AfterFunc(ctx, e.cancelFn)
 		defer func() {
 			if !stop() {
 				<-e.cancelled
 				e.f.SetReadDeadline(time.Time{})
-				e.drainWake()
 			}
 		}()
-	}
-	if thread {
-		return e.readBlocking(ctx)
 	}
 	if err := e.rc.Read(e.readFn); err != nil {
 		return 0, e.readErr(ctx, err)
@@ -245,9 +257,45 @@ func (e *EventFile) readOnce(fd uintptr) bool {
 	return e.try || e.err != unix.EAGAIN
 }
 
-// cancel is the context.AfterFunc callback of a Read.
+// watch arranges for ctx's end to wake a ReadThread through the wake
+// eventfd. The registration is kept after the read, for the next one with
+// the same context (the same Done channel), so that a loop of reads under
+// one context registers once and allocates nothing; a wake-up left behind
+// is harmless (drained). Reads that park register per read instead, since
+// their cancellation leaves a read deadline behind.
+func (e *EventFile) watch(ctx context.Context) {
+	done := ctx.Done()
+	if done == e.regDone {
+		return
+	}
+	e.unwatch()
+	if done != nil {
+		e.regStop = context.AfterFunc(ctx, e.wakeFn)
+		e.regDone = done
+	}
+}
+
+// unwatch ends the registration of watch. If its callback started, it waits
+// for it and undoes what it did, so that it never touches a later read.
+func (e *EventFile) unwatch() {
+	if e.regStop == nil {
+		return
+	}
+	if !e.regStop() {
+		<-e.cancelled
+		e.drainWake()
+	}
+	e.regStop, e.regDone = nil, nil
+}
+
+// cancel is the context.AfterFunc callback of a parked Read.
 func (e *EventFile) cancel() {
 	e.f.SetReadDeadline(time.Unix(1, 0))
+	e.cancelled <- struct{}{}
+}
+
+// wakeUp is the context.AfterFunc callback of watch.
+func (e *EventFile) wakeUp() {
 	e.signalWake()
 	e.cancelled <- struct{}{}
 }
@@ -343,7 +391,12 @@ func (e *EventFile) Close() error {
 		// f.Close waits for it: wake it first.
 		e.signalWake()
 		err = e.f.Close()
+		// The woken reader returns at once with ErrClosed; then the
+		// context registration can end and the eventfd close.
+		e.readM.Lock()
+		e.unwatch()
 		e.wake.Close()
+		e.readM.Unlock()
 	})
 	return err
 }

@@ -317,4 +317,22 @@ func TestEventFileReadAllocs(t *testing.T) {
 			}
 		}
 	}
+	// ReadThread keeps its context registration from one read to the next:
+	// a loop under one cancellable context allocates nothing either.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	allocs := testing.AllocsPerRun(200, func() {
+		unix.Write(w.Raw(), one)
+		if _, err := ef.ReadThread(ctx, buf, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("ReadThread under one cancellable context: %v allocations per Read, want 0", allocs)
+	}
+	// That registration still ends a later read when the context ends.
+	cancel()
+	if _, err := ef.ReadThread(ctx, buf, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ReadThread after cancel: %v", err)
+	}
 }
