@@ -118,12 +118,8 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Run(c.test+"_"+strings.Join(c.args, ""), func(t *testing.T) {
 			var allocs float64
 			testHook = func(s *session) error {
-				// CompChannel.Wait allocates its cancel callback when it
-				// parks with a cancellable context (the program's is the
-				// signal context); how often it parks depends on the
-				// kernel's completion timing. What is measured here is the
-				// loop with a context that cannot end.
-				s.ctx = context.Background()
+				// The program's own context (the signal context) is kept:
+				// CompChannel.Wait registers it once, not per Wait.
 				s.prepSend(c.size)
 				run := s.runBW
 				if s.o.lat {
