@@ -148,11 +148,27 @@ func (ch *CompChannel) SetSpin(reads int) {
 }
 
 // SetWaitMode sets how Wait waits once its spin found nothing: WaitAuto
-// (the default), WaitThread or WaitPark.
-func (ch *CompChannel) SetWaitMode(m WaitMode) {
+// (the default), WaitThread or WaitPark. It refuses any other value.
+func (ch *CompChannel) SetWaitMode(m WaitMode) error {
+	if m < WaitAuto || m > WaitPark {
+		return &OpError{Op: "set wait mode", Err: fmt.Errorf("wait mode %d: use WaitAuto, WaitThread or WaitPark", int32(m))}
+	}
 	if ch != nil {
 		ch.mode.Store(int32(m))
 	}
+	return nil
+}
+
+func (m WaitMode) String() string {
+	switch m {
+	case WaitAuto:
+		return "WaitAuto"
+	case WaitThread:
+		return "WaitThread"
+	case WaitPark:
+		return "WaitPark"
+	}
+	return fmt.Sprintf("WaitMode(%d)", int32(m))
 }
 
 // Wait waits until a CQ of this channel that was armed with ReqNotify gets

@@ -79,8 +79,8 @@
 // context.Context. Like rdma-core's ibv_get_cq_event it blocks its thread
 // in the kernel, which wakes it directly; past MaxThreadWaits waiting
 // threads, or with CompChannel.SetWaitMode(WaitPark), it parks the
-// goroutine in the netpoller instead. It allocates nothing unless the
-// context can be cancelled.
+// goroutine in the netpoller instead. It allocates nothing, unless it parks
+// under a context that can be cancelled.
 //
 // # Lifetimes
 //

@@ -135,7 +135,7 @@ func ExampleCompChannel_Wait() {
 			continue
 		}
 		goctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err = ch.Wait(goctx) // parks in the netpoller; ends with goctx
+		_, err = ch.Wait(goctx) // blocks until an event; ends with goctx
 		cancel()
 		if err != nil {
 			return

@@ -437,12 +437,17 @@ func TestVerbsCompChannel(t *testing.T) {
 	if got, err := ch.TryWait(); got != nil || err != nil {
 		t.Fatalf("TryWait = %v, %v", got, err)
 	}
+	if err := ch.SetWaitMode(WaitMode(7)); err == nil || !strings.Contains(err.Error(), "WaitPark") {
+		t.Fatalf("SetWaitMode(7) = %v, want an error naming the modes", err)
+	}
 	modes := []WaitMode{WaitAuto, WaitThread, WaitPark}
 	for _, mode := range modes {
-		ch.SetWaitMode(mode)
+		if err := ch.SetWaitMode(mode); err != nil {
+			t.Fatal(err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		if _, err := ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("mode %d: Wait with a deadline: %v", mode, err)
+			t.Fatalf("%v: Wait with a deadline: %v", mode, err)
 		}
 		cancel()
 		ctx, cancel = context.WithCancel(context.Background())
@@ -453,10 +458,10 @@ func TestVerbsCompChannel(t *testing.T) {
 		select {
 		case err := <-done:
 			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("mode %d: cancelled Wait: %v", mode, err)
+				t.Fatalf("%v: cancelled Wait: %v", mode, err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("mode %d: cancel did not end Wait", mode)
+			t.Fatalf("%v: cancel did not end Wait", mode)
 		}
 	}
 
@@ -527,7 +532,7 @@ func TestCompChannelWaitAllocs(t *testing.T) {
 		w.ch.SetWaitMode(c.mode)
 		w.ch.SetSpin(c.spin)
 		if allocs := testing.AllocsPerRun(50, func() { w.roundTrip(t) }); allocs != 0 {
-			t.Errorf("mode %d, spin %d: %v allocations per round trip, want 0", c.mode, c.spin, allocs)
+			t.Errorf("%v, spin %d: %v allocations per round trip, want 0", c.mode, c.spin, allocs)
 		}
 	}
 }

@@ -10,7 +10,8 @@
 //   - Mapping, an mmap'd region (a driver ring or an off-heap buffer) with an
 //     idempotent Unmap;
 //   - EventFile, a non-blocking event fd (completion channel, async events,
-//     rdma_cm) read through Go's netpoller with a context;
+//     rdma_cm) read through Go's netpoller with a context, or (ReadThread)
+//     with the calling thread blocked in ppoll, as a C program waits;
 //   - a leak tracer: with tracing on, every FD, Mapping and EventFile records
 //     where it was made, and Leaks lists the ones still open.
 //
