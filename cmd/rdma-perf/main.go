@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -88,6 +89,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseArgs(args)
 	if err != nil {
 		return err
+	}
+	if o.events && runtime.GOMAXPROCS(0) < 2 {
+		// With one P (one CPU, e.g. under taskset), Go's sysmon takes
+		// the P of a thread blocked in a system call after 20 µs and
+		// hands it to another thread (runtime/proc.go retake): every
+		// CompChannel.Wait then pays a hand-off and sysmon polls every
+		// 20 µs. A second P lets the blocked thread keep its own; the
+		// program still runs on the CPUs it is given.
+		runtime.GOMAXPROCS(2)
 	}
 	return perf(ctx, o, stdout, stderr)
 }
