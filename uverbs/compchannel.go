@@ -56,7 +56,11 @@ const (
 	// rdma-core's ibv_get_cq_event blocks in read: the kernel wakes the
 	// thread itself when the event comes. The thread is held for the
 	// whole wait (Go's scheduler runs other goroutines on other threads
-	// meanwhile, as for any blocking system call).
+	// meanwhile, as for any blocking system call). With GOMAXPROCS=1, Go's
+	// sysmon takes the only P from a thread blocked for more than 20 µs
+	// and hands it to another thread, which costs a hand-off per Wait:
+	// programs that wait on events on one CPU do better with
+	// GOMAXPROCS=2 (cmd/rdma-perf sets it with -e).
 	WaitThread
 	// WaitPark parks the goroutine in Go's netpoller: no thread is held,
 	// and the wake-up goes through the netpoller and the scheduler's
