@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -538,7 +540,8 @@ func TestCompChannelWaitAllocs(t *testing.T) {
 }
 
 // Past MaxThreadWaits Waits blocking a thread, WaitAuto channels park in
-// the netpoller instead; all of them still end with their context.
+// the netpoller instead (exactly MaxThreadWaits threads are found in
+// ppoll); all of them still end with their context.
 func TestCompChannelAutoThreadLimit(t *testing.T) {
 	e := newVerbsEnv(t)
 	const n = MaxThreadWaits + 8
@@ -559,6 +562,31 @@ func TestCompChannelAutoThreadLimit(t *testing.T) {
 	}
 	if got := autoThreadWaits.Load(); got != n {
 		t.Fatalf("%d Waits counted, want %d", got, n)
+	}
+	// Exactly MaxThreadWaits threads sit in ppoll (the kernel shows each
+	// thread's current system call in /proc/self/task/*/syscall); the
+	// others parked.
+	inPpoll := func() int {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+			if err == nil && strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_PPOLL)+" ") {
+				k++
+			}
+		}
+		return k
+	}
+	blocked := inPpoll()
+	for blocked < MaxThreadWaits && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		blocked = inPpoll()
+	}
+	if blocked != MaxThreadWaits {
+		t.Fatalf("%d threads blocked in ppoll for %d Waits, want %d", blocked, n, MaxThreadWaits)
 	}
 	select {
 	case err := <-done:
