@@ -119,24 +119,14 @@ func (s *session) idle() error {
 }
 
 // waitSends returns once the sends before n are complete.
-func (s *session) waitSends(n int) error {
-	for s.ccnt < n {
-		got, err := s.reap()
-		if err != nil {
-			return err
-		}
-		if got == 0 {
-			if err := s.idle(); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func (s *session) waitSends(n int) error { return s.waitCount(&s.ccnt, n) }
 
 // waitRecvs returns once n receives have completed.
-func (s *session) waitRecvs(n int) error {
-	for s.rcnt < n {
+func (s *session) waitRecvs(n int) error { return s.waitCount(&s.rcnt, n) }
+
+// waitCount reaps completions until *count, which reap advances, reaches n.
+func (s *session) waitCount(count *int, n int) error {
+	for *count < n {
 		got, err := s.reap()
 		if err != nil {
 			return err

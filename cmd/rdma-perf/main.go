@@ -12,6 +12,8 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	"github.com/goverbs/rdma/internal/cmdline"
 )
 
 func main() {
@@ -223,19 +225,12 @@ func parseArgs(args []string) (options, error) {
 	var cpuFreq bool
 	bothBool("F", "CPU-freq", &cpuFreq)
 
-	var hosts []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return o, err
-			}
-			return o, &usageError{err.Error()}
+	hosts, err := cmdline.Parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		hosts = append(hosts, fs.Arg(0))
-		args = fs.Args()[1:]
+		return o, &usageError{err.Error()}
 	}
 	switch len(hosts) {
 	case 0:

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -120,19 +121,12 @@ func parseArgs(args []string) (options, error) {
 	fs.BoolVar(&o.check, "c", false, "")
 	fs.BoolVar(&o.check, "chk", false, "")
 
-	var hosts []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return o, err
-			}
-			return o, &usageError{err.Error()}
+	hosts, err := cmdline.Parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		hosts = append(hosts, fs.Arg(0))
-		args = fs.Args()[1:]
+		return o, &usageError{err.Error()}
 	}
 	switch len(hosts) {
 	case 0:

@@ -1,0 +1,5 @@
+// Package cmdline holds what the programs under cmd/ share in reading their
+// command lines: rdma-core's and perftest's tools take the server's name
+// anywhere among the flags (getopt permutes), which Go's flag package does
+// not do on its own.
+package cmdline
