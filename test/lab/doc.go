@@ -22,7 +22,9 @@
 // runs share the cache safely.
 //
 // QEMU runs under TCG unless GOVERBS_LAB_ACCEL=kvm: KVM guests were seen to
-// hang during boot on some hosts, so KVM is opt-in.
+// hang during boot on some hosts, so KVM is opt-in. Under TCG a boot rarely
+// hangs or panics before the command starts (an int3 oops in sched_clock_cpu
+// was seen); Run then boots once more, which cannot run the command twice.
 //
 // # Two guests
 //

@@ -64,6 +64,9 @@ type Error struct {
 	Code      int
 	Msg       string
 	KernelLog string
+	// notStarted: the guest stopped or hung before the command started,
+	// so Run may boot once more (see Run).
+	notStarted bool
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -73,6 +76,12 @@ func labErr(code int, console *ring, format string, args ...any) *Error {
 	if console != nil {
 		e.KernelLog = tail(console.bytes(), 40)
 	}
+	return e
+}
+
+// notStarted marks a failure that came before the command started.
+func notStarted(e *Error) *Error {
+	e.notStarted = true
 	return e
 }
 
@@ -183,7 +192,18 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "writing the initramfs: %v", err)
 	}
 	e.touchAndPrune(k.dir, filepath.Dir(initBin), initrd)
-	return e.boot(ctx, cfg, k, initrd)
+	code, err := e.boot(ctx, cfg, k, initrd)
+	// A guest that hangs or panics while booting under TCG (seen once in a
+	// few dozen boots, e.g. an int3 oops in sched_clock_cpu on 6.12) never
+	// ran the command, so booting again cannot run anything twice. Once.
+	if le, ok := err.(*Error); ok && le.notStarted && ctx.Err() == nil {
+		e.logf("%s; booting once more", le.Msg)
+		if le.KernelLog != "" {
+			e.logf("last lines of the kernel console:\n%s", le.KernelLog)
+		}
+		code, err = e.boot(ctx, cfg, k, initrd)
+	}
+	return code, err
 }
 
 // qemuEscape doubles commas, QEMU's escape inside option values.
@@ -355,7 +375,7 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 		case f, ok := <-bFrames:
 			switch {
 			case !ok && !bReady:
-				return ExitLabFailure, labErr(ExitLabFailure, b.console, "%s", b.stoppedMsg(k.release, "before it was ready"))
+				return ExitLabFailure, notStarted(labErr(ExitLabFailure, b.console, "%s", b.stoppedMsg(k.release, "before it was ready")))
 			case !ok:
 				e.logf("%s", b.stoppedMsg(k.release, "on its own"))
 				peerGone("the peer VM stopped on its own")
@@ -383,11 +403,10 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 				case <-time.After(5 * time.Second):
 				}
 				a.stop()
-				what := "before starting the command"
-				if started {
-					what = "before the command finished"
+				if !started {
+					return ExitLabFailure, notStarted(labErr(ExitLabFailure, a.console, "%s", a.stoppedMsg(k.release, "before starting the command")))
 				}
-				return ExitLabFailure, labErr(ExitLabFailure, a.console, "%s", a.stoppedMsg(k.release, what))
+				return ExitLabFailure, labErr(ExitLabFailure, a.console, "%s", a.stoppedMsg(k.release, "before the command finished"))
 			}
 			if f.Chan != 0 {
 				// A request from the primary guest for its peer.
@@ -461,9 +480,9 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 			}
 		case <-bootTimer.C:
 			if two {
-				return ExitLabFailure, labErr(ExitLabFailure, a.console, "the VMs (Linux %s) did not start the command within %v (peer ready: %v); the VMs were stopped", k.release, cfg.BootTimeout, bReady)
+				return ExitLabFailure, notStarted(labErr(ExitLabFailure, a.console, "the VMs (Linux %s) did not start the command within %v (peer ready: %v); the VMs were stopped", k.release, cfg.BootTimeout, bReady))
 			}
-			return ExitLabFailure, labErr(ExitLabFailure, a.console, "the VM (Linux %s) did not start the command within %v; the VM was stopped", k.release, cfg.BootTimeout)
+			return ExitLabFailure, notStarted(labErr(ExitLabFailure, a.console, "the VM (Linux %s) did not start the command within %v; the VM was stopped", k.release, cfg.BootTimeout))
 		case <-cmdTimer:
 			return ExitTimeout, labErr(ExitTimeout, a.console, "command did not finish within %v; the VM was stopped", cfg.Timeout)
 		case <-graceTimer:

@@ -168,13 +168,16 @@ func TestTimeout(t *testing.T) {
 }
 
 // TestBootTimeout: a VM that does not get to the command in time is stopped
-// with a message and the tail of the kernel console.
+// with a message and the tail of the kernel console, and booted once more
+// (a boot that hung ran nothing) before the lab gives up.
 func TestBootTimeout(t *testing.T) {
 	needLab(t)
 	t.Parallel()
 	r := runLab(t, nil, "-kernel", "6.1", "-boot-timeout", "1s", "--", "true")
 	require.Equal(t, 125, r.code, "stderr:\n%s", r.stderr)
 	require.Contains(t, r.stderr, "did not start the command within 1s; the VM was stopped")
+	require.Contains(t, r.stderr, "the VM was stopped; booting once more")
+	require.Equal(t, 2, strings.Count(r.stderr, "booting Linux "), "stderr:\n%s", r.stderr)
 }
 
 // TestCommandErrors: a command that cannot be started reports 127 and why;
