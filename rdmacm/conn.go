@@ -120,8 +120,9 @@ func (c *Config) connParam() ConnParam {
 
 // Conn is a connection made through the CM: its ID, and the verbs objects
 // built for it on the CM's device: a PD (unless Config.PD), one CQ with a
-// completion channel for both queues, and the QP. Post work on QP(), wait
-// with Channel().Wait after CQ().ReqNotify, poll CQ().
+// completion channel for both queues, and the QP. Post work on QP(); take
+// completions with CQ().Poll, or CQ().PollWait to sleep while there are
+// none.
 //
 // Close disconnects, closes the QP (its pending work is flushed), the CQ,
 // the channel, the PD and device it opened, then destroys the ID.

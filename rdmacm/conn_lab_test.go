@@ -67,25 +67,9 @@ func (e *endpoint) close() {
 
 // waitWC waits for one completion through the completion channel.
 func waitWC(ctx context.Context, c *Conn) (uverbs.WC, error) {
-	wcs := make([]uverbs.WC, 1)
-	for {
-		n, err := c.CQ().Poll(wcs)
-		if err != nil {
-			return uverbs.WC{}, err
-		}
-		if n == 1 {
-			return wcs[0], nil
-		}
-		if err := c.CQ().ReqNotify(false); err != nil {
-			return uverbs.WC{}, err
-		}
-		if n, err = c.CQ().Poll(wcs); err != nil || n == 1 {
-			return wcs[0], err
-		}
-		if _, err := c.Channel().Wait(ctx); err != nil {
-			return uverbs.WC{}, err
-		}
-	}
+	var wcs [1]uverbs.WC
+	_, err := c.CQ().PollWait(ctx, wcs[:])
+	return wcs[0], err
 }
 
 func TestDialListen(t *testing.T) {

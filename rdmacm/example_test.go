@@ -41,22 +41,11 @@ func ExampleDial() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// PollWait polls; while the CQ is empty it arms it, polls again and
+	// sleeps on its completion channel.
 	wcs := make([]uverbs.WC, 1)
-	for {
-		if k, _ := c.CQ().Poll(wcs); k == 1 {
-			break
-		}
-		// Arm, poll again (a completion may have come in between), then
-		// sleep on the completion channel.
-		if err := c.CQ().ReqNotify(false); err != nil {
-			log.Fatal(err)
-		}
-		if k, _ := c.CQ().Poll(wcs); k == 1 {
-			break
-		}
-		if _, err := c.Channel().Wait(ctx); err != nil {
-			log.Fatal(err)
-		}
+	if _, err := c.CQ().PollWait(ctx, wcs); err != nil {
+		log.Fatal(err)
 	}
 	fmt.Println("send:", wcs[0].Status)
 }

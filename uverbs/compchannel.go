@@ -31,15 +31,23 @@ type CompChannel struct {
 	spin atomic.Int64
 	mode atomic.Int32
 
-	// waitM serialises Waits; desc and buf (desc's bytes) are the read
-	// buffer of the Wait in progress, kept here so that Wait allocates
-	// nothing.
-	waitM sync.Mutex
-	desc  abi.UverbsCompEventDesc
-	buf   []byte
-	// threadWaits counts the Waits that blocked a thread, for the
-	// periodic yield (see yieldEvery).
+	// reader holds one token while a Wait reads the channel: Waits read
+	// one at a time. desc and buf (desc's bytes) are the read buffer of the
+	// Wait in progress, kept here so that Wait allocates nothing.
+	// threadWaits counts the Waits that blocked a thread, for the periodic
+	// yield (see yieldEvery).
+	reader      chan struct{}
+	desc        abi.UverbsCompEventDesc
+	buf         []byte
 	threadWaits uint
+
+	// PollWait calls that wait for another's read count themselves in
+	// blocked and wait on note, which is closed and replaced when an event
+	// is read while blocked > 0 (so the single waiter of a channel never
+	// allocates).
+	noteM   sync.Mutex
+	note    chan struct{}
+	blocked int
 }
 
 // WaitMode says how CompChannel.Wait waits once its spin found no event.
@@ -119,7 +127,7 @@ func (c *Context) NewCompChannel() (*CompChannel, error) {
 		ev.Close()
 		return nil, &OpError{Op: op, Err: err}
 	}
-	ch := &CompChannel{ctx: c, h: newHandle(), ev: ev}
+	ch := &CompChannel{ctx: c, h: newHandle(), ev: ev, reader: make(chan struct{}, 1), note: make(chan struct{})}
 	ch.buf = bytesOf(&ch.desc)
 	ch.spin.Store(DefaultSpin)
 	if err := r.add(op, ch.h, kindCompChannel, ch); err != nil {
@@ -179,21 +187,86 @@ func (m WaitMode) String() string {
 // a completion, and returns that CQ. The notification is one-shot: call
 // cq.ReqNotify again before the next Wait, and poll the CQ after arming
 // (arm, poll, then wait only if the CQ was empty) so that no completion is
-// missed. It returns ctx.Err() when ctx ends first, and an error matching
-// ErrClosed when the channel is closed. Waits on one channel run one at a
-// time. Wait allocates nothing when ctx cannot be cancelled (ctx.Done() is
+// missed: CQ.PollWait is that loop. It returns ctx.Err() when ctx ends
+// first, and an error matching ErrClosed when the channel is closed. Waits
+// on one channel read it one at a time; one waiting for its turn also ends
+// with its ctx. Wait allocates nothing when ctx cannot be cancelled (ctx.Done() is
 // nil), nor, when it blocks its thread, when ctx is the context of the
 // previous Wait (its context.AfterFunc registration is kept); a parking
 // Wait under a cancellable ctx registers one per Wait.
 //
 // rdma-core: ibv_get_cq_event (no ibv_ack_cq_events is needed).
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
-	const op = "read completion event"
 	if ch == nil {
-		return nil, closedErr(op)
+		return nil, closedErr(readEventOp)
 	}
-	ch.waitM.Lock()
-	defer ch.waitM.Unlock()
+	select {
+	case ch.reader <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-ch.reader }()
+	return ch.read(ctx)
+}
+
+// waitFor waits until the event of cq is read, by this call or by another
+// Wait on the channel, and returns nil then or at once if cq is not armed.
+// A call that finds another reading waits for its turn or for any event to
+// be read, and then looks at cq.armed again: so CQs sharing the channel
+// can be waited for at once without one's event being lost to the other's
+// waiter.
+func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
+	for cq.armed.Load() {
+		reading, err := ch.turn(ctx, cq)
+		if err != nil || !reading {
+			return err
+		}
+		got, err := ch.read(ctx)
+		<-ch.reader
+		if err != nil || got == cq {
+			return err
+		}
+	}
+	return nil
+}
+
+// turn takes the reader's token and returns true, or returns false once
+// an event was read by another (cq may have been disarmed by it).
+func (ch *CompChannel) turn(ctx context.Context, cq *CQ) (bool, error) {
+	select {
+	case ch.reader <- struct{}{}:
+		return true, nil
+	default:
+	}
+	ch.noteM.Lock()
+	ch.blocked++
+	note := ch.note
+	ch.noteM.Unlock()
+	defer func() {
+		ch.noteM.Lock()
+		ch.blocked--
+		ch.noteM.Unlock()
+	}()
+	// Counted in blocked before this look: an event read after it closes
+	// note.
+	if !cq.armed.Load() {
+		return false, nil
+	}
+	select {
+	case ch.reader <- struct{}{}:
+		return true, nil
+	case <-note:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+const readEventOp = "read completion event"
+
+// read reads one event of a CQ of this channel, waiting as the mode says.
+// Call with the reader token held.
+func (ch *CompChannel) read(ctx context.Context) (*CQ, error) {
 	thread := false
 	switch WaitMode(ch.mode.Load()) {
 	case WaitThread:
@@ -221,7 +294,7 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return nil, err
 			}
-			return nil, &OpError{Op: op, Err: err}
+			return nil, &OpError{Op: readEventOp, Err: err}
 		}
 		if cq, ok := ch.event(n, &ch.desc); ok {
 			return cq, nil
@@ -232,15 +305,14 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 // TryWait returns the CQ of a queued notification without waiting, or nil
 // if none is queued.
 func (ch *CompChannel) TryWait() (*CQ, error) {
-	const op = "read completion event"
 	if ch == nil {
-		return nil, closedErr(op)
+		return nil, closedErr(readEventOp)
 	}
 	for {
 		var desc abi.UverbsCompEventDesc
 		n, err := ch.ev.TryRead(bytesOf(&desc))
 		if err != nil {
-			return nil, &OpError{Op: op, Err: err}
+			return nil, &OpError{Op: readEventOp, Err: err}
 		}
 		if n == 0 {
 			return nil, nil
@@ -251,9 +323,9 @@ func (ch *CompChannel) TryWait() (*CQ, error) {
 	}
 }
 
-// event resolves one event; ok is false for an event of a CQ that was closed
-// since (the kernel drops queued events of a destroyed CQ, so this is a
-// narrow race) or of a foreign handle.
+// event resolves one event and marks its CQ as no longer armed; ok is false
+// for an event of a CQ that was closed since (the kernel drops queued events
+// of a destroyed CQ, so this is a narrow race) or of a foreign handle.
 func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 	if n != len(bytesOf(desc)) {
 		return nil, false
@@ -262,6 +334,13 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 	if cq == nil || cq.ch != ch {
 		return nil, false
 	}
+	cq.armed.Store(false)
+	ch.noteM.Lock()
+	if ch.blocked > 0 {
+		close(ch.note)
+		ch.note = make(chan struct{})
+	}
+	ch.noteM.Unlock()
 	return cq, true
 }
 

@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,9 @@ type CQ struct {
 
 	handle uint32
 	depth  atomic.Int32
+	// armed is set by ReqNotify and cleared when the channel's event for
+	// the CQ is read, by whichever Wait reads it; PollWait relies on it.
+	armed atomic.Bool
 
 	mu      sync.Mutex
 	ring    *sys.Mapping
@@ -252,9 +256,58 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}
+	// Set before the kernel can raise the event, so that reading it always
+	// clears the flag.
+	cq.armed.Store(true)
 	err := sys.Write(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
 	c.mu.RUnlock()
+	if err != nil {
+		cq.armed.Store(false)
+	}
 	return err
+}
+
+// PollWait returns the next completions: it polls the CQ into wcs and,
+// while it is empty, arms it (ReqNotify, once per event), polls again (a
+// completion that came in between raises no event) and waits on the CQ's
+// completion channel. It returns n >= 1, or ctx.Err() when ctx ends first
+// (after one more poll finds nothing), or an error matching ErrClosed when
+// the CQ or its channel is closed. The CQ needs a completion channel
+// (CQInit.Channel).
+//
+// Several goroutines may call PollWait on one CQ, and CQs sharing a
+// channel may be waited on at once: an event that one call reads for
+// another CQ is seen by that CQ's waiter. Calling CompChannel.Wait or
+// TryWait yourself on the same channel takes events that PollWait then
+// does not see; use one or the other per channel. PollWait allocates
+// nothing when CompChannel.Wait would not.
+//
+// rdma-core has no single call for this: it is the loop around
+// ibv_poll_cq, ibv_req_notify_cq and ibv_get_cq_event that its examples
+// write.
+func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
+	const op = "poll and wait"
+	if len(wcs) == 0 {
+		return 0, &OpError{Op: op, Err: fmt.Errorf("no room for a completion: pass a []WC of length 1 or more")}
+	}
+	if cq.ch == nil {
+		return 0, &OpError{Op: op, Err: fmt.Errorf("the CQ has no completion channel to wait on: create it with CQInit.Channel, or use Poll")}
+	}
+	for {
+		n, err := cq.Poll(wcs)
+		if n > 0 || err != nil {
+			return n, err
+		}
+		if !cq.armed.Load() {
+			if err := cq.ReqNotify(false); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := cq.ch.waitFor(ctx, cq); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // Resize changes the CQ to hold at least n completions (write() command

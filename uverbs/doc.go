@@ -76,7 +76,7 @@
 // A work completion's Status is data, not a Go error: WCStatus has rdma-core's
 // texts (String) and C names (Name), and WCStatus.Err gives an error when one
 // is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it with a
-// context.Context. Like rdma-core's ibv_get_cq_event it blocks its thread
+// context.Context; CQ.PollWait does the whole poll, arm, poll, wait loop. Like rdma-core's ibv_get_cq_event it blocks its thread
 // in the kernel, which wakes it directly; past MaxThreadWaits waiting
 // threads, or with CompChannel.SetWaitMode(WaitPark), it parks the
 // goroutine in the netpoller instead. It allocates nothing, unless it parks

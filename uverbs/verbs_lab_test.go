@@ -866,6 +866,8 @@ func TestVerbsUseAfterClose(t *testing.T) {
 	_, err = cq.Poll(wcs)
 	closed("CQ.Poll", err)
 	closed("CQ.ReqNotify", cq.ReqNotify(false))
+	_, err = cq.PollWait(context.Background(), wcs)
+	closed("CQ.PollWait", err)
 	closed("CQ.Resize", cq.Resize(16))
 	closed("QP.PostSend", qp.PostSend([]SendWR{{Op: OpSend}}))
 	closed("QP.PostRecv", qp.PostRecv([]RecvWR{{ID: 1}}))

@@ -129,7 +129,6 @@ type session struct {
 
 	wcs      [8]uverbs.WC
 	queued   []uverbs.WC
-	armed    bool          // ReqNotify done and no event read since
 	recvCopy [infoLen]byte // the last message received
 }
 
@@ -244,46 +243,25 @@ func (s *session) rdma(op uverbs.WROpcode, n int, peer rdmaInfo) error {
 }
 
 // next returns the next completion, sleeping on the completion channel
-// when the CQ is empty (arm, poll again, then wait, so that none is
-// missed). It returns errDisconnected once the connection has ended and the
-// CQ is empty.
+// when the CQ is empty (CQ.PollWait). It returns errDisconnected once the
+// connection has ended and the CQ is empty.
 func (s *session) next(ctx context.Context) (uverbs.WC, error) {
-	cq := s.conn.CQ()
-	for {
-		if len(s.queued) > 0 {
-			wc := s.queued[0]
-			s.queued = s.queued[1:]
-			return wc, nil
-		}
-		n, err := cq.Poll(s.wcs[:])
-		if err != nil {
-			return uverbs.WC{}, err
-		}
-		if n > 0 {
-			s.queued = s.wcs[:n]
-			continue
-		}
-		if !s.armed {
-			if err := cq.ReqNotify(false); err != nil {
-				return uverbs.WC{}, err
-			}
-			s.armed = true
-			continue
-		}
+	for len(s.queued) == 0 {
 		if err := ctx.Err(); err != nil {
 			return uverbs.WC{}, err
 		}
-		if s.dctx.Err() != nil {
-			return uverbs.WC{}, errDisconnected
-		}
-		if _, err := s.conn.Channel().Wait(s.dctx); err != nil {
-			if s.dctx.Err() != nil {
-				continue // poll once more, then report the end
+		n, err := s.conn.CQ().PollWait(s.dctx, s.wcs[:])
+		if err != nil {
+			if s.dctx.Err() != nil && ctx.Err() == nil {
+				return uverbs.WC{}, errDisconnected
 			}
 			return uverbs.WC{}, err
 		}
-		s.armed = false
+		s.queued = s.wcs[:n]
 	}
+	wc := s.queued[0]
+	s.queued = s.queued[1:]
+	return wc, nil
 }
 
 // wait returns the completion of kind want (RECV, RDMA_READ or

@@ -14,8 +14,8 @@
 //
 // Nothing polls in a loop: the CM's events come from the rdmacm event
 // channel (waited on through the Go netpoller), completions from the
-// connection's CQ, armed with ReqNotify and waited on through its
-// completion channel; a poll after arming catches what came in between.
+// connection's CQ through CQ.PollWait, which arms it, polls once more and
+// sleeps on its completion channel.
 //
 // # Ending a connection
 //

@@ -32,7 +32,6 @@ type rdmaEndpoint struct {
 
 	wcs    [16]uverbs.WC
 	queued []uverbs.WC
-	armed  bool
 	grace  bool // the wait for completions after the end has been done
 
 	connected    bool
@@ -82,32 +81,11 @@ func (e *rdmaEndpoint) Done() <-chan struct{}   { return e.conn.Done() }
 // is posted here.
 const endGrace = time.Second
 
-// Next polls the CQ; when it is empty it arms the CQ, polls once more (a
-// completion that came in between raises no event) and sleeps on the
-// completion channel.
+// Next returns the next completion, sleeping on the completion channel
+// while the CQ is empty (CQ.PollWait). Once the connection has ended it
+// waits up to endGrace for more, then reports errPeerGone.
 func (e *rdmaEndpoint) Next(ctx context.Context) (uverbs.WC, error) {
-	cq := e.conn.CQ()
-	for {
-		if len(e.queued) > 0 {
-			wc := e.queued[0]
-			e.queued = e.queued[1:]
-			return wc, nil
-		}
-		n, err := cq.Poll(e.wcs[:])
-		if err != nil {
-			return uverbs.WC{}, err
-		}
-		if n > 0 {
-			e.queued = e.wcs[:n]
-			continue
-		}
-		if !e.armed {
-			if err := cq.ReqNotify(false); err != nil {
-				return uverbs.WC{}, err
-			}
-			e.armed = true
-			continue
-		}
+	for len(e.queued) == 0 {
 		if err := ctx.Err(); err != nil {
 			return uverbs.WC{}, err
 		}
@@ -122,19 +100,22 @@ func (e *rdmaEndpoint) Next(ctx context.Context) (uverbs.WC, error) {
 		} else {
 			wctx, cancel = mergeCancel(e.ended, ctx)
 		}
-		_, err = e.conn.Channel().Wait(wctx)
+		n, err := e.conn.CQ().PollWait(wctx, e.wcs[:])
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return uverbs.WC{}, ctx.Err()
 			}
 			if wctx.Err() != nil {
-				continue // ended or grace over: poll once more
+				continue // ended or grace over
 			}
 			return uverbs.WC{}, err
 		}
-		e.armed = false
+		e.queued = e.wcs[:n]
 	}
+	wc := e.queued[0]
+	e.queued = e.queued[1:]
+	return wc, nil
 }
 
 // mergeCancel returns a context that ends with a or b.

@@ -1,0 +1,176 @@
+package uverbs
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var waitModes = []WaitMode{WaitAuto, WaitThread, WaitPark}
+
+// PollWait refuses what it cannot do, ends with its context on an empty
+// CQ, and returns completions that come while it sleeps, in every mode.
+func TestCQPollWait(t *testing.T) {
+	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
+	ch, err := e.ctx.NewCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLater(t, "completion channel", ch.Close)
+	cq := e.cq(64, ch)
+	a, b := e.rcPair(cq, defaultCap)
+	wcs := make([]WC, 4)
+
+	bg := context.Background()
+	if _, err := e.cq(4, nil).PollWait(bg, wcs); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
+		t.Errorf("PollWait on a CQ without a channel: %v, want an error naming CQInit.Channel", err)
+	}
+	if _, err := cq.PollWait(bg, nil); err == nil || !strings.Contains(err.Error(), "length 1") {
+		t.Errorf("PollWait with no room: %v, want an error asking for a []WC of length 1", err)
+	}
+
+	for _, mode := range waitModes {
+		if err := ch.SetWaitMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		n, err := cq.PollWait(ctx, wcs)
+		cancel()
+		if n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%v: PollWait on an empty CQ = %d, %v; want 0, deadline exceeded", mode, n, err)
+		}
+		// The send is posted while PollWait sleeps (the CQ was armed by
+		// the call above and stays so).
+		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		posted := make(chan error, 1)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			posted <- a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}})
+		}()
+		ctx, cancel = context.WithTimeout(bg, 20*time.Second)
+		got := map[uint64]bool{}
+		for len(got) < 2 {
+			n, err := cq.PollWait(ctx, wcs)
+			if err != nil {
+				t.Fatalf("%v: PollWait after %d completions: %v", mode, len(got), err)
+			}
+			for _, wc := range wcs[:n] {
+				if wc.Status != WCSuccess || got[wc.ID] {
+					t.Fatalf("%v: completion %+v (have %v)", mode, wc, got)
+				}
+				got[wc.ID] = true
+			}
+		}
+		cancel()
+		if err := <-posted; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Two CQs share one channel and are waited for at once by two goroutines:
+// whichever reads the channel also reads the other CQ's events, and the
+// other waiter must still return with its completion (a waiter that only
+// waited for the reader's turn, or read the channel again, would sleep
+// until its deadline).
+func TestCQPollWaitSharedChannel(t *testing.T) {
+	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
+	ch, err := e.ctx.NewCompChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLater(t, "completion channel", ch.Close)
+	type side struct {
+		cq   *CQ
+		a, b *QP
+		got  chan error
+	}
+	var sides [2]*side
+	for i := range sides {
+		cq := e.cq(64, ch)
+		a, b := e.rcPair(cq, defaultCap)
+		sides[i] = &side{cq: cq, a: a, b: b, got: make(chan error)}
+	}
+	for _, mode := range waitModes {
+		if err := ch.SetWaitMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var running sync.WaitGroup
+		for _, s := range sides {
+			running.Add(1)
+			go func() {
+				defer running.Done()
+				wcs := make([]WC, 1)
+				for {
+					_, err := s.cq.PollWait(ctx, wcs)
+					if err == nil && wcs[0].Status != WCSuccess {
+						err = wcs[0].Status.Err()
+					}
+					select {
+					case s.got <- err:
+					case <-ctx.Done():
+						return
+					}
+				}
+			}()
+		}
+		for step := range 60 {
+			// Both are waiting before each send, and the side that gets
+			// it alternates in an order that is not the waiters' own.
+			s := sides[(step/2+step)%2]
+			if err := s.b.PostRecv([]RecvWR{{ID: uint64(step), SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.a.PostSend([]SendWR{{ID: uint64(step), Op: OpSend, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-s.got:
+				if err != nil {
+					t.Fatalf("%v, step %d: %v", mode, step, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%v, step %d: the receive's completion did not wake its waiter", mode, step)
+			}
+		}
+		// The next mode's waiters start once these have returned.
+		cancel()
+		running.Wait()
+	}
+}
+
+// The event-driven round trip through PollWait allocates nothing, in each
+// mode.
+func TestCQPollWaitAllocs(t *testing.T) {
+	w := newWakeupEnv(t)
+	bg := context.Background()
+	for _, mode := range waitModes {
+		w.ch.SetWaitMode(mode)
+		allocs := testing.AllocsPerRun(50, func() {
+			if err := w.b.PostRecv(w.recv); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.a.PostSend(w.send); err != nil {
+				t.Fatal(err)
+			}
+			for got := 0; got < 2; {
+				n, err := w.cq.PollWait(bg, w.wcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got += n
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per round trip, want 0", mode, allocs)
+		}
+	}
+}
