@@ -202,8 +202,12 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	}
 	select {
 	case ch.reader <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default: // another Wait is reading
+		select {
+		case ch.reader <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	defer func() { <-ch.reader }()
 	return ch.read(ctx)

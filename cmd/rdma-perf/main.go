@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,18 +33,7 @@ func main() {
 	}
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
-	var uerr *usageError
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(os.Stdout, usageText)
-	case errors.As(err, &uerr):
-		fmt.Fprintf(os.Stderr, "rdma-perf: %v\n\n%s", err, usageText)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "rdma-perf:", err)
-		os.Exit(1)
-	}
+	cmdline.Exit("rdma-perf", usageText, err)
 }
 
 const usageText = `Usage:
@@ -77,13 +65,6 @@ atomic_lat (perftest's ib_TEST). Options (perftest's letters and meanings):
       --report_gbits       report Gb/s instead of MB/s
   -F, --CPU-freq           accepted for perftest compatibility (no effect)
 `
-
-// usageError is a mistake on the command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // run runs one side with the command-line arguments (without the program
 // name), printing perftest's table to stdout and progress to stderr.
@@ -181,12 +162,12 @@ func parseArgs(args []string) (options, error) {
 		return o, flag.ErrHelp
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return o, usagef("the first argument names the test (write_bw, send_bw, read_bw, write_lat, send_lat, read_lat, atomic_lat)")
+		return o, cmdline.Usagef("the first argument names the test (write_bw, send_bw, read_bw, write_lat, send_lat, read_lat, atomic_lat)")
 	}
 	name := strings.TrimPrefix(args[0], "ib_")
 	t, ok := tests[name]
 	if !ok {
-		return o, usagef("unknown test %q", args[0])
+		return o, cmdline.Usagef("unknown test %q", args[0])
 	}
 	o.test, o.verb, o.lat = name, t.v, t.lat
 	args = args[1:]
@@ -227,17 +208,14 @@ func parseArgs(args []string) (options, error) {
 
 	hosts, err := cmdline.Parse(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{err.Error()}
+		return o, err
 	}
 	switch len(hosts) {
 	case 0:
 	case 1:
 		o.server = hosts[0]
 	default:
-		return o, usagef("one server name at most, got %q", hosts)
+		return o, cmdline.Usagef("one server name at most, got %q", hosts)
 	}
 	return o, o.finish()
 }
@@ -248,49 +226,49 @@ func parseArgs(args []string) (options, error) {
 func (o *options) finish() error {
 	switch {
 	case o.port <= 0 || o.port > 65535:
-		return usagef("-p %d: not a TCP port", o.port)
+		return cmdline.Usagef("-p %d: not a TCP port", o.port)
 	case o.ibPort < 1 || o.ibPort > 255:
-		return usagef("-i %d: device ports are numbered from 1", o.ibPort)
+		return cmdline.Usagef("-i %d: device ports are numbered from 1", o.ibPort)
 	case o.gidIdx < -1 || o.gidIdx > 255:
-		return usagef("-x %d: not a GID index", o.gidIdx)
+		return cmdline.Usagef("-x %d: not a GID index", o.gidIdx)
 	case o.duration < 0:
-		return usagef("-D %d: a duration is a positive number of seconds", o.duration)
+		return cmdline.Usagef("-D %d: a duration is a positive number of seconds", o.duration)
 	case o.inline < 0:
-		return usagef("-I %d: negative inline size", o.inline)
+		return cmdline.Usagef("-I %d: negative inline size", o.inline)
 	case o.outReads < 0 || o.outReads > 255:
-		return usagef("-o %d: outstanding reads are 1..255", o.outReads)
+		return cmdline.Usagef("-o %d: outstanding reads are 1..255", o.outReads)
 	case o.timeout < 0 || o.timeout > 31:
-		return usagef("-u %d: the timeout exponent is 0..31", o.timeout)
+		return cmdline.Usagef("-u %d: the timeout exponent is 0..31", o.timeout)
 	case o.mtu != 0 && (o.mtu < 256 || o.mtu > 4096 || o.mtu&(o.mtu-1) != 0):
-		return usagef("-m %d: the path MTU is 256, 512, 1024, 2048 or 4096", o.mtu)
+		return cmdline.Usagef("-m %d: the path MTU is 256, 512, 1024, 2048 or 4096", o.mtu)
 	}
 	if o.events && o.verb == write {
 		// perftest: "Events feature not available on WRITE verb".
-		return usagef("-e: events are not available with WRITE tests (write_lat polls memory; perftest refuses too)")
+		return cmdline.Usagef("-e: events are not available with WRITE tests (write_lat polls memory; perftest refuses too)")
 	}
 	if o.duration > 0 {
 		if o.all {
-			return usagef("-D and -a: duration mode runs one size")
+			return cmdline.Usagef("-D and -a: duration mode runs one size")
 		}
 		if o.events {
-			return usagef("-D and -e: duration mode does not work with events (as in perftest)")
+			return cmdline.Usagef("-D and -e: duration mode does not work with events (as in perftest)")
 		}
 		if o.iters != -1 {
-			return usagef("-D and -n: give a duration or a number of iterations")
+			return cmdline.Usagef("-D and -n: give a duration or a number of iterations")
 		}
 		if o.margin == -1 {
 			o.margin = o.duration / 4 // perftest: margin = duration / 4 when not given
 		}
 		if o.duration <= 2*o.margin {
-			return usagef("-D %d -f %d: the duration must be more than twice the margin", o.duration, o.margin)
+			return cmdline.Usagef("-D %d -f %d: the duration must be more than twice the margin", o.duration, o.margin)
 		}
 	} else if o.margin != -1 {
-		return usagef("-f is for duration mode (-D)")
+		return cmdline.Usagef("-f is for duration mode (-D)")
 	}
 	switch {
 	case o.verb == atomicOp:
 		if o.size != -1 && o.size != defSizeAtomic {
-			return usagef("-s %d: atomics are 8 bytes", o.size)
+			return cmdline.Usagef("-s %d: atomics are 8 bytes", o.size)
 		}
 		o.size = defSizeAtomic
 	case o.size == -1 && o.lat:
@@ -302,7 +280,7 @@ func (o *options) finish() error {
 		o.size = maxSize // the largest size sets the buffers
 	}
 	if o.size < 1 || o.size > 1<<30 {
-		return usagef("-s %d: 1 byte to 1 GiB", o.size)
+		return cmdline.Usagef("-s %d: 1 byte to 1 GiB", o.size)
 	}
 	if o.iters == -1 {
 		o.iters = defIters
@@ -311,7 +289,7 @@ func (o *options) finish() error {
 		}
 	}
 	if o.duration == 0 && o.iters < 5 {
-		return usagef("-n %d: at least 5 iterations", o.iters)
+		return cmdline.Usagef("-n %d: at least 5 iterations", o.iters)
 	}
 	if o.txDepth == -1 {
 		o.txDepth = defTxBW
@@ -320,7 +298,7 @@ func (o *options) finish() error {
 		}
 	}
 	if o.txDepth < 1 {
-		return usagef("-t %d: at least 1", o.txDepth)
+		return cmdline.Usagef("-t %d: at least 1", o.txDepth)
 	}
 	if o.duration == 0 && o.txDepth > o.iters {
 		o.txDepth = o.iters
@@ -332,7 +310,7 @@ func (o *options) finish() error {
 		}
 	}
 	if o.rxDepth < 1 {
-		return usagef("-r %d: at least 1", o.rxDepth)
+		return cmdline.Usagef("-r %d: at least 1", o.rxDepth)
 	}
 	if o.duration == 0 && o.verb == send && o.rxDepth > o.iters {
 		o.rxDepth = o.iters
@@ -345,7 +323,7 @@ func (o *options) finish() error {
 		o.cqMod = defCQMod
 	}
 	if o.cqMod < 1 {
-		return usagef("-Q %d: at least 1", o.cqMod)
+		return cmdline.Usagef("-Q %d: at least 1", o.cqMod)
 	}
 	if o.size > cqModSizeLimit && !o.all && !o.events && !explicitCQMod {
 		o.cqMod = 1

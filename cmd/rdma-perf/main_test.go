@@ -7,6 +7,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -66,7 +67,7 @@ func TestParseArgs(t *testing.T) {
 		{"send_bw", "-n", "2"},
 		{"send_bw", "h1", "h2"},
 	} {
-		var uerr *usageError
+		var uerr *cmdline.UsageError
 		if _, err := parseArgs(args); !errors.As(err, &uerr) {
 			t.Errorf("parseArgs(%q) = %v, want a usage error", args, err)
 		}

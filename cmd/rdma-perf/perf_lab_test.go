@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,7 +149,7 @@ func TestHotPathAllocs(t *testing.T) {
 // perfSide is one running peer.
 type perfSide struct {
 	who, role string
-	out, errb *lockedBuffer
+	out, errb *testutil.SyncBuffer
 	done      chan error
 }
 
@@ -285,7 +283,7 @@ func checkTable(t *testing.T, c perfCase, role, out string) {
 // process; the test's end stops and waits for both.
 func startPerf(t *testing.T, ctx context.Context, who, role, test string, args []string) *perfSide {
 	t.Helper()
-	s := &perfSide{who: who, role: role, out: &lockedBuffer{}, errb: &lockedBuffer{}, done: make(chan error, 1)}
+	s := &perfSide{who: who, role: role, out: &testutil.SyncBuffer{}, errb: &testutil.SyncBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(ctx)
 	finished := make(chan struct{})
 	t.Cleanup(func() {
@@ -328,23 +326,4 @@ func startPerf(t *testing.T, ctx context.Context, who, role, test string, args [
 		s.done <- err
 	}()
 	return s
-}
-
-// lockedBuffer is a bytes.Buffer written by a process or goroutine while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -108,7 +109,7 @@ func TestParseArgs(t *testing.T) {
 		{"-x"},
 		{"host1", "host2"},
 	} {
-		var uerr *usageError
+		var uerr *cmdline.UsageError
 		if _, err := parseArgs(args); !errors.As(err, &uerr) {
 			t.Errorf("parseArgs(%q) = %v, want a usage error", args, err)
 		}

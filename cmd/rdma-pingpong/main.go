@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/goverbs/rdma/internal/cmdline"
@@ -18,18 +17,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout)
-	var uerr *usageError
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(os.Stdout, usageText)
-	case errors.As(err, &uerr):
-		fmt.Fprintf(os.Stderr, "rdma-pingpong: %v\n\n%s", err, usageText)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "rdma-pingpong:", err)
-		os.Exit(1)
-	}
+	cmdline.Exit("rdma-pingpong", usageText, err)
 }
 
 const usageText = `Usage:
@@ -51,13 +39,6 @@ Options:
   -g, --gid-idx=<index>  local port GID index (default: the GID of the TCP connection's local address)
   -c, --chk              validate the received buffer
 `
-
-// usageError is a mistake on the command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
 
 // Defaults of rdma-core's rc_pingpong.c and ud_pingpong.c (v44 and later).
 const (
@@ -123,32 +104,29 @@ func parseArgs(args []string) (options, error) {
 
 	hosts, err := cmdline.Parse(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, &usageError{err.Error()}
+		return o, err
 	}
 	switch len(hosts) {
 	case 0:
 	case 1:
 		o.server = hosts[0]
 	default:
-		return o, usagef("one server name at most, got %q", hosts)
+		return o, cmdline.Usagef("one server name at most, got %q", hosts)
 	}
 
 	switch {
 	case o.port <= 0 || o.port > 65535:
-		return o, usagef("-p %d: not a TCP port", o.port)
+		return o, cmdline.Usagef("-p %d: not a TCP port", o.port)
 	case o.ibPort < 1 || o.ibPort > 255:
-		return o, usagef("-i %d: device ports are numbered from 1", o.ibPort)
+		return o, cmdline.Usagef("-i %d: device ports are numbered from 1", o.ibPort)
 	case o.rxDepth < 1:
-		return o, usagef("-r %d: at least one receive must be posted", o.rxDepth)
+		return o, cmdline.Usagef("-r %d: at least one receive must be posted", o.rxDepth)
 	case o.iters < 1:
-		return o, usagef("-n %d: at least one exchange", o.iters)
+		return o, cmdline.Usagef("-n %d: at least one exchange", o.iters)
 	case o.sl < 0 || o.sl > 15:
-		return o, usagef("-l %d: service levels are 0..15", o.sl)
+		return o, cmdline.Usagef("-l %d: service levels are 0..15", o.sl)
 	case o.gidIdx < -1 || o.gidIdx > 255:
-		return o, usagef("-g %d: not a GID index", o.gidIdx)
+		return o, cmdline.Usagef("-g %d: not a GID index", o.gidIdx)
 	}
 	if o.size == -1 {
 		o.size = defaultRCSize
@@ -157,17 +135,17 @@ func parseArgs(args []string) (options, error) {
 		}
 	}
 	if o.size < 1 {
-		return o, usagef("-s %d: messages have at least one byte", o.size)
+		return o, cmdline.Usagef("-s %d: messages have at least one byte", o.size)
 	}
 	if mtu != -1 && o.qpType == uverbs.UD {
-		return o, usagef("-m is for rc: a UD message must fit in the port's active MTU")
+		return o, cmdline.Usagef("-m is for rc: a UD message must fit in the port's active MTU")
 	}
 	if mtu == -1 {
 		mtu = defaultMTU
 	}
 	o.mtu = uverbs.MTUFromBytes(mtu)
 	if o.mtu == 0 || o.mtu.Bytes() != mtu {
-		return o, usagef("-m %d: the path MTU is 256, 512, 1024, 2048 or 4096", mtu)
+		return o, cmdline.Usagef("-m %d: the path MTU is 256, 512, 1024, 2048 or 4096", mtu)
 	}
 	return o, nil
 }
@@ -179,6 +157,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseArgs(args)
 	if err != nil {
 		return err
+	}
+	if o.events && runtime.GOMAXPROCS(0) < 2 {
+		// With one P, Go's sysmon takes the P of a thread blocked in
+		// CompChannel.Wait after 20 µs and hands it on: a hand-off per
+		// Wait (uverbs.WaitThread). A second P avoids it.
+		runtime.GOMAXPROCS(2)
 	}
 	return pingpong(ctx, o, stdout)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -75,13 +76,6 @@ type options struct {
 	corrupt bool
 }
 
-// usageError is a mistake on the command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
-
 // parseArgs reads the command line as rping's getopt does (optstring
 // "a:I:Pp:C:S:scvVd"): flags may be grouped (-vV), an option's value may be
 // attached (-C10) or the next word, and "--" ends the options.
@@ -110,7 +104,7 @@ func parseArgs(args []string) (options, error) {
 					i++
 					val = args[i]
 				default:
-					return o, usagef("option -%c needs a value", c)
+					return o, cmdline.Usagef("option -%c needs a value", c)
 				}
 				j = len(a)
 			}
@@ -120,21 +114,21 @@ func parseArgs(args []string) (options, error) {
 		}
 	}
 	if i < len(args) {
-		return o, usagef("unexpected argument %q", args[i])
+		return o, cmdline.Usagef("unexpected argument %q", args[i])
 	}
 	switch role {
 	case "":
-		return o, usagef("give -s (server) or -c (client)")
+		return o, cmdline.Usagef("give -s (server) or -c (client)")
 	case "client":
 		if o.addr == "" {
-			return o, usagef("the client needs the server's address: -a addr")
+			return o, cmdline.Usagef("the client needs the server's address: -a addr")
 		}
 		if o.persistent {
-			return o, usagef("-P is for the server")
+			return o, cmdline.Usagef("-P is for the server")
 		}
 	case "server":
 		if o.source != "" {
-			return o, usagef("-I is for the client")
+			return o, cmdline.Usagef("-I is for the client")
 		}
 	}
 	o.server = role == "server"
@@ -146,7 +140,7 @@ func (o *options) set(c byte, val string, role *string) error {
 	num := func() (int, error) {
 		n, err := strconv.Atoi(val)
 		if err != nil {
-			return 0, usagef("-%c %q: not a number", c, val)
+			return 0, cmdline.Usagef("-%c %q: not a number", c, val)
 		}
 		return n, nil
 	}
@@ -160,20 +154,20 @@ func (o *options) set(c byte, val string, role *string) error {
 		o.persistent = true
 	case 'p':
 		if o.port, err = num(); err == nil && (o.port < 0 || o.port > 65535) {
-			err = usagef("-p %d: not a port", o.port)
+			err = cmdline.Usagef("-p %d: not a port", o.port)
 		}
 	case 'C':
 		if o.count, err = num(); err == nil && o.count < 0 {
-			err = usagef("Invalid count %d", o.count)
+			err = cmdline.Usagef("Invalid count %d", o.count)
 		}
 	case 'S':
 		if o.size, err = num(); err == nil && (o.size < minSize || o.size > maxSize) {
-			err = usagef("Invalid size %d (valid range is %d to %d)", o.size, minSize, maxSize)
+			err = cmdline.Usagef("Invalid size %d (valid range is %d to %d)", o.size, minSize, maxSize)
 		}
 	case 's', 'c':
 		r := map[byte]string{'s': "server", 'c': "client"}[c]
 		if *role != "" && *role != r {
-			return usagef("-s and -c: give one")
+			return cmdline.Usagef("-s and -c: give one")
 		}
 		*role = r
 	case 'v':
@@ -183,9 +177,9 @@ func (o *options) set(c byte, val string, role *string) error {
 	case 'd':
 		o.debug = true
 	case 'q':
-		return usagef("-q (a QP created and moved without the CM) is not supported")
+		return cmdline.Usagef("-q (a QP created and moved without the CM) is not supported")
 	default:
-		return usagef("unknown option -%c", c)
+		return cmdline.Usagef("unknown option -%c", c)
 	}
 	return err
 }

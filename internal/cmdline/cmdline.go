@@ -1,20 +1,58 @@
 package cmdline
 
-import "flag"
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+)
+
+// UsageError is a mistake on the command line: Exit prints it with the
+// program's usage and exits with status 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *UsageError with the formatted message.
+func Usagef(format string, a ...any) error {
+	return &UsageError{fmt.Sprintf(format, a...)}
+}
 
 // Parse parses args with fs, letting operands (the arguments that are not
 // flags) stand between flags as getopt allows, and returns the operands in
-// their order. An error is fs.Parse's (flag.ErrHelp for -h).
+// their order. It returns flag.ErrHelp for -h and a *UsageError for any
+// other mistake.
 func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var operands []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return operands, err
+			if errors.Is(err, flag.ErrHelp) {
+				return operands, err
+			}
+			return operands, &UsageError{err.Error()}
 		}
 		if fs.NArg() == 0 {
 			return operands, nil
 		}
 		operands = append(operands, fs.Arg(0))
 		args = fs.Args()[1:]
+	}
+}
+
+// Exit ends a program whose run returned err: it returns on nil, prints
+// usage to stdout for flag.ErrHelp (status 0), the mistake and usage to
+// stderr for a *UsageError (status 2), and "prog: err" otherwise (status 1).
+func Exit(prog, usage string, err error) {
+	var uerr *UsageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(os.Stdout, usage)
+	case errors.As(err, &uerr):
+		fmt.Fprintf(os.Stderr, "%s: %v\n\n%s", prog, err, usage)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+		os.Exit(1)
 	}
 }

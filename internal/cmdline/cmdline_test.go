@@ -31,8 +31,9 @@ func TestParse(t *testing.T) {
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if _, err := Parse(fs, []string{"host", "-x"}); err == nil {
-		t.Error("an unknown flag after an operand was accepted")
+	var uerr *UsageError
+	if _, err := Parse(fs, []string{"host", "-x"}); !errors.As(err, &uerr) || uerr.Msg != "flag provided but not defined: -x" {
+		t.Errorf("an unknown flag after an operand: %v, want a *UsageError naming -x", err)
 	}
 	if _, err := Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("-h: %v, want flag.ErrHelp", err)

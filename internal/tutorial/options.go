@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/goverbs/rdma/internal/cmdline"
 )
 
 // Options are the command line of rdma-server and rdma-client.
@@ -23,13 +25,6 @@ type Options struct {
 
 // errHelp: -h was given.
 var errHelp = errors.New("help requested")
-
-// usageError is a mistake on the command line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
 // ParseArgs reads the command line of rdma-server (server) or rdma-client:
 //
@@ -48,19 +43,12 @@ func ParseArgs(server bool, args []string) (Options, error) {
 	if !server {
 		msg = fs.String("s", "", "")
 	}
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return Options{}, errHelp
-			}
-			return Options{}, usagef("%v", err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		words, args = append(words, args[0]), args[1:]
+	words, err := cmdline.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return Options{}, errHelp
+	}
+	if err != nil {
+		return Options{}, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -68,7 +56,7 @@ func ParseArgs(server bool, args []string) (Options, error) {
 	o := Options{Server: server, Addr: *addr, Port: *port, Verbose: *verbose}
 	p, err := LookupProtocol(*proto)
 	if err != nil {
-		return o, &usageError{err.Error()}
+		return o, cmdline.Usagef("%v", err)
 	}
 	o.Proto = p
 	modeName := ""
@@ -76,39 +64,39 @@ func ParseArgs(server bool, args []string) (Options, error) {
 		modeName, words = words[0], words[1:]
 	}
 	if o.Mode, err = p.Mode(modeName); err != nil {
-		return o, &usageError{err.Error()}
+		return o, cmdline.Usagef("%v", err)
 	}
 	if server {
 		if len(words) > 0 {
-			return o, usagef("unexpected %q: rdma-server takes the address with -a and the port with -p", words[0])
+			return o, cmdline.Usagef("unexpected %q: rdma-server takes the address with -a and the port with -p", words[0])
 		}
 	} else {
 		if len(words) > 2 {
-			return o, usagef("unexpected %q: rdma-client takes [MODE] [ADDR [PORT]]", words[2])
+			return o, cmdline.Usagef("unexpected %q: rdma-client takes [MODE] [ADDR [PORT]]", words[2])
 		}
 		if len(words) > 0 {
 			if set["a"] && *addr != words[0] {
-				return o, usagef("two server addresses, -a %s and %s: give one", *addr, words[0])
+				return o, cmdline.Usagef("two server addresses, -a %s and %s: give one", *addr, words[0])
 			}
 			o.Addr = words[0]
 		}
 		if len(words) > 1 {
 			n, err := strconv.Atoi(words[1])
 			if err != nil {
-				return o, usagef("port %q: not a number", words[1])
+				return o, cmdline.Usagef("port %q: not a number", words[1])
 			}
 			if set["p"] && *port != n {
-				return o, usagef("two ports, -p %d and %s: give one", *port, words[1])
+				return o, cmdline.Usagef("two ports, -p %d and %s: give one", *port, words[1])
 			}
 			o.Port = n
 		}
 		if o.Addr == "" {
-			return o, usagef("give the server's address: rdma-client --proto %s %s ADDR [PORT] (or -a ADDR)", p.Name, o.Mode.Name)
+			return o, cmdline.Usagef("give the server's address: rdma-client --proto %s %s ADDR [PORT] (or -a ADDR)", p.Name, o.Mode.Name)
 		}
 	}
 	if set["p"] || o.Port != 0 {
 		if o.Port < 1 || o.Port > 65535 {
-			return o, usagef("port %d: give 1 to 65535", o.Port)
+			return o, cmdline.Usagef("port %d: give 1 to 65535", o.Port)
 		}
 	} else {
 		o.Port = o.Mode.Port
@@ -134,16 +122,16 @@ func checkMessage(o Options) error {
 	switch o.Proto {
 	case rdmaExampleProtocol:
 		if n == 0 {
-			return usagef("-s \"\": rdma-example needs a string of at least one byte")
+			return cmdline.Usagef("-s \"\": rdma-example needs a string of at least one byte")
 		}
 		if n > o.Mode.MaxMessage {
-			return usagef("-s is %d bytes; the rdma-example server here registers at most %d", n, o.Mode.MaxMessage)
+			return cmdline.Usagef("-s is %d bytes; the rdma-example server here registers at most %d", n, o.Mode.MaxMessage)
 		}
 	default:
 		// The C programs send the string with its NUL (geek: sprintf into
 		// the buffer; roce-lab: strlen + 1).
 		if n+1 > o.Mode.MaxMessage {
-			return usagef("-s is %d bytes; with its terminating NUL it must fit the peer's %d-byte buffer (--proto %s)", n, o.Mode.MaxMessage, o.Proto.Name)
+			return cmdline.Usagef("-s is %d bytes; with its terminating NUL it must fit the peer's %d-byte buffer (--proto %s)", n, o.Mode.MaxMessage, o.Proto.Name)
 		}
 	}
 	return nil

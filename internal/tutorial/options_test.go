@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/uverbs"
@@ -81,7 +82,7 @@ func TestBadCommandLines(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := ParseArgs(c.server, c.args)
-		if _, ok := err.(*usageError); !ok || !strings.Contains(err.Error(), c.msg) {
+		if _, ok := err.(*cmdline.UsageError); !ok || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("server=%v %.60q: error %v, want a usage error with %q", c.server, c.args, err, c.msg)
 		}
 	}
