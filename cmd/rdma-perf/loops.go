@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -94,11 +95,15 @@ func (s *session) wcError(wc *uverbs.WC) error {
 // idle is called when a poll found nothing: in event mode it sleeps until
 // the next completion event and re-arms the CQ (perftest:
 // ctx_notify_events); when polling it looks at the context and the
-// duration now and then. It neither yields nor locks the goroutine to its
-// thread: a locked goroutine that is preempted must be handed back to its
-// own thread through the scheduler, which was seen to stall the loop for
-// milliseconds in the lab, while an unlocked one resumes at once on the
-// same thread when nothing else is runnable.
+// duration now and then, and yields (runtime.Gosched) once per yieldEvery
+// of polling. Go's sysmon preempts a goroutine that has run for 10 ms
+// without a reschedule by signalling its thread (runtime/proc.go retake,
+// forcePreemptNS); in the lab that pause was one of the slowest samples,
+// and without it (GODEBUG=asyncpreemptoff=1) send_lat's p99.9 at 64 B
+// dropped to about half. A yield while waiting anyway is cheaper: with
+// nothing else to run the scheduler resumes the loop at once. The loop is
+// not locked to its thread: a locked goroutine must be handed back to its
+// own thread through the scheduler, which stalled it for milliseconds.
 func (s *session) idle() error {
 	if s.o.events {
 		cq, err := s.ch.Wait(s.ctx)
@@ -108,6 +113,10 @@ func (s *session) idle() error {
 		return cq.ReqNotify(false)
 	}
 	if s.spin++; s.spin&1023 == 0 {
+		if now := cycles(); now >= s.yieldAt {
+			runtime.Gosched()
+			s.yieldAt = cycles() + s.yieldEvery()
+		}
 		if err := s.ctx.Err(); err != nil {
 			return err
 		}
@@ -117,6 +126,10 @@ func (s *session) idle() error {
 	}
 	return nil
 }
+
+// yieldEvery is how long a polling loop runs between yields, in cycles():
+// half of sysmon's 10 ms.
+func (s *session) yieldEvery() int64 { return int64(s.clk.perUsec * 5000) }
 
 // waitSends returns once the sends before n are complete.
 func (s *session) waitSends(n int) error { return s.waitCount(&s.ccnt, n) }
@@ -155,6 +168,7 @@ func (s *session) beginRun() {
 	s.clk.stop()
 	s.tickEvery = int64(s.clk.perUsec * 1e6)
 	s.nextPrint = cycles() + 2*s.tickEvery
+	s.yieldAt = cycles() + s.yieldEvery()
 }
 
 // durationOver advances perftest's duration states (catch_alarm): samples

@@ -51,11 +51,12 @@ type session struct {
 	comps []int64 // time of each signaled completion (tcompleted)
 
 	// Completion counters of the running test.
-	ccnt    int // sends known complete (the ID of the last signaled one + 1)
-	rcnt    int // receives completed
-	rposted int // receives posted in this run
-	size    int // message size of the running test
-	spin    int
+	ccnt    int   // sends known complete (the ID of the last signaled one + 1)
+	rcnt    int   // receives completed
+	rposted int   // receives posted in this run
+	size    int   // message size of the running test
+	spin    int   // empty polls, to look at the clock now and then
+	yieldAt int64 // cycles() after which a polling loop yields (see idle)
 
 	// Duration mode (perftest's catch_alarm states) and progress.
 	clk                    clock
