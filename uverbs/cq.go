@@ -272,15 +272,16 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 // completion that came in between raises no event) and waits on the CQ's
 // completion channel. It returns n >= 1, or ctx.Err() when ctx ends first
 // (after one more poll finds nothing), or an error matching ErrClosed when
-// the CQ or its channel is closed. The CQ needs a completion channel
+// the CQ is closed or its channel is closed while it waits (closing the CQ
+// alone does not wake it). The CQ needs a completion channel
 // (CQInit.Channel).
 //
 // Several goroutines may call PollWait on one CQ, and CQs sharing a
 // channel may be waited on at once: an event that one call reads for
-// another CQ is seen by that CQ's waiter. Calling CompChannel.Wait or
-// TryWait yourself on the same channel takes events that PollWait then
-// does not see; use one or the other per channel. PollWait allocates
-// nothing when CompChannel.Wait would not.
+// another CQ is seen by that CQ's waiter. A CompChannel.Wait of your own
+// on the same channel is not: PollWait may read the event it waits for.
+// Use one or the other per channel. PollWait allocates nothing when
+// CompChannel.Wait would not.
 //
 // rdma-core has no single call for this: it is the loop around
 // ibv_poll_cq, ibv_req_notify_cq and ibv_get_cq_event that its examples
