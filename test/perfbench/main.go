@@ -295,10 +295,14 @@ func runPair(c cell, ours bool, bin, lo, vdev, vaddr string, port int) (result, 
 	} else if err := waitListening(ctx, port); err != nil {
 		return result{}, err
 	}
+	// The table is on stdout; rdma-perf's progress line on stderr must not
+	// be read as a line of it.
 	cli := cmd("1", host)
-	out, err := cli.CombinedOutput()
+	var errOut bytes.Buffer
+	cli.Stderr = &errOut
+	out, err := cli.Output()
 	if err != nil {
-		return result{}, fmt.Errorf("client: %v: %s", err, tail(out))
+		return result{}, fmt.Errorf("client: %v: %s", err, tail(append(out, errOut.Bytes()...)))
 	}
 	return parse(c, out)
 }
