@@ -122,7 +122,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	bin := fs.String("rdma-perf", "", "path of the rdma-perf binary")
 	out := fs.String("out", "", "Markdown section to write")
-	rounds := fs.Int("rounds", 3, "C/Go pairs per cell (the table has their medians)")
+	rounds := fs.Int("rounds", 5, "C/Go pairs per cell (the table has their medians)")
 	filter := fs.String("only", "", "run only cells whose \"test size mode\" contains this")
 	if err := fs.Parse(args); err != nil {
 		return err
