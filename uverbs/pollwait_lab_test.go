@@ -16,11 +16,7 @@ var waitModes = []WaitMode{WaitAuto, WaitThread, WaitPark}
 func TestCQPollWait(t *testing.T) {
 	e := newVerbsEnv(t)
 	_, mr := e.memory(4096)
-	ch, err := e.ctx.NewCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeLater(t, "completion channel", ch.Close)
+	ch := e.channel()
 	cq := e.cq(64, ch)
 	a, b := e.rcPair(cq, defaultCap)
 	wcs := make([]WC, 4)
@@ -82,11 +78,7 @@ func TestCQPollWait(t *testing.T) {
 func TestCQPollWaitSharedChannel(t *testing.T) {
 	e := newVerbsEnv(t)
 	_, mr := e.memory(4096)
-	ch, err := e.ctx.NewCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeLater(t, "completion channel", ch.Close)
+	ch := e.channel()
 	type side struct {
 		cq   *CQ
 		a, b *QP

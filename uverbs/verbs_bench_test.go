@@ -157,11 +157,7 @@ type wakeupEnv struct {
 func newWakeupEnv(tb testing.TB) *wakeupEnv {
 	tb.Helper()
 	e := newVerbsEnv(tb)
-	ch, err := e.ctx.NewCompChannel()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	closeLater(tb, "completion channel", ch.Close)
+	ch := e.channel()
 	cq := e.cq(64, ch)
 	qa, qb := e.rcPair(cq, defaultCap)
 	_, mr := e.memory(4096)

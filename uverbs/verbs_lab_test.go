@@ -82,6 +82,17 @@ func (e *verbsEnv) memory(size int) (*Buffer, *MR) {
 	return b, mr
 }
 
+// channel returns a completion channel, closed at the end of the test.
+func (e *verbsEnv) channel() *CompChannel {
+	e.t.Helper()
+	ch, err := e.ctx.NewCompChannel()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	closeLater(e.t, "completion channel", ch.Close)
+	return ch
+}
+
 func (e *verbsEnv) cq(depth int, ch *CompChannel) *CQ {
 	e.t.Helper()
 	cq, err := e.ctx.CreateCQ(CQInit{Depth: depth, Channel: ch})
@@ -422,11 +433,7 @@ func TestVerbsUD(t *testing.T) {
 func TestVerbsCompChannel(t *testing.T) {
 	e := newVerbsEnv(t)
 	_, mr := e.memory(4096)
-	ch, err := e.ctx.NewCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeLater(t, "completion channel", ch.Close)
+	ch := e.channel()
 	cq := e.cq(16, ch)
 	other := e.cq(16, nil)
 	if err := other.ReqNotify(false); err == nil {
@@ -549,11 +556,7 @@ func TestCompChannelAutoThreadLimit(t *testing.T) {
 	defer cancel()
 	done := make(chan error, n)
 	for range n {
-		ch, err := e.ctx.NewCompChannel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		closeLater(t, "completion channel", ch.Close)
+		ch := e.channel()
 		go func() { _, err := ch.Wait(ctx); done <- err }()
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -1078,11 +1081,7 @@ func TestVerbsPostValidation(t *testing.T) {
 func TestVerbsHotPathAllocs(t *testing.T) {
 	e := newVerbsEnv(t)
 	_, mr := e.memory(8192)
-	ch, err := e.ctx.NewCompChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeLater(t, "completion channel", ch.Close)
+	ch := e.channel()
 	cq := e.cq(64, ch)
 	a, b := e.rcPair(cq, defaultCap)
 	recv := []RecvWR{{ID: 1, SGEs: []SGE{mr.SGE(4096, 256)}}}
