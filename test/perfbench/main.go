@@ -251,10 +251,15 @@ func line(c cell, cs, g []result) string {
 	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", c.mode(), c.test, size, num(ct), num(gt), ratio(gt, ct), num(cp), num(gp), ratio(gp, cp))
 }
 
+// runLimit ends a pair that hangs. The longest run takes a few seconds;
+// the rest is for a slow host. perftest's ib_send_lat -e hangs on 6.12
+// (64 B, 2000 iterations).
+const runLimit = time.Minute
+
 // runPair runs one server and one client of the same tool and parses the
 // client's table.
 func runPair(c cell, ours bool, bin, lo, vdev, vaddr string, port int) (result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	args := []string{"-p", strconv.Itoa(port), "-s", strconv.Itoa(c.size), "-n", strconv.Itoa(c.iters()), "-F"}
 	host := "127.0.0.1"
@@ -302,6 +307,9 @@ func runPair(c cell, ours bool, bin, lo, vdev, vaddr string, port int) (result, 
 	cli.Stderr = &errOut
 	out, err := cli.Output()
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("did not finish within %v (%v)", runLimit, err)
+		}
 		return result{}, fmt.Errorf("client: %v: %s", err, tail(append(out, errOut.Bytes()...)))
 	}
 	return parse(c, out)
