@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -146,13 +147,6 @@ func TestHotPathAllocs(t *testing.T) {
 	}
 }
 
-// perfSide is one running peer.
-type perfSide struct {
-	who, role string
-	out, errb *testutil.SyncBuffer
-	done      chan error
-}
-
 func runPerfCase(t *testing.T, c perfCase, port int) {
 	// Only a hang turns into a failure: under the lab's TCG a case takes
 	// a few seconds.
@@ -179,25 +173,25 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 		time.Sleep(500 * time.Millisecond) // perftest's client does not wait for a late server
 	}
 	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"))
-	for _, s := range []*perfSide{cli, srv} {
+	for _, s := range []*testutil.Side{cli, srv} {
 		select {
-		case err := <-s.done:
+		case err := <-s.Done:
 			if err != nil {
 				cancel()
-				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.who, s.role, err, srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 			}
 		case <-ctx.Done():
-			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s", srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 		}
 	}
 	// The client measures in every test; the servers of send and latency
 	// tests print their own figures too (not perftest's read_lat server).
-	checkTable(t, c, "client", cli.out.String())
+	checkTable(t, c, "client", cli.Out.String())
 	if (strings.HasPrefix(c.test, "send_") || c.test == "write_lat") && !(c.server == "theirs" && c.test == "send_bw") {
-		checkTable(t, c, "server", srv.out.String())
+		checkTable(t, c, "server", srv.Out.String())
 	}
 	if t.Failed() {
-		t.Logf("server (%s):\n%s%s\nclient (%s):\n%s%s", srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+		t.Logf("server (%s):\n%s%s\nclient (%s):\n%s%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 	}
 }
 
@@ -287,51 +281,22 @@ func checkTable(t *testing.T, c perfCase, role, out string) {
 	}
 }
 
-// startPerf runs one side: ours in a goroutine, perftest's ib_TEST as a
-// process; the test's end stops and waits for both.
-func startPerf(t *testing.T, ctx context.Context, who, role, test string, args []string) *perfSide {
+// startPerf runs one side: ours in the test's process, perftest's ib_TEST
+// as a process.
+func startPerf(t *testing.T, ctx context.Context, who, role, test string, args []string) *testutil.Side {
 	t.Helper()
-	s := &perfSide{who: who, role: role, out: &testutil.SyncBuffer{}, errb: &testutil.SyncBuffer{}, done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(ctx)
-	finished := make(chan struct{})
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-finished:
-		case <-time.After(time.Minute):
-			t.Errorf("%s %s still running a minute after being stopped", who, role)
-		}
-	})
-	if who == "ours" {
-		go func() {
-			defer close(finished)
-			s.done <- run(ctx, args, s.out, s.errb)
-		}()
-		return s
-	}
 	tool := "ib_" + test
-	p, err := exec.LookPath(tool)
-	if err != nil {
-		close(finished)
-		if testutil.InLab() {
-			t.Fatalf("%s (perftest) is not installed in the lab: %v", tool, err)
-		}
-		t.Skipf("%s not installed (Debian: perftest)", tool)
-	}
-	cmd := exec.CommandContext(ctx, p, args...)
-	cmd.Stdout, cmd.Stderr = s.out, s.errb
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		close(finished)
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(finished)
-		err := cmd.Wait()
+	if who != "ours" {
+		p, err := exec.LookPath(tool)
 		if err != nil {
-			err = fmt.Errorf("%s %s: %w", tool, strings.Join(args, " "), err)
+			if testutil.InLab() {
+				t.Fatalf("%s (perftest) is not installed in the lab: %v", tool, err)
+			}
+			t.Skipf("%s not installed (Debian: perftest)", tool)
 		}
-		s.done <- err
-	}()
-	return s
+		tool = p
+	}
+	return testutil.StartSide(t, ctx, who, role, func(ctx context.Context, out, errOut io.Writer) error {
+		return run(ctx, args, out, errOut)
+	}, tool, args)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -100,15 +101,6 @@ func loopbackGIDIndex(t testing.TB, dev string) int {
 	return idx
 }
 
-// side is one running peer.
-type side struct {
-	who  string // "ours" or "theirs"
-	role string // "server" or "client"
-	out  *testutil.SyncBuffer
-	errb *testutil.SyncBuffer // stderr of the C program
-	done chan error
-}
-
 func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int) {
 	// The timeout only turns a hang into a failure: under the lab's
 	// emulated CPUs 1000 exchanges take several seconds.
@@ -132,23 +124,23 @@ func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int
 	}
 
 	srv := start(t, ctx, c.server, "server", tool, args(c.server, "server", c.srvOpt))
-	if err := waitListening(ctx, tcpPort, srv.done); err != nil {
-		t.Fatalf("server did not listen on port %d: %v\nserver output:\n%s%s", tcpPort, err, srv.out, srv.errb)
+	if err := waitListening(ctx, tcpPort, srv.Done); err != nil {
+		t.Fatalf("server did not listen on port %d: %v\nserver output:\n%s%s", tcpPort, err, srv.Out, srv.Err)
 	}
 	cli := start(t, ctx, c.client, "client", tool, args(c.client, "client", c.cliOpt))
 
 	// Wait for both; a failed side usually leaves the other waiting, so
 	// the first failure ends the case (the cleanups stop the other).
 	var failed bool
-	pending := map[*side]bool{srv: true, cli: true}
+	pending := map[*testutil.Side]bool{srv: true, cli: true}
 	for len(pending) > 0 && !failed {
 		for s := range pending {
 			select {
-			case err := <-s.done:
+			case err := <-s.Done:
 				delete(pending, s)
 				if err != nil {
 					failed = true
-					t.Errorf("%s %s failed: %v", s.who, s.role, err)
+					t.Errorf("%s %s failed: %v", s.Who, s.Role, err)
 				}
 			case <-time.After(50 * time.Millisecond):
 			}
@@ -160,20 +152,20 @@ func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int
 	}
 	if failed || t.Failed() {
 		cancel()
-		t.Fatalf("server (%s) output:\n%s%s\nclient (%s) output:\n%s%s", srv.who, srv.out, srv.errb, cli.who, cli.out, cli.errb)
+		t.Fatalf("server (%s) output:\n%s%s\nclient (%s) output:\n%s%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 	}
 
-	so, co := parseOutput(t, "server", srv.out.String()), parseOutput(t, "client", cli.out.String())
+	so, co := parseOutput(t, "server", srv.Out.String()), parseOutput(t, "client", cli.Out.String())
 	for _, p := range []struct {
 		name string
 		o    pingpongOutput
-		s    *side
+		s    *testutil.Side
 	}{{"server", so, srv}, {"client", co, cli}} {
 		if p.o.bytes != int64(c.size)*int64(c.iters)*2 || p.o.iters != c.iters {
-			t.Errorf("%s (%s) reports %d bytes and %d iters, want %d and %d", p.name, p.s.who, p.o.bytes, p.o.iters, int64(c.size)*int64(c.iters)*2, c.iters)
+			t.Errorf("%s (%s) reports %d bytes and %d iters, want %d and %d", p.name, p.s.Who, p.o.bytes, p.o.iters, int64(c.size)*int64(c.iters)*2, c.iters)
 		}
-		if strings.Contains(p.s.out.String(), "invalid data") || p.s.errb.Len() != 0 {
-			t.Errorf("%s (%s) complained:\n%s%s", p.name, p.s.who, p.s.out, p.s.errb)
+		if strings.Contains(p.s.Out.String(), "invalid data") || p.s.Err.Len() != 0 {
+			t.Errorf("%s (%s) complained:\n%s%s", p.name, p.s.Who, p.s.Out, p.s.Err)
 		}
 	}
 	if so.local != co.remote || co.local != so.remote {
@@ -184,53 +176,22 @@ func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int
 		t.Errorf("GIDs %q and %q, want %q on both sides", so.local.gid, co.local.gid, want)
 	}
 	if t.Failed() {
-		t.Logf("server (%s) output:\n%s\nclient (%s) output:\n%s", srv.who, srv.out, cli.who, cli.out)
+		t.Logf("server (%s) output:\n%s\nclient (%s) output:\n%s", srv.Who, srv.Out, cli.Who, cli.Out)
 	}
 }
 
-// start runs one side: ours in a goroutine, theirs as a process. Both are
-// stopped and waited for when the test ends.
-func start(t *testing.T, ctx context.Context, who, role, tool string, args []string) *side {
+// start runs one side: ours in the test's process, theirs as a process.
+func start(t *testing.T, ctx context.Context, who, role, tool string, args []string) *testutil.Side {
 	t.Helper()
-	s := &side{who: who, role: role, out: &testutil.SyncBuffer{}, errb: &testutil.SyncBuffer{}, done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(ctx)
-	finished := make(chan struct{})
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-finished:
-		case <-time.After(time.Minute):
-			t.Errorf("%s %s still running a minute after being stopped", who, role)
-		}
-	})
-	if who == "ours" {
-		go func() {
-			defer close(finished)
-			s.done <- run(ctx, args, s.out)
-		}()
-		return s
-	}
-	cmd := exec.CommandContext(ctx, tool, args...)
-	cmd.Stdout, cmd.Stderr = s.out, s.errb
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(finished)
-		err := cmd.Wait()
-		if err != nil {
-			err = fmt.Errorf("%s %s: %w", tool, strings.Join(args, " "), err)
-		}
-		s.done <- err
-	}()
-	return s
+	return testutil.StartSide(t, ctx, who, role, func(ctx context.Context, out, _ io.Writer) error {
+		return run(ctx, args, out)
+	}, tool, args)
 }
 
-func names(m map[*side]bool) []string {
+func names(m map[*testutil.Side]bool) []string {
 	var n []string
 	for s := range m {
-		n = append(n, s.who+" "+s.role)
+		n = append(n, s.Who+" "+s.Role)
 	}
 	return n
 }
