@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma/uverbs"
+
 	"github.com/goverbs/rdma/internal/abi"
 )
 
@@ -123,7 +125,7 @@ func TestNoCM(t *testing.T) {
 	devicePath = t.TempDir() + "/rdma_cm"
 	defer func() { devicePath = old }()
 	_, err := Dial(context.Background(), "10.0.0.1:1", nil)
-	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "rdma-link add") {
+	if !errors.Is(err, uverbs.ErrNoDevice) || !strings.Contains(err.Error(), "rdma-link add") {
 		t.Fatalf("no CM: %v", err)
 	}
 }

@@ -13,129 +13,36 @@ import (
 	"github.com/goverbs/rdma/uverbs"
 )
 
-// Config describes the connections Dial, Resolve, Listen and a Listener
-// make: the QP and CQ sizes, the connection parameters and time limits.
-// The zero Config (or nil) gives an RC connection with 16 send and 16
-// receive work requests of one SGE each.
-type Config struct {
-	// QPType is uverbs.RC (the default) or uverbs.UD.
-	QPType uverbs.QPType
-
-	SendDepth int // send work requests the QP holds; default 16
-	RecvDepth int // receive work requests; default 16
-	SendSGE   int // SGEs per send work request; default 1
-	RecvSGE   int // SGEs per receive work request; default 1
-	MaxInline int // bytes of inline data per send work request
-	// CQDepth is the size of the connection's one CQ, shared by sends and
-	// receives; default SendDepth+RecvDepth.
-	CQDepth int
-
-	// PD, if set, is used for the connection instead of a PD of its own; it
-	// must be on the device the CM picks for the connection. Without it each
-	// connection opens its device and allocates a PD, closed with it.
-	PD *uverbs.PD
-
-	// PrivateData is sent with the connection request by Dial (at most
-	// MaxConnectPrivateData bytes) and with the accept by Listener.Accept
-	// (at most MaxAcceptPrivateData).
-	PrivateData []byte
-	// ConnParam is sent with the request or the accept; nil means
-	// DefaultConnParam.
-	ConnParam *ConnParam
-
-	// Source is the local address to connect from (Dial); unset lets the
-	// kernel pick by route.
-	Source netip.Addr
-	// ResolveTimeout bounds address and route resolution, each; default 2 s.
-	ResolveTimeout time.Duration
-	// ConnectTimeout bounds a connection's setup after its route is known
-	// (Dial and Connect: from the request to ESTABLISHED; Accept: from the
-	// accept to ESTABLISHED); default 30 s. The CM itself gives up only
-	// after 15 retries of about 4 s each.
-	ConnectTimeout time.Duration
-
-	// ACKTimeout, if not 0, sets the QP's ACK timeout to 4.096 µs × 2^n
-	// (RDMA_OPTION_ID_ACK_TIMEOUT) instead of the one the CM derives.
-	ACKTimeout uint8
-	// TOS, if not 0, sets the type of service (RDMA_OPTION_ID_TOS).
-	TOS uint8
-	// ReuseAddr lets Listen bind an address still in use (RDMA_OPTION_ID_REUSEADDR).
-	ReuseAddr bool
-	// Backlog of Listen; 0 means the kernel's limit.
-	Backlog int
-
-	// Logf, if set, receives each CM step of the connection: commands,
-	// events, QP transitions.
-	Logf func(format string, args ...any)
-}
-
-func (c *Config) withDefaults() Config {
-	var d Config
-	if c != nil {
-		d = *c
-	}
-	if d.QPType == 0 {
-		d.QPType = uverbs.RC
-	}
-	if d.SendDepth <= 0 {
-		d.SendDepth = 16
-	}
-	if d.RecvDepth <= 0 {
-		d.RecvDepth = 16
-	}
-	if d.SendSGE <= 0 {
-		d.SendSGE = 1
-	}
-	if d.RecvSGE <= 0 {
-		d.RecvSGE = 1
-	}
-	if d.CQDepth <= 0 {
-		d.CQDepth = d.SendDepth + d.RecvDepth
-	}
-	if d.ResolveTimeout <= 0 {
-		d.ResolveTimeout = 2 * time.Second
-	}
-	if d.ConnectTimeout <= 0 {
-		d.ConnectTimeout = 30 * time.Second
-	}
-	return d
-}
-
-func (c *Config) portSpace() (PortSpace, error) {
-	switch c.QPType {
-	case uverbs.RC:
-		return PortSpaceTCP, nil
-	case uverbs.UD:
-		return PortSpaceUDP, nil
-	}
-	return 0, fmt.Errorf("QP type %v: the CM connects RC and UD QPs: %w", c.QPType, unix.EINVAL)
-}
-
-func (c *Config) connParam() ConnParam {
-	if c.ConnParam != nil {
-		return *c.ConnParam
-	}
-	return DefaultConnParam
-}
-
 // Conn is a connection made through the CM: its ID, and the verbs objects
 // built for it on the CM's device: a PD (unless Config.PD), one CQ with a
 // completion channel for both queues, and the QP. Post work on QP(); take
 // completions with CQ().Poll, or CQ().PollWait to sleep while there are
 // none.
 //
-// Close disconnects, closes the QP (its pending work is flushed), the CQ,
-// the channel, the PD and device it opened, then destroys the ID.
+// The PD is shared: all the process's connections on one device use one
+// PD (librdmacm does the same), unless Config.PD gives one. Register the
+// connection's memory with Conn.RegMR, which Shutdown and Close
+// deregister; memory registered on PD() directly is the caller's to
+// deregister, and stays registered until then or until the process's last
+// connection on the device is closed.
+//
+// Shutdown ends the connection in order and waits for the peer; Close
+// frees everything without waiting: it disconnects, closes the QP (its
+// pending work is flushed), the CQ, the channel, the Conn's MRs, gives up
+// its hold on the shared device, then destroys the ID.
 type Conn struct {
 	cfg   Config
 	id    *ID
 	ownCh *EventChannel // the Dial side's own event channel
 
-	ctx *uverbs.Context // opened for the connection, nil with Config.PD
-	pd  *uverbs.PD
-	ch  *uverbs.CompChannel
-	cq  *uverbs.CQ
-	qp  *uverbs.QP
+	shared *sharedDevice // the device and PD, nil with Config.PD
+	pd     *uverbs.PD
+	ch     *uverbs.CompChannel
+	cq     *uverbs.CQ
+	qp     *uverbs.QP
+
+	mrMu sync.Mutex
+	mrs  []*uverbs.MR // registered by RegMR
 
 	peerData []byte
 	udQPN    uint32
@@ -147,10 +54,23 @@ type Conn struct {
 }
 
 // Dial connects to address ("10.0.0.1:7471", "[fe80::1%eth0]:7471" or
-// "host:port") and returns an established connection.
-// Failures: *EventError matching ErrAddrResolve, ErrRouteResolve or
-// ErrUnreachable, *RejectError (ErrRejected, ErrConnRefused), an error
-// matching ErrTimeout, or ctx.Err(); everything made on the way is freed.
+// "host:port") and returns an established connection. Everything made on
+// the way is freed when it fails, with one of:
+//
+//   - ctx.Err(), when ctx ends first;
+//   - an error matching ErrTimeout (and context.DeadlineExceeded) when
+//     Config.ResolveTimeout or Config.ConnectTimeout runs out;
+//   - *EventError matching ErrAddrResolve or ErrRouteResolve: no way to the
+//     address through an RDMA device;
+//   - *EventError matching ErrUnreachable: the peer's CM did not answer, or
+//     the handshake could not be completed after the peer's reply
+//     (CONNECT_ERROR; the peer went away between its reply and the RTU);
+//   - *EventError matching ErrDisconnected: the peer disconnected during
+//     the handshake;
+//   - *RejectError (ErrRejected, and ErrConnRefused when nothing listens);
+//   - an error matching uverbs.ErrNoDevice: no CM or no RDMA device here;
+//   - *OpError for a bad address, Config or a local failure (the device,
+//     locked memory), which says what to change.
 //
 // rdma-core: rdma_getaddrinfo + rdma_create_ep + rdma_connect.
 func Dial(ctx context.Context, address string, cfg *Config) (*Conn, error) {
@@ -274,16 +194,12 @@ func (c *Conn) build() error {
 	if c.cfg.PD != nil {
 		c.pd = c.cfg.PD
 	} else {
-		ctx, err := uverbs.OpenDevice(dev)
+		sd, err := devices.acquire(dev)
 		if err != nil {
 			return err
 		}
-		c.ctx = ctx
-		pd, err := ctx.AllocPD()
-		if err != nil {
-			return err
-		}
-		c.pd = pd
+		c.shared = sd
+		c.pd = sd.pd
 	}
 	vctx := c.pd.Context()
 	ch, err := vctx.NewCompChannel()
@@ -361,8 +277,24 @@ func (c *Conn) ID() *ID { return c.id }
 // QP returns the connection's QP.
 func (c *Conn) QP() *uverbs.QP { return c.qp }
 
-// PD returns the connection's PD: register memory for the connection there.
+// PD returns the connection's PD: Config.PD, or the PD the process's
+// connections on this device share. Register memory with RegMR, or on the
+// PD and deregister it yourself.
 func (c *Conn) PD() *uverbs.PD { return c.pd }
+
+// RegMR registers buf on the connection's PD for the connection: Shutdown
+// and Close deregister it (after the QP is closed, so no posted work names
+// it). Closing the MR earlier is allowed.
+func (c *Conn) RegMR(buf []byte, access uverbs.Access) (*uverbs.MR, error) {
+	mr, err := c.pd.RegMR(buf, access)
+	if err != nil {
+		return nil, err
+	}
+	c.mrMu.Lock()
+	c.mrs = append(c.mrs, mr)
+	c.mrMu.Unlock()
+	return mr, nil
+}
 
 // CQ returns the CQ of both the send and the receive queue.
 func (c *Conn) CQ() *uverbs.CQ { return c.cq }
@@ -409,17 +341,59 @@ func (c *Conn) RemoteAddr() netip.AddrPort {
 func (c *Conn) Done() <-chan struct{} { return c.id.Done() }
 
 // Disconnect moves the QP to ERR (all posted work comes back flushed on the
-// CQ) and tells the peer; Done is closed when the CM confirms.
+// CQ) and tells the peer; Done is closed when the CM confirms. A Conn that
+// was never connected gives ErrNotConnected.
 func (c *Conn) Disconnect() error { return c.id.Disconnect() }
 
-// Close tears the connection down in order: disconnect (if still
-// connected), QP (flushed work is left on the CQ until the CQ is closed;
-// poll before Close to see it), CQ, completion channel, then the device
-// with its PD and any memory still registered there (unless Config.PD), then
-// the ID and its event channel. It never waits for the peer and is
-// idempotent. Memory registered on the Conn's PD may be deregistered before
-// Close (after Disconnect and polling, or QP().Close(), so that no posted
-// work names it) or left to Close.
+// Shutdown ends the connection in order and waits for it, so that nothing
+// is freed under work in flight: it disconnects (unless the connection
+// ended already), waits until the CM confirms (Done) or ctx ends, closes
+// the QP, which waits until the kernel has flushed every posted work
+// request onto the CQ (poll it to see them), and deregisters the MRs of
+// RegMR. Free the buffers behind them, then Close the Conn. A Conn that
+// was never connected gives ErrNotConnected, after the same steps.
+func (c *Conn) Shutdown(ctx context.Context) error {
+	var errs []error
+	select {
+	case <-c.Done():
+	default:
+		err := c.id.Disconnect()
+		if err == nil {
+			select {
+			case <-c.Done():
+			case <-ctx.Done():
+				errs = append(errs, fmt.Errorf("shutdown: waiting for the CM to confirm the disconnect: %w", ctx.Err()))
+			}
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, c.qp.Close(), c.closeMRs())
+	return errors.Join(errs...)
+}
+
+// closeMRs deregisters the MRs of RegMR.
+func (c *Conn) closeMRs() error {
+	c.mrMu.Lock()
+	mrs := c.mrs
+	c.mrs = nil
+	c.mrMu.Unlock()
+	var errs []error
+	for _, mr := range mrs {
+		if err := mr.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close tears the connection down in order without waiting for the peer:
+// disconnect (if still connected), QP (flushed work is left on the CQ until
+// the CQ is closed; poll before Close, or use Shutdown, to see it), CQ,
+// completion channel, the MRs of RegMR, the Conn's hold on the shared
+// device (the last connection on a device closes it, with its PD and
+// whatever is still registered there), then the ID and its event channel.
+// It is idempotent.
 func (c *Conn) Close() error {
 	if c == nil {
 		return nil
@@ -431,22 +405,13 @@ func (c *Conn) Close() error {
 				errs = append(errs, err)
 			}
 		}
-		c.id.mu.Lock()
-		if !c.id.closed && c.id.state == stateConnected && c.id.ps == PortSpaceTCP {
-			if err := c.id.disconnectLocked(); err != nil && !errors.Is(err, unix.EINVAL) {
-				keep(err)
-			}
-		}
-		c.id.mu.Unlock()
+		keep(c.id.disconnectIfConnected())
 		keep(c.udAH.Close())
 		keep(c.qp.Close())
 		keep(c.cq.Close())
 		keep(c.ch.Close())
-		// A PD of the Conn's own goes with its device: closing the device
-		// makes the kernel destroy what is still registered on the PD
-		// (kernel: core/uverbs_main.c ib_uverbs_close), and the MRs'
-		// Close then does nothing. A PD from Config.PD stays.
-		keep(c.ctx.Close())
+		keep(c.closeMRs())
+		keep(devices.release(c.shared))
 		keep(c.id.Close())
 		keep(c.ownCh.Close())
 		c.closeErr = errors.Join(errs...)

@@ -61,7 +61,7 @@
 // connection setup is an *EventError (errors.Is with ErrAddrResolve,
 // ErrRouteResolve, ErrUnreachable), a *RejectError (ErrRejected, and
 // ErrConnRefused when nothing listens on the port), or a timeout matching
-// ErrTimeout and context.DeadlineExceeded. No CM or device: ErrNoDevice,
+// ErrTimeout and context.DeadlineExceeded. No CM or device: an error matching uverbs.ErrNoDevice,
 // whose text says how to create a soft-RoCE device.
 //
 // # Soft-RoCE notes

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs"
 )
 
-// ErrNoDevice is returned when the machine has no RDMA CM or no RDMA device.
-var ErrNoDevice = fmt.Errorf("no RDMA connection manager (/dev/infiniband/rdma_cm needs the rdma_ucm module) or %w", uverbs.ErrNoDevice)
+// ErrNoCM is the error of a machine without the CM (the rdma_ucm module)
+// or without any RDMA device. It matches uverbs.ErrNoDevice, which stands
+// for both: test for that.
+var ErrNoCM = fmt.Errorf("no RDMA connection manager (/dev/infiniband/rdma_cm needs the rdma_ucm module) or %w", uverbs.ErrNoDevice)
 
 // ErrClosed is returned by calls on a closed ID, Conn or Listener.
 var ErrClosed = sys.ErrClosed
@@ -40,11 +44,20 @@ var (
 	// ErrDisconnected: the connection ended (DISCONNECTED, DEVICE_REMOVAL)
 	// while it was being set up.
 	ErrDisconnected = errors.New("disconnected")
+	// ErrNotConnected: Disconnect or Shutdown on an ID or Conn that is not
+	// connected (never was, or the CM already ended the connection). It
+	// also matches unix.EINVAL, the kernel's answer.
+	ErrNotConnected = notConnected{}
 	// ErrTimeout: the operation did not finish within its configured time
 	// (Config.ResolveTimeout, Config.ConnectTimeout). It also matches
 	// context.DeadlineExceeded.
 	ErrTimeout = errors.New("timed out")
 )
+
+type notConnected struct{}
+
+func (notConnected) Error() string        { return "not connected" }
+func (notConnected) Is(target error) bool { return target == unix.EINVAL }
 
 // IB CM reject reasons (IBA table 112) the CM reports in REJECTED.
 const (

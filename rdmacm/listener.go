@@ -71,10 +71,14 @@ func (l *Listener) Addr() netip.AddrPort { return l.addr }
 // ID returns the listening CM ID.
 func (l *Listener) ID() *ID { return l.id }
 
-// Accept waits for a connection request, builds its PD, CQ and QP, accepts
-// it with Config.PrivateData and returns the established connection. A
-// request whose setup fails is rejected and Accept waits for the next;
-// Accept returns an error only when ctx ends or the listener is closed.
+// Accept waits for a connection request, builds its QP and CQ, accepts it
+// with Config.PrivateData and returns the established connection. A
+// request that fails on the way (the client gave up, or the handshake
+// broke) is dropped with a line through Config.Logf, and Accept waits for
+// the next. Accept returns an error only when ctx ends, the listener is
+// closed or its device goes away, or this side cannot build connections
+// at all (the device cannot be opened, locked memory runs out: see
+// GetRequest).
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	for {
 		c, err := l.GetRequest(ctx)
@@ -82,11 +86,12 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 			return nil, err
 		}
 		if err := c.Accept(ctx, l.cfg.PrivateData); err != nil {
+			remote := c.RemoteAddr()
 			c.Close()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			l.id.log("accept failed, waiting for the next request: %v", err)
+			l.id.log("connection request from %v: accept failed, waiting for the next request: %v", remote, err)
 			continue
 		}
 		return c, nil
@@ -96,6 +101,14 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // GetRequest waits for a connection request and returns it as a Conn whose
 // PD, CQ and QP are built (QP in INIT) and whose PeerPrivateData is the
 // request's: register memory and post receives, then Accept or Reject it.
+//
+// A request whose client has given it up before it is handed over is
+// dropped (with a line through Config.Logf) and GetRequest waits for the
+// next; a request given up later makes Conn.Accept fail. GetRequest
+// returns an error when ctx ends, the listener is closed (ErrClosed) or
+// its device goes away (an *EventError for DEVICE_REMOVAL), or when this
+// side cannot build the connection (opening the device, the CQ or the QP
+// fails: an *OpError naming the client); the request is then rejected.
 //
 // rdma-core: rdma_get_request.
 func (l *Listener) GetRequest(ctx context.Context) (*Conn, error) {
@@ -111,35 +124,25 @@ func (l *Listener) GetRequest(ctx context.Context) (*Conn, error) {
 			continue
 		}
 		c := &Conn{cfg: l.cfg, id: e.Request, peerData: e.PrivateData}
-		if err := c.build(); err != nil {
-			c.rejectQuietly()
-			if errors.Is(err, ErrClosed) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("connection request from %v: %w", c.RemoteAddr(), err)
+		err = c.id.locked("query addr", c.id.queryDeviceLocked)
+		if err == nil {
+			err = c.build()
 		}
-		return c, nil
+		if err == nil {
+			return c, nil
+		}
+		remote := c.RemoteAddr()
+		c.id.Reject(nil)
+		c.Close()
+		switch {
+		case errors.Is(err, ErrClosed):
+			return nil, err
+		case errors.Is(err, errRequestGone):
+			l.id.log("connection request from %v dropped: %v", remote, err)
+			continue
+		}
+		return nil, fmt.Errorf("connection request from %v: %w", remote, err)
 	}
-}
-
-func (c *Conn) rejectQuietly() {
-	c.id.Reject(nil)
-	c.Close()
-}
-
-// queryDevice learns the device of a connection request's ID.
-func (id *ID) queryDevice() error {
-	if err := id.lock("query addr"); err != nil {
-		return err
-	}
-	defer id.mu.Unlock()
-	if err := id.queryDeviceLocked(); err != nil {
-		return err
-	}
-	if id.dev == nil {
-		return &OpError{Op: "query addr", Err: fmt.Errorf("%s has no device: %w", id, unix.ENODEV)}
-	}
-	return nil
 }
 
 // Close stops listening: requests not yet taken are refused. Connections
@@ -155,11 +158,11 @@ func (l *Listener) Close() error {
 	return err
 }
 
-// LookupDevice returns the RDMA device and port the CM uses for the local
+// DeviceForAddr returns the RDMA device and port the CM uses for the local
 // address addr (it binds a throw-away ID there), so that a server can open
-// that device, allocate one PD and register its memory once for all its
-// connections (Config.PD).
-func LookupDevice(addr netip.Addr) (uverbs.DeviceInfo, uint8, error) {
+// that device, allocate a PD of its own and register its memory once for
+// all its connections (Config.PD).
+func DeviceForAddr(addr netip.Addr) (uverbs.DeviceInfo, uint8, error) {
 	ch, err := NewEventChannel()
 	if err != nil {
 		return uverbs.DeviceInfo{}, 0, err

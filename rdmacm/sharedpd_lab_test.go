@@ -13,17 +13,17 @@ import (
 )
 
 // TestSharedPD: a server registers one buffer once on the device of its
-// address (LookupDevice) and serves two clients from it through
+// address (DeviceForAddr) and serves two clients from it through
 // Config.PD; each client WRITEs into its own half.
 func TestSharedPD(t *testing.T) {
 	ctx := testCtx(t)
 	srv, _ := labAddrs(t)
-	dev, port, err := LookupDevice(srv)
+	dev, port, err := DeviceForAddr(srv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dev.Name != labDeviceOf(t, srv) || port != 1 {
-		t.Fatalf("LookupDevice(%v) = %s port %d, want %s port 1", srv, dev.Name, port, labDeviceOf(t, srv))
+		t.Fatalf("DeviceForAddr(%v) = %s port %d, want %s port 1", srv, dev.Name, port, labDeviceOf(t, srv))
 	}
 	vctx, err := uverbs.OpenDevice(dev)
 	if err != nil {

@@ -155,7 +155,7 @@ func TestNoDeviceMessage(t *testing.T) {
 	// The CM's error when it is missing.
 	t.Run("no_cm_error", func(t *testing.T) {
 		defer func(f func() ([]uverbs.DeviceInfo, error)) { listDevices = f }(listDevices)
-		listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, rdmacm.ErrNoDevice }
+		listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, rdmacm.ErrNoCM }
 		check(t, "-s")
 	})
 	// The real discovery, on a machine that really has no RDMA device.

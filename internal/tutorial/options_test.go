@@ -151,7 +151,7 @@ func TestNoDevice(t *testing.T) {
 			t.Errorf("%q: stderr %q, want one line saying how to make a device", args, errb.String())
 		}
 	}
-	for _, e := range []error{uverbs.ErrNoDevice, rdmacm.ErrNoDevice} {
+	for _, e := range []error{uverbs.ErrNoDevice, rdmacm.ErrNoCM} {
 		func() {
 			defer func(f func() ([]uverbs.DeviceInfo, error)) { listDevices = f }(listDevices)
 			listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, e }

@@ -427,7 +427,7 @@ func explain(op, addr string, err error) error {
 	}
 	switch {
 	case errors.Is(err, context.Canceled),
-		errors.Is(err, uverbs.ErrNoDevice), errors.Is(err, rdmacm.ErrNoDevice):
+		errors.Is(err, uverbs.ErrNoDevice), errors.Is(err, rdmacm.ErrNoCM):
 		return err
 	case errors.Is(err, rdmacm.ErrConnRefused):
 		return says("nothing listens there: start rdma-server (same --proto, mode and -p) on that host first")

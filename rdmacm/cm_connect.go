@@ -2,13 +2,53 @@ package rdmacm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs"
+)
+
+// The connection's side of an ID: its QP, moved through INIT, RTR and RTS
+// with the CM's attributes, and the CM's connection states (connect,
+// accept, reject, disconnect), as librdmacm's cma.c does them.
+
+// udpQKey is the QKey of every QP in the UDP port space (RDMA_UDP_QKEY;
+// kernel: core/cma.c cma_set_qkey).
+const udpQKey = 0x01234567
+
+// ConnParam are the connection parameters sent with a connect or an accept
+// (rdma-core: struct rdma_conn_param).
+type ConnParam struct {
+	// ResponderResources is how many RDMA READ/atomic requests the peer may
+	// have outstanding at this side; InitiatorDepth how many this side may
+	// have outstanding at the peer. 255 means the device's maximum.
+	ResponderResources uint8
+	InitiatorDepth     uint8
+	// RetryCount is how often a request is retransmitted when no ACK
+	// comes (at most 7); RNRRetryCount how often after a receiver-not-ready
+	// NAK (7 means for ever).
+	RetryCount    uint8
+	RNRRetryCount uint8
+}
+
+// DefaultConnParam is what librdmacm sends when given no parameters: the
+// device's maximum READ depths and 7 retries of each kind (rdma-core:
+// librdmacm/cma.c rdma_connect, rdma_accept with conn_param NULL).
+var DefaultConnParam = ConnParam{ResponderResources: 255, InitiatorDepth: 255, RetryCount: 7, RNRRetryCount: 7}
+
+// Private data limits of the IB CM messages once the CM's own header for IP
+// addressing is taken off (abi-reference §4.3).
+const (
+	MaxConnectPrivateData = 56  // REQ
+	MaxAcceptPrivateData  = 196 // REP
+	MaxRejectPrivateData  = 148 // REJ
+	MaxUDConnectData      = 180 // SIDR REQ
+	MaxUDAcceptData       = 136 // SIDR REP
 )
 
 // CreateQP makes the ID's QP on pd, which must belong to the ID's device,
@@ -18,12 +58,16 @@ import (
 // close the QP before the ID's PD and CQs, as usual, and Close the ID after.
 //
 // rdma-core: rdma_create_qp.
-func (id *ID) CreateQP(pd *uverbs.PD, init uverbs.QPInit) (*uverbs.QP, error) {
+func (id *ID) CreateQP(pd *uverbs.PD, init uverbs.QPInit) (qp *uverbs.QP, err error) {
 	const op = "create_qp"
-	if err := id.lock(op); err != nil {
-		return nil, err
-	}
-	defer id.mu.Unlock()
+	err = id.locked(op, func() error {
+		qp, err = id.createQPLocked(op, pd, init)
+		return err
+	})
+	return qp, err
+}
+
+func (id *ID) createQPLocked(op string, pd *uverbs.PD, init uverbs.QPInit) (*uverbs.QP, error) {
 	if id.dev == nil {
 		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("%s has no RDMA device yet: resolve an address first (or use a connection request's ID): %w", id, unix.EINVAL)}
 	}
@@ -79,7 +123,7 @@ func (id *ID) initQPAttrLocked(state uverbs.QPState) (uverbs.QPAttr, uverbs.QPAt
 	rb := bytesOf(resp)
 	body := abi.UcmInitQPAttr{Response: addrOf(rb), ID: id.kid, QPState: uint32(state)}
 	if err := id.command("init_qp_attr "+state.String(), abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, bytesOf(&body), rb); err != nil {
-		return uverbs.QPAttr{}, 0, err
+		return uverbs.QPAttr{}, 0, id.requestGone(err)
 	}
 	a := uverbs.QPAttr{
 		State:           uverbs.QPState(resp.QPState),
@@ -203,31 +247,26 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 // rdma-core: rdma_connect.
 func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event, error) {
 	const op = "connect"
-	if err := id.lock(op); err != nil {
-		return Event{}, err
-	}
 	limit := MaxConnectPrivateData
 	if id.ps == PortSpaceUDP {
 		limit = MaxUDConnectData
 	}
 	if len(data) > limit {
-		id.mu.Unlock()
 		return Event{}, &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(data), limit, unix.EINVAL)}
 	}
-	if id.ps == PortSpaceTCP && id.qp == nil {
-		id.mu.Unlock()
-		return Event{}, &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
-	}
-	p, err := id.deviceDepths(param)
-	if err != nil {
-		id.mu.Unlock()
-		return Event{}, err
-	}
-	body := abi.UcmConnect{ConnParam: id.connParam(p, data), ID: id.kid}
-	id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
-		id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
-	err = id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
-	id.mu.Unlock()
+	err := id.locked(op, func() error {
+		if id.ps == PortSpaceTCP && id.qp == nil {
+			return &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
+		}
+		p, err := id.deviceDepths(param)
+		if err != nil {
+			return err
+		}
+		body := abi.UcmConnect{ConnParam: id.connParam(p, data), ID: id.kid}
+		id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
+			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
+		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
+	})
 	if err != nil {
 		return Event{}, err
 	}
@@ -242,24 +281,22 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 	if err != nil {
 		return e, err
 	}
-	if err := id.completeConnect(); err != nil {
-		return e, err
+	if err := id.locked(op, id.completeConnectLocked); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return e, err
+		}
+		return e, id.connectError(ctx, err)
 	}
 	e.Type = EventEstablished
 	id.log("event %v on %s (after the RTU)", e.Type, id)
 	return e, nil
 }
 
-// completeConnect is librdmacm's ucma_process_conn_resp: INIT again (the
-// access rights now follow the agreed READ depths), RTR, RTS, then an
+// completeConnectLocked is librdmacm's ucma_process_conn_resp: INIT again
+// (the access rights now follow the agreed READ depths), RTR, RTS, then an
 // ACCEPT without parameters, which makes the kernel send the RTU. On
 // failure the QP goes to ERR and the connection is refused.
-func (id *ID) completeConnect() error {
-	id.mu.Lock()
-	defer id.mu.Unlock()
-	if id.closed {
-		return &sys.OpError{Op: "connect", Err: ErrClosed}
-	}
+func (id *ID) completeConnectLocked() error {
 	qp := id.qp
 	err := id.modifyLocked(qp, uverbs.QPStateInit, 255)
 	if err == nil {
@@ -274,7 +311,6 @@ func (id *ID) completeConnect() error {
 		err = id.command("accept (rtu)", abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil)
 	}
 	if err != nil {
-		id.failed = true
 		qp.ToError()
 		id.rejectLocked(nil)
 		return err
@@ -283,18 +319,36 @@ func (id *ID) completeConnect() error {
 	return nil
 }
 
+// explainWait bounds how long a failed handshake waits for the CM's event
+// that says why (the peer's REJ or DREQ is usually already queued: the CM
+// changes the connection's state, which made the command fail, in the same
+// step that reports the event).
+const explainWait = time.Second
+
+// connectError is the error of a handshake that could not be completed
+// after the peer's reply, because the peer rejected or went away between
+// its reply and the RTU: the CM's event that says so (a *RejectError, or
+// an *EventError for DISCONNECTED or UNREACHABLE), else a CONNECT_ERROR
+// *EventError matching ErrUnreachable, as librdmacm reports the case
+// (rdma-core: librdmacm/cma.c ucma_process_conn_resp).
+func (id *ID) connectError(ctx context.Context, cause error) error {
+	id.log("connect %s: the handshake failed after the reply: %v", id, cause)
+	wctx, cancel := context.WithTimeout(ctx, explainWait)
+	defer cancel()
+	if e, err := id.GetEvent(wctx); err == nil && e.Type != EventEstablished && e.Type != EventConnectResponse {
+		return eventError("connect", e)
+	}
+	status := -int(errnoOf(cause))
+	if status == 0 {
+		status = -int(unix.ECONNABORTED)
+	}
+	return &EventError{Op: "connect", Event: EventConnectError, Status: status}
+}
+
 func (id *ID) setState(s idState) {
 	id.mu.Lock()
 	id.state = s
 	id.mu.Unlock()
-}
-
-// RequestParam returns the connection parameters of a connection request
-// (from this side's point of view).
-func (id *ID) requestParam() ConnParam {
-	id.mu.Lock()
-	defer id.mu.Unlock()
-	return id.reqParam
 }
 
 // Accept accepts the connection request this ID stands for, with param and
@@ -307,28 +361,30 @@ func (id *ID) requestParam() ConnParam {
 // rdma-core: rdma_accept.
 func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	const op = "accept"
-	if err := id.lock(op); err != nil {
-		return err
-	}
-	if id.state != stateRequest {
-		id.mu.Unlock()
-		return &sys.OpError{Op: op, Err: fmt.Errorf("%s is not a connection request (take one from a listener's CONNECT_REQUEST event): %w", id, unix.EINVAL)}
-	}
 	limit := MaxAcceptPrivateData
 	if id.ps == PortSpaceUDP {
 		limit = MaxUDAcceptData
 	}
 	if len(data) > limit {
-		id.mu.Unlock()
 		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in an accept: %w", len(data), limit, unix.EINVAL)}
 	}
+	err := id.locked(op, func() error { return id.acceptLocked(op, param, data) })
+	if err != nil || id.ps == PortSpaceUDP {
+		return err
+	}
+	_, err = id.expect(ctx, op, EventEstablished)
+	return err
+}
+
+func (id *ID) acceptLocked(op string, param ConnParam, data []byte) error {
+	if id.state != stateRequest {
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%s is not a connection request (take one from a listener's CONNECT_REQUEST event): %w", id, unix.EINVAL)}
+	}
 	if id.qp == nil {
-		id.mu.Unlock()
 		return &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
 	}
 	p, err := id.deviceDepths(param)
 	if err != nil {
-		id.mu.Unlock()
 		return err
 	}
 	if id.ps == PortSpaceTCP {
@@ -346,25 +402,31 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 		}
 		if err != nil {
 			qp.ToError()
-			id.mu.Unlock()
 			return err
 		}
 	}
 	body := abi.UcmAccept{UID: id.uid, ConnParam: id.connParam(p, data), ID: id.kid}
 	id.log("accept %s: QPN %#x, responder resources %d, initiator depth %d, rnr retry %d, %d bytes of private data",
 		id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RNRRetryCount, len(data))
-	err = id.command(op, abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil)
-	if err != nil {
+	if err := id.command(op, abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil); err != nil {
 		id.qp.ToError()
-		id.mu.Unlock()
-		return err
+		return id.requestGone(err)
 	}
 	id.state = stateConnected
-	id.mu.Unlock()
-	if id.ps == PortSpaceUDP {
-		return nil
+	return nil
+}
+
+// errRequestGone: the CM no longer holds the connection request (the peer
+// gave it up, or it timed out), so it cannot be answered.
+var errRequestGone = errors.New("the peer gave up its connection request")
+
+// requestGone marks a CM command's EINVAL on a request as errRequestGone:
+// the CM refuses INIT_QP_ATTR and ACCEPT once the request left its
+// REQ_RCVD state (kernel: core/cm.c ib_cm_init_qp_attr, ib_send_cm_rep).
+func (id *ID) requestGone(err error) error {
+	if id.state == stateRequest && errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%w: %w", errRequestGone, err)
 	}
-	_, err = id.expect(ctx, op, EventEstablished)
 	return err
 }
 
@@ -375,14 +437,10 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 // rdma-core: rdma_reject.
 func (id *ID) Reject(data []byte) error {
 	const op = "reject"
-	if err := id.lock(op); err != nil {
-		return err
-	}
-	defer id.mu.Unlock()
 	if len(data) > MaxRejectPrivateData {
 		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a reject: %w", len(data), MaxRejectPrivateData, unix.EINVAL)}
 	}
-	return id.rejectLocked(data)
+	return id.locked(op, func() error { return id.rejectLocked(data) })
 }
 
 func (id *ID) rejectLocked(data []byte) error {
@@ -399,19 +457,28 @@ func (id *ID) rejectLocked(data []byte) error {
 // Disconnect moves the ID's QP to ERR, so that everything posted comes back
 // flushed, and sends a disconnect request; both sides then get a
 // DISCONNECTED event (Done is closed). Calling it again does nothing; an
-// ID that is not connected gives an error matching unix.EINVAL.
+// ID that was never connected gives ErrNotConnected.
 //
 // rdma-core: rdma_disconnect.
 func (id *ID) Disconnect() error {
 	const op = "disconnect"
-	if err := id.lock(op); err != nil {
-		return err
-	}
-	defer id.mu.Unlock()
-	if id.state != stateConnected && id.state != stateDisconnected {
-		return &sys.OpError{Op: op, Err: fmt.Errorf("%s is not connected: %w", id, unix.EINVAL)}
-	}
-	return id.disconnectLocked()
+	return id.locked(op, func() error {
+		if id.state != stateConnected && id.state != stateDisconnected {
+			return &sys.OpError{Op: op, Err: fmt.Errorf("%s: %w", id, ErrNotConnected)}
+		}
+		return id.disconnectLocked()
+	})
+}
+
+// disconnectIfConnected disconnects an established RC connection and does
+// nothing otherwise (Conn.Close).
+func (id *ID) disconnectIfConnected() error {
+	return id.locked("disconnect", func() error {
+		if id.state != stateConnected || id.ps != PortSpaceTCP {
+			return nil
+		}
+		return id.disconnectLocked()
+	})
 }
 
 func (id *ID) disconnectLocked() error {
@@ -432,8 +499,14 @@ func (id *ID) disconnectLocked() error {
 	body := abi.UcmDisconnect{ID: id.kid}
 	id.log("disconnect %s", id)
 	err := id.command("disconnect", abi.RDMA_USER_CM_CMD_DISCONNECT, bytesOf(&body), nil)
-	if err == nil {
+	if err == nil || errors.Is(err, unix.EINVAL) {
+		// EINVAL: the CM had ended the connection already (the peer's
+		// DREQ, or a timeout); there is nothing left to end.
 		id.state = stateDisconnected
+		if err != nil {
+			id.log("disconnect %s: the CM had ended it already", id)
+		}
+		return nil
 	}
 	return err
 }
@@ -445,55 +518,8 @@ func (id *ID) disconnectLocked() error {
 // rdma-core: rdma_establish... (ucma NOTIFY).
 func (id *ID) EstablishNow() error {
 	const op = "notify"
-	if err := id.lock(op); err != nil {
-		return err
-	}
-	defer id.mu.Unlock()
-	body := abi.UcmNotify{ID: id.kid, Event: 4} // IB_EVENT_COMM_EST
-	return id.command(op, abi.RDMA_USER_CM_CMD_NOTIFY, bytesOf(&body), nil)
-}
-
-// Close destroys the ID (DESTROY_ID; the kernel sends a disconnect request
-// or a reject for a connection still open or pending). It does not close
-// the QP: close that first, and poll its CQ for the flushed work. Events
-// not yet taken are dropped. Close is idempotent.
-//
-// rdma-core: rdma_destroy_id.
-func (id *ID) Close() error {
-	if id == nil {
-		return nil
-	}
-	id.mu.Lock()
-	if id.closed {
-		id.mu.Unlock()
-		return nil
-	}
-	id.closed = true
-	var resp abi.UcmDestroyIDResp
-	rb := bytesOf(&resp)
-	body := abi.UcmDestroyID{Response: addrOf(rb), ID: id.kid}
-	id.log("destroy %s", id)
-	err := id.command("destroy_id", abi.RDMA_USER_CM_CMD_DESTROY_ID, bytesOf(&body), rb)
-	id.mu.Unlock()
-	id.qmu.Lock()
-	if !id.doneOK {
-		id.doneOK = true
-		close(id.done)
-	}
-	pending := id.queue
-	id.queue = nil
-	id.qclosed = true
-	id.qmu.Unlock()
-	// Connection requests queued on a listener being destroyed: their
-	// kernel ids are ours to destroy.
-	for _, e := range pending {
-		if e.Request != nil {
-			e.Request.Close()
-		}
-	}
-	id.wake()
-	if uerr := id.ch.unregister(id); err == nil {
-		err = uerr
-	}
-	return err
+	return id.locked(op, func() error {
+		body := abi.UcmNotify{ID: id.kid, Event: 4} // IB_EVENT_COMM_EST
+		return id.command(op, abi.RDMA_USER_CM_CMD_NOTIFY, bytesOf(&body), nil)
+	})
 }

@@ -74,7 +74,7 @@ func NewEventChannel() (*EventChannel, error) {
 func explainOpen(err error) error {
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
-		return &sys.OpError{Op: "open " + devicePath, Err: fmt.Errorf("%w: %w", ErrNoDevice, err)}
+		return &sys.OpError{Op: "open " + devicePath, Err: fmt.Errorf("%w: %w", ErrNoCM, err)}
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
 		return &sys.OpError{Op: "open " + devicePath, Err: fmt.Errorf("%w: the RDMA CM device is not accessible to this user: run as root or give the user rw access to %s (rdma-core's udev rules give it to everyone)", err, devicePath)}
 	}
@@ -111,7 +111,9 @@ func (ch *EventChannel) Close() error {
 	return ch.releaseLocked()
 }
 
-// releaseLocked drops one reference; it unlocks ch.mu.
+// releaseLocked drops one reference; it unlocks ch.mu. The last one
+// closes the fd and waits for the reader to stop, unless the reader holds
+// it (see read), in which case the reader closes the fd itself.
 func (ch *EventChannel) releaseLocked() error {
 	ch.refs--
 	last := ch.refs == 0
@@ -122,6 +124,28 @@ func (ch *EventChannel) releaseLocked() error {
 	err := ch.ev.Close()
 	<-ch.done
 	return err
+}
+
+// hold takes a reference for the reader while it handles one event, so
+// that an ID the reader closes (a request nobody can take any more) never
+// drops the last reference and waits on itself.
+func (ch *EventChannel) hold() {
+	ch.mu.Lock()
+	ch.refs++
+	ch.mu.Unlock()
+}
+
+// releaseByReader drops the reader's hold; if it was the last reference it
+// closes the fd and reports true: the reader then stops.
+func (ch *EventChannel) releaseByReader() bool {
+	ch.mu.Lock()
+	ch.refs--
+	last := ch.refs == 0
+	ch.mu.Unlock()
+	if last {
+		ch.ev.Close()
+	}
+	return last
 }
 
 // command writes one CM command: the header and body, with the response
@@ -172,7 +196,11 @@ func (ch *EventChannel) read() {
 			}
 			return
 		}
+		ch.hold()
 		ch.route(resp)
+		if ch.releaseByReader() {
+			return
+		}
 	}
 }
 
@@ -195,6 +223,9 @@ func (ch *EventChannel) fail(err error) {
 // ucma_event_handler): that ID is made here. An event for an ID that is
 // gone is dropped; a request for a listener that is gone is refused by
 // destroying the new kernel id (the kernel answers the peer with a REJ).
+// route does no device work: the request's device is found by whoever
+// takes the request (Listener.GetRequest), so that one slow lookup never
+// holds up the other events of the channel.
 func (ch *EventChannel) route(r *abi.UcmEventResp) {
 	ch.mu.Lock()
 	owner := ch.ids[r.UID]
@@ -211,11 +242,6 @@ func (ch *EventChannel) route(r *abi.UcmEventResp) {
 			return
 		}
 		req.reqParam = e.Param
-		if err := req.queryDevice(); err != nil {
-			req.Reject(nil)
-			req.Close()
-			return
-		}
 		e.Request = req
 		if !owner.deliver(e) {
 			req.Close()
