@@ -22,7 +22,12 @@
 //
 // Resolve + Conn.Connect and Listener.GetRequest + Conn.Accept split these
 // in two, for protocols that register memory, post receives or look at the
-// peer's private data before the connection is established.
+// peer's private data before the connection is established. Conn.Shutdown
+// ends a connection in order (disconnect, wait, flush, deregister the
+// memory of Conn.RegMR) before Close frees the rest.
+//
+// The files say which level they hold: cm_*.go the CM's own objects,
+// conn*.go, listener.go and devices.go the connections built on them.
 //
 // Below them, EventChannel and ID are the CM's own objects (rdma-core:
 // struct rdma_event_channel and struct rdma_cm_id), for programs that drive
@@ -59,10 +64,19 @@
 //
 // Failed commands are *OpError values that unwrap to the errno. Failed
 // connection setup is an *EventError (errors.Is with ErrAddrResolve,
-// ErrRouteResolve, ErrUnreachable), a *RejectError (ErrRejected, and
-// ErrConnRefused when nothing listens on the port), or a timeout matching
-// ErrTimeout and context.DeadlineExceeded. No CM or device: an error matching uverbs.ErrNoDevice,
-// whose text says how to create a soft-RoCE device.
+// ErrRouteResolve, ErrUnreachable, ErrDisconnected), a *RejectError
+// (ErrRejected, and ErrConnRefused when nothing listens on the port), or a
+// timeout matching ErrTimeout and context.DeadlineExceeded; Dial's
+// documentation lists them all. No CM or no device: an error matching
+// uverbs.ErrNoDevice, whose text says how to create a soft-RoCE device.
+//
+// # Devices
+//
+// The CM names the device of each connection by its node GUID. The package
+// lists the devices once and again only when the CM names one it does not
+// know, opens each device once, and gives the process's connections on a
+// device one PD (as librdmacm does), unless Config.PD gives one. A device
+// is closed with its last connection.
 //
 // # Soft-RoCE notes
 //

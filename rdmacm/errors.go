@@ -95,6 +95,8 @@ func (e *EventError) Error() string {
 		s += " (is the address reachable through a netdev with an RDMA device on it? `rdma-link show` lists them)"
 	case EventUnreachable:
 		s += " (no answer from the peer's CM: is the peer up, with an RDMA device on that address?)"
+	case EventConnectError:
+		s += " (the handshake could not be completed: the peer went away or gave up after its reply)"
 	}
 	return s
 }

@@ -22,18 +22,18 @@ func ExampleDial() {
 	case err != nil:
 		log.Fatal(err) // *rdmacm.RejectError, *rdmacm.EventError, rdmacm.ErrTimeout, ...
 	}
-	defer c.Close() // disconnect, QP, CQ, PD, device, CM ID: in that order
+	defer c.Close() // disconnect, QP, CQ, MRs, device, CM ID: in that order
 
 	buf, err := uverbs.AllocBuffer(4096)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer buf.Close()
-	mr, err := c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+	defer buf.Close() // after Shutdown: no work in flight names it any more
+	mr, err := c.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer mr.Close()
+	defer c.Shutdown(ctx) // disconnect, wait, flush the QP, deregister mr
 
 	n := copy(buf.Bytes(), "hello")
 	err = c.QP().PostSend([]uverbs.SendWR{{ID: 1, Op: uverbs.OpSend, Flags: uverbs.SendSignaled,
@@ -60,9 +60,9 @@ func ExampleListener_GetRequest() {
 	}
 	defer l.Close()
 	for {
-		c, err := l.GetRequest(ctx)
+		c, err := l.GetRequest(ctx) // a client that gave up is skipped
 		if err != nil {
-			log.Fatal(err)
+			log.Fatal(err) // the listener or its device is gone
 		}
 		// The CM pads private data to 56 bytes: this protocol puts a
 		// one-byte version first.
@@ -74,11 +74,11 @@ func ExampleListener_GetRequest() {
 			defer c.Close()
 			buf, _ := uverbs.AllocBuffer(1 << 16)
 			defer buf.Close()
-			mr, _ := c.PD().RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
-			defer mr.Close()
+			mr, _ := c.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+			defer c.Shutdown(ctx)
 			c.QP().PostRecv([]uverbs.RecvWR{{ID: 1, SGEs: []uverbs.SGE{mr.SGE(0, 1<<16)}}})
 			if err := c.Accept(ctx, []byte("welcome")); err != nil {
-				log.Print(err)
+				log.Print(err) // the client gave up: serve the others
 				return
 			}
 			fmt.Println("connected:", c.RemoteAddr())
