@@ -322,10 +322,20 @@ func (id *ID) queryDeviceLocked() error {
 func (id *ID) Device() (dev uverbs.DeviceInfo, port uint8, ok bool) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.dev == nil {
+	if id.requestDeviceLocked() != nil || id.dev == nil {
 		return uverbs.DeviceInfo{}, 0, false
 	}
 	return *id.dev, id.port, true
+}
+
+// requestDeviceLocked finds the device of a connection request when it is
+// first needed: the channel's reader, which makes the request's ID, does
+// no device work.
+func (id *ID) requestDeviceLocked() error {
+	if id.dev != nil || id.state != stateRequest || id.closed {
+		return nil
+	}
+	return id.queryDeviceLocked()
 }
 
 // SetOption sets an option of the ID: the ACK timeout of its QP, its type

@@ -68,6 +68,9 @@ func (id *ID) CreateQP(pd *uverbs.PD, init uverbs.QPInit) (qp *uverbs.QP, err er
 }
 
 func (id *ID) createQPLocked(op string, pd *uverbs.PD, init uverbs.QPInit) (*uverbs.QP, error) {
+	if err := id.requestDeviceLocked(); err != nil {
+		return nil, err
+	}
 	if id.dev == nil {
 		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("%s has no RDMA device yet: resolve an address first (or use a connection request's ID): %w", id, unix.EINVAL)}
 	}

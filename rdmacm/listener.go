@@ -124,7 +124,7 @@ func (l *Listener) GetRequest(ctx context.Context) (*Conn, error) {
 			continue
 		}
 		c := &Conn{cfg: l.cfg, id: e.Request, peerData: e.PrivateData}
-		err = c.id.locked("query addr", c.id.queryDeviceLocked)
+		err = c.id.locked("query addr", c.id.requestDeviceLocked)
 		if err == nil {
 			err = c.build()
 		}
