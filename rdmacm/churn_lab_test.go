@@ -66,7 +66,6 @@ func documentedDialError(err error) bool {
 // connection.
 func TestAcceptDropsWithdrawnRequest(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
 	for attempt := 1; ; attempt++ {
 		hook := &logHook{}
 		arrived := make(chan struct{}, 1)
@@ -78,10 +77,7 @@ func TestAcceptDropsWithdrawnRequest(t *testing.T) {
 				}
 			}
 		}
-		l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), &Config{Logf: hook.logf})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := listenLab(ctx, t, &Config{Logf: hook.logf})
 		// The client that gives up: its Dial is cancelled once the server's
 		// CM has its request, and its ID destroyed (the kernel sends a REJ).
 		dctx, cancel := context.WithCancel(ctx)
@@ -169,12 +165,7 @@ func serveEcho(ctx context.Context, t *testing.T, c *Conn) {
 // returns one of its documented errors, never the failed command's own.
 func TestDialPeerGoneBeforeRTU(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, nil)
 	for attempt := 1; ; attempt++ {
 		replied := make(chan struct{})
 		release := make(chan struct{})
@@ -255,7 +246,6 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 // reference) and stops; it used to wait for itself for ever.
 func TestListenerCloseWhileRouting(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
 	before := readers()
 	routing := make(chan struct{})
 	closed := make(chan struct{})
@@ -266,10 +256,7 @@ func TestListenerCloseWhileRouting(t *testing.T) {
 			<-closed
 		}
 	}}
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), &Config{Logf: hook.logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLab(ctx, t, &Config{Logf: hook.logf})
 	dialed := make(chan error, 1)
 	go func() {
 		c, err := Dial(ctx, l.Addr().String(), &Config{ConnectTimeout: 10 * time.Second})
@@ -328,16 +315,12 @@ func readLabState(t *testing.T) labState {
 // back to what they were.
 func TestChurn(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	base := readLabState(t)
 
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), &Config{Backlog: 64, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLab(ctx, t, &Config{Backlog: 64, Logf: t.Logf})
 	var served, aborted atomic.Int32
 	var handlers sync.WaitGroup
 	acceptDone := make(chan error, 1)
@@ -394,10 +377,7 @@ func TestChurn(t *testing.T) {
 	}
 	// A second listener closed under Dials in flight, twice.
 	for round := range 2 {
-		l2, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l2 := listenLab(ctx, t, nil)
 		go func() {
 			for {
 				c, err := l2.Accept(ctx)

@@ -125,17 +125,19 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	if d.Source.IsValid() {
 		src = netip.AddrPortFrom(d.Source, 0)
 	}
-	rctx, cancel := context.WithTimeoutCause(ctx, d.ResolveTimeout+time.Second, &timeoutError{op: "resolve_addr", limit: d.ResolveTimeout.String()})
-	err = id.ResolveAddr(rctx, src, dst, d.ResolveTimeout)
-	cancel()
+	// The wait gets a second more than the kernel's own limit, so that
+	// the kernel's ADDR_ERROR or ROUTE_ERROR, if it comes, is what is seen.
+	err = limited(ctx, "resolve_addr", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
+		return id.ResolveAddr(ctx, src, dst, d.ResolveTimeout)
+	})
 	if err != nil {
-		return fail(causeOf(rctx, err))
+		return fail(err)
 	}
-	rctx, cancel = context.WithTimeoutCause(ctx, d.ResolveTimeout+time.Second, &timeoutError{op: "resolve_route", limit: d.ResolveTimeout.String()})
-	err = id.ResolveRoute(rctx, d.ResolveTimeout)
-	cancel()
+	err = limited(ctx, "resolve_route", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
+		return id.ResolveRoute(ctx, d.ResolveTimeout)
+	})
 	if err != nil {
-		return fail(causeOf(rctx, err))
+		return fail(err)
 	}
 	if err := c.build(); err != nil {
 		return fail(err)
@@ -143,10 +145,14 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	return c, nil
 }
 
-// causeOf returns the timeout cause when ctx ran out of its own limit.
-func causeOf(ctx context.Context, err error) error {
+// limited runs f under ctx bounded by limit (plus slack), and returns a
+// timeout error naming op and limit when that bound is what ran out.
+func limited(ctx context.Context, op string, limit, slack time.Duration, f func(context.Context) error) error {
+	lctx, cancel := context.WithTimeoutCause(ctx, limit+slack, &timeoutError{op: op, limit: limit.String()})
+	defer cancel()
+	err := f(lctx)
 	if errors.Is(err, context.DeadlineExceeded) {
-		if cause := context.Cause(ctx); cause != nil {
+		if cause := context.Cause(lctx); cause != nil {
 			return cause
 		}
 	}
@@ -227,11 +233,13 @@ func (c *Conn) build() error {
 // connection is established (see ID.Connect). On failure the Conn stays
 // to be closed.
 func (c *Conn) Connect(ctx context.Context, privateData []byte) error {
-	cctx, cancel := context.WithTimeoutCause(ctx, c.cfg.ConnectTimeout, &timeoutError{op: "connect", limit: c.cfg.ConnectTimeout.String()})
-	defer cancel()
-	e, err := c.id.Connect(cctx, c.cfg.connParam(), privateData)
+	var e Event
+	err := limited(ctx, "connect", c.cfg.ConnectTimeout, 0, func(ctx context.Context) (err error) {
+		e, err = c.id.Connect(ctx, c.cfg.connParam(), privateData)
+		return err
+	})
 	if err != nil {
-		return causeOf(cctx, err)
+		return err
 	}
 	c.peerData = e.PrivateData
 	if c.id.ps == PortSpaceUDP {
@@ -255,9 +263,9 @@ func (c *Conn) setUDPeer(e Event) error {
 // Listener.GetRequest, with privateData (at most MaxAcceptPrivateData
 // bytes), and returns once it is established.
 func (c *Conn) Accept(ctx context.Context, privateData []byte) error {
-	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.ConnectTimeout, &timeoutError{op: "accept", limit: c.cfg.ConnectTimeout.String()})
-	defer cancel()
-	return causeOf(actx, c.id.Accept(actx, c.cfg.connParam(), privateData))
+	return limited(ctx, "accept", c.cfg.ConnectTimeout, 0, func(ctx context.Context) error {
+		return c.id.Accept(ctx, c.cfg.connParam(), privateData)
+	})
 }
 
 // Reject refuses the connection request of a Conn from Listener.GetRequest,

@@ -21,6 +21,19 @@ func labAddrs(t *testing.T) (server, client netip.Addr) {
 	return netip.MustParseAddr(ends[0].Addr), netip.MustParseAddr(ends[1].Addr)
 }
 
+// listenLab listens on the server's lab address with a port the kernel
+// picks; the listener is closed when the test ends (Close is idempotent).
+func listenLab(ctx context.Context, t *testing.T, cfg *Config) *Listener {
+	t.Helper()
+	srv, _ := labAddrs(t)
+	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

@@ -47,13 +47,8 @@ func TestNoListener(t *testing.T) {
 }
 
 func TestRejectWithPrivateData(t *testing.T) {
-	srv, _ := labAddrs(t)
 	ctx := testCtx(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, nil)
 	go func() {
 		c, err := l.GetRequest(ctx)
 		if err != nil {
@@ -65,7 +60,7 @@ func TestRejectWithPrivateData(t *testing.T) {
 		}
 		c.Reject([]byte("go away"))
 	}()
-	_, err = Dial(ctx, l.Addr().String(), &Config{PrivateData: []byte("let me in")})
+	_, err := Dial(ctx, l.Addr().String(), &Config{PrivateData: []byte("let me in")})
 	var rej *RejectError
 	if !errors.As(err, &rej) || !errors.Is(err, ErrRejected) || errors.Is(err, ErrConnRefused) {
 		t.Fatalf("dial to a listener that rejects: %v, want a *RejectError matching ErrRejected only", err)
@@ -103,11 +98,7 @@ func TestAddressUnreachable(t *testing.T) {
 
 // pendingListener accepts nothing: requests stay pending.
 func pendingListener(t *testing.T, ctx context.Context) *Listener {
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLab(ctx, t, nil)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -168,11 +159,7 @@ func TestBadInput(t *testing.T) {
 	}
 	t.Logf("foreign address: %v", err)
 	// The same port twice.
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, nil)
 	_, err = Listen(ctx, l.Addr().String(), nil)
 	if !errors.Is(err, unix.EADDRINUSE) {
 		t.Fatalf("second Listen on %v: %v, want EADDRINUSE", l.Addr(), err)
@@ -196,11 +183,7 @@ func TestBadInput(t *testing.T) {
 // when the listener closes.
 func TestListenerClosedWithPendingRequests(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLab(ctx, t, nil)
 	errc := make(chan error, 1)
 	go func() {
 		c, err := Dial(ctx, l.Addr().String(), nil)
@@ -223,7 +206,7 @@ func TestListenerClosedWithPendingRequests(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	err = <-errc
+	err := <-errc
 	if !errors.Is(err, ErrRejected) && !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("dial whose request was pending when the listener closed: %v, want a rejection", err)
 	}

@@ -104,11 +104,7 @@ func echoClient(ctx context.Context, addr, msg string) error {
 // its own echo.
 func TestManyClients(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLab(ctx, t, nil)
 	sctx, stop := context.WithCancel(ctx)
 	var handlers sync.WaitGroup
 	served := make(chan struct{})
@@ -138,12 +134,7 @@ func TestClientKilled(t *testing.T) {
 		return
 	}
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, nil)
 
 	// The doomed client runs in a child process.
 	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestClientKilled$")
@@ -251,11 +242,7 @@ func killedClient(addr string) {
 // read never blocks (reliability-study §4.5 item 20).
 func TestTeardownWithUnreadEvents(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLab(ctx, t, nil)
 	accepted := make(chan *Conn, 1)
 	go func() {
 		c, err := l.Accept(ctx)

@@ -2,7 +2,6 @@ package rdmacm
 
 import (
 	"errors"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -48,11 +47,7 @@ func TestSharedPD(t *testing.T) {
 
 	// The MR's address and rkey go to each client in the accept's private
 	// data: 8 bytes of address, 4 of rkey, 4 of offset.
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), &Config{PD: pd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, &Config{PD: pd})
 	var wg sync.WaitGroup
 	var conns []*Conn
 	for i := range 2 {
@@ -130,12 +125,7 @@ func TestSharedPD(t *testing.T) {
 // TestPDOnWrongDevice: a PD of another device is refused with a clear error.
 func TestPDOnWrongDevice(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, nil)
 	vctx, err := uverbs.Open(loDevice(t))
 	if err != nil {
 		t.Fatal(err)

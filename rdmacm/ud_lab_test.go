@@ -138,12 +138,7 @@ func dialUD(ctx context.Context, t *testing.T, addr string, n int) error {
 
 func TestUDGoToGo(t *testing.T) {
 	ctx := testCtx(t)
-	srv, _ := labAddrs(t)
-	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), &Config{QPType: uverbs.UD, SendDepth: udaddyCount, RecvDepth: udaddyCount})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := listenLab(ctx, t, &Config{QPType: uverbs.UD, SendDepth: udaddyCount, RecvDepth: udaddyCount})
 	served := make(chan error, 1)
 	go func() {
 		c, err := l.GetRequest(ctx)
