@@ -38,6 +38,24 @@ func (h *logHook) logf(format string, args ...any) {
 	}
 }
 
+// holdAt returns a hook that holds the goroutine logging the first line
+// with substr (for a CM event: the channel's reader) until release is
+// closed; reached is closed when it gets there.
+func holdAt(substr string) (h *logHook, reached, release chan struct{}) {
+	reached, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h = &logHook{on: func(line string) {
+		if strings.Contains(line, substr) {
+			first := false
+			once.Do(func() { first = true; close(reached) })
+			if first {
+				<-release
+			}
+		}
+	}}
+	return h, reached, release
+}
+
 func (h *logHook) saw(substr string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -167,15 +185,7 @@ func TestDialPeerGoneBeforeRTU(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	for attempt := 1; ; attempt++ {
-		replied := make(chan struct{})
-		release := make(chan struct{})
-		var once sync.Once
-		hook := &logHook{on: func(line string) {
-			if strings.Contains(line, "event RDMA_CM_EVENT_CONNECT_RESPONSE") {
-				once.Do(func() { close(replied) })
-				<-release
-			}
-		}}
+		hook, replied, release := holdAt("event RDMA_CM_EVENT_CONNECT_RESPONSE")
 		dialed := make(chan error, 1)
 		go func() {
 			c, err := Dial(ctx, l.Addr().String(), &Config{Logf: hook.logf})
@@ -247,15 +257,7 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 func TestListenerCloseWhileRouting(t *testing.T) {
 	ctx := testCtx(t)
 	before := readers()
-	routing := make(chan struct{})
-	closed := make(chan struct{})
-	var once sync.Once
-	hook := &logHook{on: func(line string) {
-		if strings.Contains(line, "event RDMA_CM_EVENT_CONNECT_REQUEST") {
-			once.Do(func() { close(routing) })
-			<-closed
-		}
-	}}
+	hook, routing, closed := holdAt("event RDMA_CM_EVENT_CONNECT_REQUEST")
 	l := listenLab(ctx, t, &Config{Logf: hook.logf})
 	dialed := make(chan error, 1)
 	go func() {

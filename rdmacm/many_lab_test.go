@@ -243,14 +243,7 @@ func killedClient(addr string) {
 func TestTeardownWithUnreadEvents(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
-	accepted := make(chan *Conn, 1)
-	go func() {
-		c, err := l.Accept(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		accepted <- c
-	}()
+	accepted := acceptOne(ctx, t, l)
 	c, err := Dial(ctx, l.Addr().String(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,8 @@ import (
 
 // connectPair makes one connection with the given configs and returns both
 // ends, closed at the end of the test.
-func connectPair(t *testing.T, ctx context.Context, listenAddr string, scfg, ccfg *Config) (server, client *Conn) {
-	t.Helper()
-	l, err := Listen(ctx, listenAddr, scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+// acceptOne accepts one connection on l in the background.
+func acceptOne(ctx context.Context, t *testing.T, l *Listener) <-chan *Conn {
 	accepted := make(chan *Conn, 1)
 	go func() {
 		c, err := l.Accept(ctx)
@@ -30,6 +25,17 @@ func connectPair(t *testing.T, ctx context.Context, listenAddr string, scfg, ccf
 		}
 		accepted <- c
 	}()
+	return accepted
+}
+
+func connectPair(t *testing.T, ctx context.Context, listenAddr string, scfg, ccfg *Config) (server, client *Conn) {
+	t.Helper()
+	l, err := Listen(ctx, listenAddr, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := acceptOne(ctx, t, l)
 	target := l.Addr()
 	if target.Addr().IsUnspecified() {
 		srv, _ := labAddrs(t)
