@@ -470,3 +470,87 @@ func churnServe(ctx context.Context, c *Conn) error {
 	defer cancel()
 	return c.Shutdown(sctx)
 }
+
+// TestShutdown: Shutdown disconnects, waits for the CM, flushes the posted
+// receives onto the CQ and deregisters the MRs of RegMR, so that the
+// buffer behind them can be freed at once; on a request never accepted it
+// says ErrNotConnected.
+func TestShutdown(t *testing.T) {
+	ctx := testCtx(t)
+	l := listenLab(ctx, t, nil)
+	accepted := acceptOne(ctx, t, l)
+	c, err := Dial(ctx, l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	defer s.Close()
+	buf, err := uverbs.AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := c.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const posted = 4
+	for i := range posted {
+		if err := c.QP().PostRecv([]uverbs.RecvWR{{ID: uint64(i), SGEs: []uverbs.SGE{mr.SGE(64*i, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := buf.Close(); err == nil {
+		t.Fatal("the buffer closed while an MR of the connection still registers it")
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Error("Shutdown returned before the CM confirmed the disconnect")
+	}
+	if err := buf.Close(); err != nil {
+		t.Fatalf("the buffer after Shutdown: %v (the MR of RegMR should be gone)", err)
+	}
+	wcs := make([]uverbs.WC, posted+1)
+	n, err := c.CQ().Poll(wcs)
+	if err != nil || n != posted {
+		t.Fatalf("poll after Shutdown: %d completions, %v; want the %d flushed receives", n, err, posted)
+	}
+	for _, wc := range wcs[:n] {
+		if wc.Status != uverbs.WCFlushError {
+			t.Errorf("wr %d: %v, want flushed", wc.ID, wc.Status)
+		}
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Errorf("a second Shutdown: %v, want nil (the connection is over)", err)
+	}
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Fatal("the server saw no DISCONNECTED")
+	}
+
+	// A request taken and never accepted is not connected.
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := Dial(ctx, l.Addr().String(), nil)
+		if err == nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	r, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Shutdown(ctx); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("Shutdown of a request: %v, want ErrNotConnected", err)
+	}
+	r.Close() // refuses the request
+	if err := <-dialed; !errors.Is(err, ErrRejected) {
+		t.Errorf("Dial to a request closed unanswered: %v, want ErrRejected", err)
+	}
+}

@@ -15,7 +15,7 @@ import (
 
 // labAddrs returns the veth pair's two addresses: the server listens on the
 // first, the client connects from the second.
-func labAddrs(t *testing.T) (server, client netip.Addr) {
+func labAddrs(t testing.TB) (server, client netip.Addr) {
 	t.Helper()
 	ends := testutil.VethPair(t)
 	return netip.MustParseAddr(ends[0].Addr), netip.MustParseAddr(ends[1].Addr)
@@ -23,7 +23,7 @@ func labAddrs(t *testing.T) (server, client netip.Addr) {
 
 // listenLab listens on the server's lab address with a port the kernel
 // picks; the listener is closed when the test ends (Close is idempotent).
-func listenLab(ctx context.Context, t *testing.T, cfg *Config) *Listener {
+func listenLab(ctx context.Context, t testing.TB, cfg *Config) *Listener {
 	t.Helper()
 	srv, _ := labAddrs(t)
 	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), cfg)
