@@ -310,7 +310,9 @@ func (c *Conn) CQ() *uverbs.CQ { return c.cq }
 // Channel returns the completion channel of the CQ.
 func (c *Conn) Channel() *uverbs.CompChannel { return c.ch }
 
-// Context returns the device context of the connection.
+// Context returns the opened device of the connection. Unless Config.PD
+// gave the PD, the process's connections on the device share it: leave
+// closing it to the connections.
 func (c *Conn) Context() *uverbs.Context { return c.pd.Context() }
 
 // Port returns the device port of the connection.
