@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -114,6 +112,7 @@ type session struct {
 	// (the client's sink, the server's READ target and WRITE source) and
 	// the client's ping source; each is a separate MR with the access
 	// rping.c gives it.
+	// The MRs are the connection's (Conn.RegMR): Shutdown deregisters them.
 	buf     *uverbs.Buffer
 	ctlMR   *uverbs.MR // receive (0..15) and send (16..31) areas: local write
 	rdmaMR  *uverbs.MR // local write, remote read and write
@@ -123,9 +122,6 @@ type session struct {
 	// wait on the completion channel stops.
 	dctx   context.Context
 	cancel context.CancelFunc
-
-	connected    bool // Connect or Accept succeeded
-	disconnected bool // Disconnect was called
 
 	wcs      [8]uverbs.WC
 	queued   []uverbs.WC
@@ -160,14 +156,14 @@ func newSession(ctx context.Context, o options, name string, conn *rdmacm.Conn, 
 	s.buf = buf
 	remote := uverbs.AccessLocalWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteWrite
 	b := buf.Bytes()
-	if s.ctlMR, err = conn.PD().RegMR(b[:ctlLen], uverbs.AccessLocalWrite); err != nil {
+	if s.ctlMR, err = conn.RegMR(b[:ctlLen], uverbs.AccessLocalWrite); err != nil {
 		return s, err
 	}
-	if s.rdmaMR, err = conn.PD().RegMR(b[rdmaOff:rdmaOff+o.size], remote); err != nil {
+	if s.rdmaMR, err = conn.RegMR(b[rdmaOff:rdmaOff+o.size], remote); err != nil {
 		return s, err
 	}
 	if !o.server {
-		if s.startMR, err = conn.PD().RegMR(b[rdmaOff+o.size:rdmaOff+2*o.size], remote); err != nil {
+		if s.startMR, err = conn.RegMR(b[rdmaOff+o.size:rdmaOff+2*o.size], remote); err != nil {
 			return s, err
 		}
 	}
@@ -175,34 +171,24 @@ func newSession(ctx context.Context, o options, name string, conn *rdmacm.Conn, 
 	return s, s.postRecv()
 }
 
+// shutdownWait bounds how long close waits for the CM to confirm the
+// disconnect: a peer that is gone never answers, and the CM's own
+// retries are not worth waiting for at exit.
+const shutdownWait = 2 * time.Second
+
 // close tears down in the order that never frees memory under work in
-// flight: disconnect (the QP goes to ERR), QP, MRs, then the rest of the
-// connection.
+// flight: Shutdown (disconnect, flush the QP, deregister the MRs), then
+// the buffer, then the rest of the connection.
 func (s *session) close() error {
-	var errs []error
-	keep := func(err error) {
-		if err != nil && !errors.Is(err, rdmacm.ErrClosed) {
-			errs = append(errs, err)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownWait)
+	defer cancel()
+	err := s.conn.Shutdown(ctx)
+	if errors.Is(err, rdmacm.ErrNotConnected) || errors.Is(err, context.DeadlineExceeded) {
+		err = nil // never connected, or a peer that does not answer
 	}
-	select {
-	case <-s.conn.Done():
-	default:
-		if s.connected && !s.disconnected {
-			// EINVAL: the CM no longer sees a connection to end.
-			if err := s.conn.Disconnect(); err != nil && !errors.Is(err, unix.EINVAL) {
-				keep(err)
-			}
-		}
-	}
-	keep(s.conn.QP().Close())
-	keep(s.startMR.Close())
-	keep(s.rdmaMR.Close())
-	keep(s.ctlMR.Close())
-	keep(s.buf.Close())
-	keep(s.conn.Close())
+	err = errors.Join(err, s.buf.Close(), s.conn.Close())
 	s.cancel()
-	return errors.Join(errs...)
+	return err
 }
 
 func (s *session) debugf(format string, a ...any) {
@@ -383,7 +369,6 @@ func runClient(ctx context.Context, o options, out, errw *lockedWriter) (err err
 	if err := conn.Connect(ctx, nil); err != nil {
 		return fmt.Errorf("connect to %s: %w", addr, err)
 	}
-	s.connected = true
 	s.debugf("rdma_connect successful")
 	err = s.client(ctx)
 	if errors.Is(err, errDisconnected) {
@@ -398,7 +383,6 @@ func runClient(ctx context.Context, o options, out, errw *lockedWriter) (err err
 	}
 	// rping_disconnect, and rping's "client DISCONNECT EVENT..." once the
 	// CM confirms.
-	s.disconnected = true
 	if err := conn.Disconnect(); err != nil {
 		return err
 	}
@@ -507,7 +491,6 @@ func serve(ctx context.Context, o options, conn *rdmacm.Conn, out, errw *lockedW
 	if err := conn.Accept(ctx, nil); err != nil {
 		return err
 	}
-	s.connected = true
 	err = s.server(ctx)
 	if errors.Is(err, errDisconnected) {
 		s.ended()
