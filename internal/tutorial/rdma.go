@@ -22,8 +22,7 @@ import (
 // waited for on its completion channel (no busy polling).
 type rdmaEndpoint struct {
 	conn *rdmacm.Conn
-	bufs []*uverbs.Buffer
-	mrs  []*uverbs.MR
+	bufs []*uverbs.Buffer // the MRs on them are the Conn's (RegMR)
 
 	// ended is cancelled when the connection ends, so that a wait on the
 	// completion channel stops.
@@ -56,12 +55,12 @@ func (e *rdmaEndpoint) Register(name string, size int, access uverbs.Access) (*R
 	if err != nil {
 		return nil, err
 	}
-	mr, err := e.conn.PD().RegMR(buf.Bytes(), access)
+	mr, err := e.conn.RegMR(buf.Bytes(), access) // Shutdown deregisters it
 	if err != nil {
 		buf.Close()
 		return nil, err
 	}
-	e.bufs, e.mrs = append(e.bufs, buf), append(e.mrs, mr)
+	e.bufs = append(e.bufs, buf)
 	return &Region{Name: name, Buf: buf.Bytes(), Addr: mr.Addr(), LKey: mr.LKey(), RKey: mr.RKey()}, nil
 }
 
@@ -138,7 +137,7 @@ func (e *rdmaEndpoint) disconnect(tr *Trace, limit time.Duration) {
 	}
 	e.disconnected = true
 	tr.Slow("rdma_disconnect")
-	if err := e.conn.Disconnect(); err != nil && !errors.Is(err, unix.EINVAL) {
+	if err := e.conn.Disconnect(); err != nil {
 		tr.Slow("disconnect: %v", err)
 		return
 	}
@@ -150,35 +149,25 @@ func (e *rdmaEndpoint) disconnect(tr *Trace, limit time.Duration) {
 }
 
 // close frees everything in the order that never frees memory under work
-// in flight: the QP first (its work is flushed), then the MRs and buffers,
-// then the rest of the connection.
+// in flight: Shutdown (disconnect unless done, flush the QP, deregister the
+// MRs), then the buffers, then the rest of the connection. A peer that does
+// not confirm the disconnect within closeWait is not waited for.
 func (e *rdmaEndpoint) close() error {
-	var errs []error
-	keep := func(err error) {
-		if err != nil && !errors.Is(err, rdmacm.ErrClosed) {
-			errs = append(errs, err)
-		}
-	}
-	select {
-	case <-e.conn.Done():
-	default:
-		if e.connected && !e.disconnected {
-			if err := e.conn.Disconnect(); err != nil && !errors.Is(err, unix.EINVAL) {
-				keep(err)
-			}
-		}
-	}
-	keep(e.conn.QP().Close())
-	for _, mr := range e.mrs {
-		keep(mr.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+	defer cancel()
+	errs := []error{e.conn.Shutdown(ctx)}
+	if errors.Is(errs[0], rdmacm.ErrNotConnected) || errors.Is(errs[0], context.DeadlineExceeded) {
+		errs[0] = nil
 	}
 	for _, b := range e.bufs {
-		keep(b.Close())
+		errs = append(errs, b.Close())
 	}
-	keep(e.conn.Close())
+	errs = append(errs, e.conn.Close())
 	e.cancel()
 	return errors.Join(errs...)
 }
+
+const closeWait = 2 * time.Second
 
 // dumpQP traces the QP's attributes as roce-lab's dump_qp does.
 func dumpQP(tr *Trace, qp *uverbs.QP) {
