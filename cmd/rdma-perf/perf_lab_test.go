@@ -186,17 +186,23 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 	}
 	// The client measures in every test; the servers of send and latency
 	// tests print their own figures too (not perftest's read_lat server).
-	checkTable(t, c, "client", cli.Out.String())
+	// Only our figures are judged: perftest's own arithmetic fails under
+	// load (it prints "inf" when its clock says no time passed), which says
+	// nothing of our side; its table's sizes and iterations are still
+	// checked.
+	checkTable(t, c, "client", cli.Out.String(), c.client == "ours")
 	if (strings.HasPrefix(c.test, "send_") || c.test == "write_lat") && !(c.server == "theirs" && c.test == "send_bw") {
-		checkTable(t, c, "server", srv.Out.String())
+		checkTable(t, c, "server", srv.Out.String(), c.server == "ours")
 	}
 	if t.Failed() {
 		t.Logf("server (%s):\n%s%s\nclient (%s):\n%s%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 	}
 }
 
-// checkTable finds the table after its header and checks each line.
-func checkTable(t *testing.T, c perfCase, role, out string) {
+// checkTable finds the table after its header and checks each line: its
+// size and iterations, and when judge is set (our side's table), that
+// every figure is a number above zero.
+func checkTable(t *testing.T, c perfCase, role, out string, judge bool) {
 	t.Helper()
 	lines := strings.Split(out, "\n")
 	start := -1
@@ -215,9 +221,9 @@ func checkTable(t *testing.T, c perfCase, role, out string) {
 			break
 		}
 		var row []float64
-		for _, f := range strings.Fields(l) {
+		for j, f := range strings.Fields(l) {
 			v, err := strconv.ParseFloat(f, 64)
-			if err != nil {
+			if err != nil && (judge || j < 2) {
 				t.Errorf("%s: %q in table line %q", role, f, l)
 			}
 			row = append(row, v)
@@ -253,6 +259,9 @@ func checkTable(t *testing.T, c perfCase, role, out string) {
 		}
 		if c.duration && r[1] <= 0 {
 			t.Errorf("%s: no iterations in the duration: %v", role, r)
+		}
+		if !judge {
+			continue
 		}
 		figures := r[2:]
 		switch {
