@@ -1,186 +1,95 @@
 package uverbs
 
-import (
-	"fmt"
-	"strconv"
+import "github.com/goverbs/rdma/internal/rdmadev"
 
-	"github.com/goverbs/rdma/internal/abi"
-)
+// The names of device identity are defined once, in internal/rdmadev, and
+// shared with package netlinkrdma.
 
 // GUID is a 64-bit InfiniBand global identifier (node GUID, system image
 // GUID) as a number: the kernel stores it big-endian, the value here is in
 // host order. String prints it the way sysfs and ibv_devinfo do.
-type GUID uint64
-
-func (g GUID) String() string {
-	return fmt.Sprintf("%04x:%04x:%04x:%04x", uint16(g>>48), uint16(g>>32), uint16(g>>16), uint16(g))
-}
+type GUID = rdmadev.GUID
 
 // ParseGUID parses the sysfs form "5054:00ff:fe12:3456".
-func ParseGUID(s string) (GUID, error) {
-	var v uint64
-	groups := 0
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) && s[i] != ':' {
-			continue
-		}
-		if i-start < 1 || i-start > 4 {
-			return 0, fmt.Errorf("bad GUID %q", s)
-		}
-		x, err := strconv.ParseUint(s[start:i], 16, 16)
-		if err != nil {
-			return 0, fmt.Errorf("bad GUID %q", s)
-		}
-		v = v<<16 | x
-		groups++
-		start = i + 1
-	}
-	if groups != 4 {
-		return 0, fmt.Errorf("bad GUID %q: want four 16-bit groups", s)
-	}
-	return GUID(v), nil
-}
+func ParseGUID(s string) (GUID, error) { return rdmadev.ParseGUID(s) }
 
-// NodeType is the kind of RDMA node (kernel: enum rdma_node_type, also the
-// number in sysfs node_type and netlink RDMA_NLDEV_ATTR_DEV_NODE_TYPE).
-type NodeType uint8
+// NodeType is the kind of RDMA node (kernel: enum rdma_node_type); String
+// gives the sysfs spelling.
+type NodeType = rdmadev.NodeType
 
 const (
-	NodeCA          NodeType = 1 // channel adapter: InfiniBand HCAs, RoCE NICs, rxe
-	NodeSwitch      NodeType = 2
-	NodeRouter      NodeType = 3
-	NodeRNIC        NodeType = 4 // iWARP
-	NodeUSNIC       NodeType = 5
-	NodeUSNICUDP    NodeType = 6
-	NodeUnspecified NodeType = 7
+	NodeCA          = rdmadev.NodeCA
+	NodeSwitch      = rdmadev.NodeSwitch
+	NodeRouter      = rdmadev.NodeRouter
+	NodeRNIC        = rdmadev.NodeRNIC
+	NodeUSNIC       = rdmadev.NodeUSNIC
+	NodeUSNICUDP    = rdmadev.NodeUSNICUDP
+	NodeUnspecified = rdmadev.NodeUnspecified
 )
-
-// String returns the sysfs spelling (kernel: core/sysfs.c node_type_show).
-func (t NodeType) String() string {
-	switch t {
-	case NodeCA:
-		return "CA"
-	case NodeSwitch:
-		return "switch"
-	case NodeRouter:
-		return "router"
-	case NodeRNIC:
-		return "RNIC"
-	case NodeUSNIC:
-		return "usNIC"
-	case NodeUSNICUDP:
-		return "usNIC UDP"
-	case NodeUnspecified:
-		return "unspecified"
-	}
-	return "unknown node type " + strconv.Itoa(int(t))
-}
-
-// Transport returns the transport of a node type, as the kernel's
-// rdma_node_get_transport and rdma-core's ibv_get_device_list derive it.
-func (t NodeType) Transport() Transport {
-	switch t {
-	case NodeCA, NodeSwitch, NodeRouter:
-		return TransportIB
-	case NodeRNIC:
-		return TransportIWARP
-	case NodeUSNIC:
-		return TransportUSNIC
-	case NodeUSNICUDP:
-		return TransportUSNICUDP
-	}
-	return TransportUnspecified
-}
 
 // Transport is rdma-core's enum ibv_transport_type. RoCE and rxe devices are
 // TransportIB: the link layer, not the transport, says Ethernet.
-type Transport int
+type Transport = rdmadev.Transport
 
 const (
-	TransportIB          Transport = 0
-	TransportIWARP       Transport = 1
-	TransportUSNIC       Transport = 2
-	TransportUSNICUDP    Transport = 3
-	TransportUnspecified Transport = 4
+	TransportIB          = rdmadev.TransportIB
+	TransportIWARP       = rdmadev.TransportIWARP
+	TransportUSNIC       = rdmadev.TransportUSNIC
+	TransportUSNICUDP    = rdmadev.TransportUSNICUDP
+	TransportUnspecified = rdmadev.TransportUnspecified
 )
 
-// String returns ibv_devinfo's spelling.
-func (t Transport) String() string {
-	switch t {
-	case TransportIB:
-		return "InfiniBand"
-	case TransportIWARP:
-		return "iWARP"
-	case TransportUSNIC:
-		return "usNIC"
-	case TransportUSNICUDP:
-		return "usNIC UDP"
-	case TransportUnspecified:
-		return "unspecified"
-	}
-	return "invalid transport"
-}
+// DriverID identifies the kernel driver of a device (enum rdma_driver_id).
+// It selects the data-path provider and goes into every ioctl header.
+type DriverID = rdmadev.DriverID
 
-// DriverID identifies the kernel driver of a device (UAPI: enum
-// rdma_driver_id in <rdma/ib_user_ioctl_verbs.h>). It selects the data-path
-// provider and goes into every ioctl header, where the kernel rejects a
-// mismatch with EINVAL (kernel: core/uverbs_ioctl.c ib_uverbs_cmd_verbs).
-type DriverID uint32
-
-// Driver ids of <rdma/ib_user_ioctl_verbs.h>. The enum is append-only ABI.
 const (
-	DriverUnknown   DriverID = abi.RDMA_DRIVER_UNKNOWN
-	DriverMLX5      DriverID = abi.RDMA_DRIVER_MLX5
-	DriverMLX4      DriverID = abi.RDMA_DRIVER_MLX4
-	DriverCXGB3     DriverID = abi.RDMA_DRIVER_CXGB3
-	DriverCXGB4     DriverID = abi.RDMA_DRIVER_CXGB4
-	DriverMTHCA     DriverID = abi.RDMA_DRIVER_MTHCA
-	DriverBNXTRE    DriverID = abi.RDMA_DRIVER_BNXT_RE
-	DriverOCRDMA    DriverID = abi.RDMA_DRIVER_OCRDMA
-	DriverNES       DriverID = abi.RDMA_DRIVER_NES
-	DriverIRDMA     DriverID = abi.RDMA_DRIVER_IRDMA
-	DriverVMWPVRDMA DriverID = abi.RDMA_DRIVER_VMW_PVRDMA
-	DriverQEDR      DriverID = abi.RDMA_DRIVER_QEDR
-	DriverHNS       DriverID = abi.RDMA_DRIVER_HNS
-	DriverUSNIC     DriverID = abi.RDMA_DRIVER_USNIC
-	DriverRXE       DriverID = abi.RDMA_DRIVER_RXE
-	DriverHFI1      DriverID = abi.RDMA_DRIVER_HFI1
-	DriverQIB       DriverID = abi.RDMA_DRIVER_QIB
-	DriverEFA       DriverID = abi.RDMA_DRIVER_EFA
-	DriverSIW       DriverID = abi.RDMA_DRIVER_SIW
-	DriverERDMA     DriverID = abi.RDMA_DRIVER_ERDMA
-	DriverMANA      DriverID = abi.RDMA_DRIVER_ERDMA + 1 // RDMA_DRIVER_MANA, kernel 6.2+ headers
+	DriverUnknown   = rdmadev.DriverUnknown
+	DriverMLX5      = rdmadev.DriverMLX5
+	DriverMLX4      = rdmadev.DriverMLX4
+	DriverCXGB3     = rdmadev.DriverCXGB3
+	DriverCXGB4     = rdmadev.DriverCXGB4
+	DriverMTHCA     = rdmadev.DriverMTHCA
+	DriverBNXTRE    = rdmadev.DriverBNXTRE
+	DriverOCRDMA    = rdmadev.DriverOCRDMA
+	DriverNES       = rdmadev.DriverNES
+	DriverIRDMA     = rdmadev.DriverIRDMA
+	DriverVMWPVRDMA = rdmadev.DriverVMWPVRDMA
+	DriverQEDR      = rdmadev.DriverQEDR
+	DriverHNS       = rdmadev.DriverHNS
+	DriverUSNIC     = rdmadev.DriverUSNIC
+	DriverRXE       = rdmadev.DriverRXE
+	DriverHFI1      = rdmadev.DriverHFI1
+	DriverQIB       = rdmadev.DriverQIB
+	DriverEFA       = rdmadev.DriverEFA
+	DriverSIW       = rdmadev.DriverSIW
+	DriverERDMA     = rdmadev.DriverERDMA
+	DriverMANA      = rdmadev.DriverMANA
 )
 
-var driverNames = [...]string{
-	DriverUnknown:   "unknown",
-	DriverMLX5:      "mlx5",
-	DriverMLX4:      "mlx4",
-	DriverCXGB3:     "cxgb3",
-	DriverCXGB4:     "cxgb4",
-	DriverMTHCA:     "mthca",
-	DriverBNXTRE:    "bnxt_re",
-	DriverOCRDMA:    "ocrdma",
-	DriverNES:       "nes",
-	DriverIRDMA:     "irdma",
-	DriverVMWPVRDMA: "vmw_pvrdma",
-	DriverQEDR:      "qedr",
-	DriverHNS:       "hns",
-	DriverUSNIC:     "usnic",
-	DriverRXE:       "rxe",
-	DriverHFI1:      "hfi1",
-	DriverQIB:       "qib",
-	DriverEFA:       "efa",
-	DriverSIW:       "siw",
-	DriverERDMA:     "erdma",
-	DriverMANA:      "mana",
-}
+// PortState is the logical port state (kernel: enum ib_port_state).
+// String gives the kernel's names ("ACTIVE"); libibverbs prints them with
+// a PORT_ prefix.
+type PortState = rdmadev.PortState
 
-// String returns the provider name rdma-core uses for the driver ("rxe").
-func (d DriverID) String() string {
-	if int(d) < len(driverNames) {
-		return driverNames[d]
-	}
-	return "driver#" + strconv.Itoa(int(d))
-}
+const (
+	PortNop         = rdmadev.PortNop
+	PortDown        = rdmadev.PortDown
+	PortInit        = rdmadev.PortInit
+	PortArmed       = rdmadev.PortArmed
+	PortActive      = rdmadev.PortActive
+	PortActiveDefer = rdmadev.PortActiveDefer
+)
+
+// PhysState is the physical port state (IBTA PortPhysicalState).
+type PhysState = rdmadev.PhysState
+
+const (
+	PhysSleep             = rdmadev.PhysSleep
+	PhysPolling           = rdmadev.PhysPolling
+	PhysDisabled          = rdmadev.PhysDisabled
+	PhysTraining          = rdmadev.PhysTraining
+	PhysLinkUp            = rdmadev.PhysLinkUp
+	PhysLinkErrorRecovery = rdmadev.PhysLinkErrorRecovery
+	PhysPhyTest           = rdmadev.PhysPhyTest
+)

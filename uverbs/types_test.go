@@ -101,8 +101,8 @@ func TestMTU(t *testing.T) {
 
 func TestEnumStrings(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
-		{PortActive.String(), "PORT_ACTIVE"},
-		{PortDown.String(), "PORT_DOWN"},
+		{PortActive.String(), "ACTIVE"},
+		{PortDown.String(), "DOWN"},
 		{PhysLinkUp.String(), "LINK_UP"},
 		{LinkLayerEthernet.String(), "Ethernet"},
 		{Width(1).String(), "1X"},
@@ -113,7 +113,7 @@ func TestEnumStrings(t *testing.T) {
 		{TransportIB.String(), "InfiniBand"},
 		{NodeCA.String(), "CA"},
 		{DriverRXE.String(), "rxe"},
-		{DriverID(99).String(), "driver#99"},
+		{DriverID(99).String(), "driver-99"},
 		{GIDTypeRoCEv2.String(), "RoCE v2"},
 		{EventCQErr.String(), "CQ error"},
 		{EventPortActive.String(), "port active"},

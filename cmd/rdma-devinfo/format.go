@@ -279,7 +279,7 @@ func writePort(w io.Writer, r *report, pr *portReport, verbose bool) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	a := &pr.Attr
 	p("\t\tport:\t%d\n", pr.Num)
-	p("\t\t\tstate:\t\t\t%s (%d)\n", a.State, a.State)
+	p("\t\t\tstate:\t\t\t%s (%d)\n", portString(a.State), a.State)
 	p("\t\t\tmax_mtu:\t\t%s (%d)\n", a.MaxMTU, a.MaxMTU)
 	p("\t\t\tactive_mtu:\t\t%s (%d)\n", a.ActiveMTU, a.ActiveMTU)
 	p("\t\t\tsm_lid:\t\t\t%d\n", a.SMLID)
@@ -353,13 +353,24 @@ func vlString(v uint8) string {
 	return "invalid value"
 }
 
-// physString uses ibv_devinfo's spellings, which differ from the library's
-// for two states.
+// portString uses ibv_port_state_str's spellings: the kernel's names with
+// PORT_ before them, "invalid state" for others.
+func portString(s uverbs.PortState) string {
+	if s > uverbs.PortActiveDefer {
+		return "invalid state"
+	}
+	return "PORT_" + s.String()
+}
+
+// physString uses ibv_devinfo's spellings, which differ from the kernel's
+// (the library's) for three states.
 func physString(s uverbs.PhysState) string {
 	switch s {
 	case uverbs.PhysTraining:
 		return "PORT_CONFIGURATION TRAINNING"
-	case uverbs.PhysPHYTest:
+	case uverbs.PhysLinkErrorRecovery:
+		return "LINK_ERROR_RECOVERY"
+	case uverbs.PhysPhyTest:
 		return "PHY TEST"
 	}
 	return s.String()

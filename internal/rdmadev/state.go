@@ -1,0 +1,78 @@
+package rdmadev
+
+import "strconv"
+
+// PortState is the logical port state (IB spec PortInfo:PortState; enum
+// ib_port_state in the kernel). An rxe port is ACTIVE when its netdev is up
+// and has carrier, DOWN otherwise.
+type PortState uint8
+
+// Port states, with the values RDMA_NLDEV_ATTR_PORT_STATE carries.
+const (
+	PortNop         PortState = 0
+	PortDown        PortState = 1
+	PortInit        PortState = 2
+	PortArmed       PortState = 3
+	PortActive      PortState = 4
+	PortActiveDefer PortState = 5
+)
+
+// String returns the kernel's name, which `rdma link show` prints: DOWN,
+// INIT, ARMED, ACTIVE, ACTIVE_DEFER (libibverbs prefixes them with PORT_).
+func (s PortState) String() string {
+	switch s {
+	case PortNop:
+		return "NOP"
+	case PortDown:
+		return "DOWN"
+	case PortInit:
+		return "INIT"
+	case PortArmed:
+		return "ARMED"
+	case PortActive:
+		return "ACTIVE"
+	case PortActiveDefer:
+		return "ACTIVE_DEFER"
+	}
+	return "UNKNOWN(" + strconv.Itoa(int(s)) + ")"
+}
+
+// PhysState is the physical port state (IB spec PortInfo:PortPhysicalState;
+// enum ib_port_phys_state). rxe reports LINK_UP while the port is ACTIVE,
+// POLLING when the netdev is up without carrier and DISABLED when it is down
+// (sw/rxe/rxe_verbs.c rxe_query_port).
+type PhysState uint8
+
+// Physical port states, with the values RDMA_NLDEV_ATTR_PORT_PHYS_STATE carries.
+const (
+	PhysSleep             PhysState = 1
+	PhysPolling           PhysState = 2
+	PhysDisabled          PhysState = 3
+	PhysTraining          PhysState = 4 // PortConfigurationTraining
+	PhysLinkUp            PhysState = 5
+	PhysLinkErrorRecovery PhysState = 6
+	PhysPhyTest           PhysState = 7
+)
+
+// String returns the name `rdma link show` prints as physical_state:
+// SLEEP, POLLING, DISABLED, LINK_UP, LINK_ERROR_RECOVER, PHY_TEST. Value 4
+// is PORT_CONFIGURATION_TRAINING as in the IB spec and sysfs.
+func (s PhysState) String() string {
+	switch s {
+	case PhysSleep:
+		return "SLEEP"
+	case PhysPolling:
+		return "POLLING"
+	case PhysDisabled:
+		return "DISABLED"
+	case PhysTraining:
+		return "PORT_CONFIGURATION_TRAINING"
+	case PhysLinkUp:
+		return "LINK_UP"
+	case PhysLinkErrorRecovery:
+		return "LINK_ERROR_RECOVER"
+	case PhysPhyTest:
+		return "PHY_TEST"
+	}
+	return "UNKNOWN(" + strconv.Itoa(int(s)) + ")"
+}

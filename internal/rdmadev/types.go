@@ -1,0 +1,151 @@
+package rdmadev
+
+import (
+	"strconv"
+
+	"github.com/goverbs/rdma/internal/abi"
+)
+
+// NodeType is the kind of RDMA node (kernel: enum rdma_node_type, also the
+// number in sysfs node_type and netlink RDMA_NLDEV_ATTR_DEV_NODE_TYPE).
+type NodeType uint8
+
+const (
+	NodeCA          NodeType = 1 // channel adapter: InfiniBand HCAs, RoCE NICs, rxe
+	NodeSwitch      NodeType = 2
+	NodeRouter      NodeType = 3
+	NodeRNIC        NodeType = 4 // iWARP
+	NodeUSNIC       NodeType = 5
+	NodeUSNICUDP    NodeType = 6
+	NodeUnspecified NodeType = 7
+)
+
+// String returns the sysfs spelling (kernel: core/sysfs.c node_type_show).
+func (t NodeType) String() string {
+	switch t {
+	case NodeCA:
+		return "CA"
+	case NodeSwitch:
+		return "switch"
+	case NodeRouter:
+		return "router"
+	case NodeRNIC:
+		return "RNIC"
+	case NodeUSNIC:
+		return "usNIC"
+	case NodeUSNICUDP:
+		return "usNIC UDP"
+	case NodeUnspecified:
+		return "unspecified"
+	}
+	return "unknown node type " + strconv.Itoa(int(t))
+}
+
+// Transport returns the transport of a node type, as the kernel's
+// rdma_node_get_transport and rdma-core's ibv_get_device_list derive it.
+func (t NodeType) Transport() Transport {
+	switch t {
+	case NodeCA, NodeSwitch, NodeRouter:
+		return TransportIB
+	case NodeRNIC:
+		return TransportIWARP
+	case NodeUSNIC:
+		return TransportUSNIC
+	case NodeUSNICUDP:
+		return TransportUSNICUDP
+	}
+	return TransportUnspecified
+}
+
+// Transport is rdma-core's enum ibv_transport_type. RoCE and rxe devices are
+// TransportIB: the link layer, not the transport, says Ethernet.
+type Transport int
+
+const (
+	TransportIB          Transport = 0
+	TransportIWARP       Transport = 1
+	TransportUSNIC       Transport = 2
+	TransportUSNICUDP    Transport = 3
+	TransportUnspecified Transport = 4
+)
+
+// String returns ibv_devinfo's spelling.
+func (t Transport) String() string {
+	switch t {
+	case TransportIB:
+		return "InfiniBand"
+	case TransportIWARP:
+		return "iWARP"
+	case TransportUSNIC:
+		return "usNIC"
+	case TransportUSNICUDP:
+		return "usNIC UDP"
+	case TransportUnspecified:
+		return "unspecified"
+	}
+	return "invalid transport"
+}
+
+// DriverID identifies the kernel driver of a device (UAPI: enum
+// rdma_driver_id in <rdma/ib_user_ioctl_verbs.h>). It selects the data-path
+// provider and goes into every ioctl header, where the kernel rejects a
+// mismatch with EINVAL (kernel: core/uverbs_ioctl.c ib_uverbs_cmd_verbs).
+type DriverID uint32
+
+// Driver ids of <rdma/ib_user_ioctl_verbs.h>. The enum is append-only ABI.
+const (
+	DriverUnknown   DriverID = abi.RDMA_DRIVER_UNKNOWN
+	DriverMLX5      DriverID = abi.RDMA_DRIVER_MLX5
+	DriverMLX4      DriverID = abi.RDMA_DRIVER_MLX4
+	DriverCXGB3     DriverID = abi.RDMA_DRIVER_CXGB3
+	DriverCXGB4     DriverID = abi.RDMA_DRIVER_CXGB4
+	DriverMTHCA     DriverID = abi.RDMA_DRIVER_MTHCA
+	DriverBNXTRE    DriverID = abi.RDMA_DRIVER_BNXT_RE
+	DriverOCRDMA    DriverID = abi.RDMA_DRIVER_OCRDMA
+	DriverNES       DriverID = abi.RDMA_DRIVER_NES
+	DriverIRDMA     DriverID = abi.RDMA_DRIVER_IRDMA
+	DriverVMWPVRDMA DriverID = abi.RDMA_DRIVER_VMW_PVRDMA
+	DriverQEDR      DriverID = abi.RDMA_DRIVER_QEDR
+	DriverHNS       DriverID = abi.RDMA_DRIVER_HNS
+	DriverUSNIC     DriverID = abi.RDMA_DRIVER_USNIC
+	DriverRXE       DriverID = abi.RDMA_DRIVER_RXE
+	DriverHFI1      DriverID = abi.RDMA_DRIVER_HFI1
+	DriverQIB       DriverID = abi.RDMA_DRIVER_QIB
+	DriverEFA       DriverID = abi.RDMA_DRIVER_EFA
+	DriverSIW       DriverID = abi.RDMA_DRIVER_SIW
+	DriverERDMA     DriverID = abi.RDMA_DRIVER_ERDMA
+	DriverMANA      DriverID = abi.RDMA_DRIVER_ERDMA + 1 // RDMA_DRIVER_MANA: 6.2+ headers; the enum only grows
+)
+
+var driverNames = [...]string{
+	DriverUnknown:   "unknown",
+	DriverMLX5:      "mlx5",
+	DriverMLX4:      "mlx4",
+	DriverCXGB3:     "cxgb3",
+	DriverCXGB4:     "cxgb4",
+	DriverMTHCA:     "mthca",
+	DriverBNXTRE:    "bnxt_re",
+	DriverOCRDMA:    "ocrdma",
+	DriverNES:       "nes",
+	DriverIRDMA:     "irdma",
+	DriverVMWPVRDMA: "vmw_pvrdma",
+	DriverQEDR:      "qedr",
+	DriverHNS:       "hns",
+	DriverUSNIC:     "usnic",
+	DriverRXE:       "rxe",
+	DriverHFI1:      "hfi1",
+	DriverQIB:       "qib",
+	DriverEFA:       "efa",
+	DriverSIW:       "siw",
+	DriverERDMA:     "erdma",
+	DriverMANA:      "mana",
+}
+
+// String returns the provider name rdma-core uses for the driver ("rxe");
+// "driver-<id>" for an id this package does not know.
+func (d DriverID) String() string {
+	if int(d) < len(driverNames) {
+		return driverNames[d]
+	}
+	return "driver-" + strconv.Itoa(int(d))
+}
