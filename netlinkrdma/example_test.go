@@ -38,11 +38,11 @@ func ExampleDevices() {
 func ExampleDeviceChardev() {
 	d, err := netlinkrdma.DeviceByName("rxe0")
 	if err != nil {
-		log.Fatal(err) // errors.Is(err, netlinkrdma.ErrNoDevice) when absent
+		log.Fatal(err) // errors.Is(err, netlinkrdma.ErrDeviceNotFound) when absent
 	}
 	cd, err := netlinkrdma.DeviceChardev(d.Index, "uverbs")
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(cd.Path(), "driver ABI", cd.ABI, "driver", netlinkrdma.DriverName(cd.DriverID))
+	fmt.Println(cd.Path(), "driver ABI", cd.ABI, "driver", cd.DriverID)
 }

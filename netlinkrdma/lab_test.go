@@ -118,8 +118,8 @@ func TestLabDevices(t *testing.T) {
 		t.Errorf("lab devices missing from Devices(): %v", want)
 	}
 	_, err = DeviceByName("gvnosuch0")
-	if !errors.Is(err, ErrNoDevice) {
-		t.Errorf("DeviceByName(gvnosuch0): %v, want ErrNoDevice", err)
+	if !errors.Is(err, ErrDeviceNotFound) {
+		t.Errorf("DeviceByName(gvnosuch0): %v, want ErrDeviceNotFound", err)
 	}
 }
 
@@ -164,8 +164,8 @@ func TestLabChardev(t *testing.T) {
 		last = max(last, d.Index)
 	}
 	_, err = DeviceChardev(last+100, "uverbs")
-	if !errors.Is(err, ErrNoDevice) {
-		t.Errorf("DeviceChardev(unknown index): %v, want ErrNoDevice", err)
+	if !errors.Is(err, ErrDeviceNotFound) {
+		t.Errorf("DeviceChardev(unknown index): %v, want ErrDeviceNotFound", err)
 	}
 }
 
@@ -220,7 +220,7 @@ func addVeth(t *testing.T, a, b string) {
 // delOnCleanup removes an RDMA link at the end of the test if it still exists.
 func delOnCleanup(t *testing.T, name string) {
 	t.Cleanup(func() {
-		if err := LinkDel(name); err != nil && !errors.Is(err, ErrNoDevice) {
+		if err := LinkDel(name); err != nil && !errors.Is(err, ErrDeviceNotFound) {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -275,7 +275,7 @@ func TestLabLinkAddDel(t *testing.T) {
 	if !errors.Is(err, ErrNoNetdev) || !errors.Is(err, unix.ENODEV) {
 		t.Errorf("rxe on a missing netdev: %v, want ErrNoNetdev", err)
 	}
-	if _, err := DeviceByName("gvrxe1"); !errors.Is(err, ErrNoDevice) {
+	if _, err := DeviceByName("gvrxe1"); !errors.Is(err, ErrDeviceNotFound) {
 		t.Errorf("a failed LinkAdd left gvrxe1 behind: %v", err)
 	}
 
@@ -294,14 +294,14 @@ func TestLabLinkAddDel(t *testing.T) {
 		if err := LinkDel(name); err != nil {
 			t.Fatalf("LinkDel(%s): %v", name, err)
 		}
-		if _, err := DeviceByName(name); !errors.Is(err, ErrNoDevice) {
+		if _, err := DeviceByName(name); !errors.Is(err, ErrDeviceNotFound) {
 			t.Errorf("%s still listed after LinkDel: %v", name, err)
 		}
 	}
 	if out := run(t, "rdma", "link", "show"); strings.Contains(out, "gvrxe") {
 		t.Errorf("`rdma link show` still lists deleted links:\n%s", out)
 	}
-	if err := LinkDel("gvrxe0"); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("LinkDel of a deleted device: %v, want ErrNoDevice", err)
+	if err := LinkDel("gvrxe0"); !errors.Is(err, ErrDeviceNotFound) {
+		t.Errorf("LinkDel of a deleted device: %v, want ErrDeviceNotFound", err)
 	}
 }

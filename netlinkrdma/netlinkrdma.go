@@ -1,107 +1,140 @@
 package netlinkrdma
 
 import (
-	"errors"
-	"time"
-
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
-	"golang.org/x/sys/unix"
-
-	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/nldev"
+	"github.com/goverbs/rdma/internal/rdmadev"
 )
 
-// client runs the package's operations. Its fields are the seams unit tests
-// replace with a fake kernel; the package functions use std.
-type client struct {
-	// exec sends one request on a fresh NETLINK_RDMA socket and returns the
-	// payload of every reply (nlmsghdr removed). For dumps it may return
-	// nl.ErrDumpInterrupted together with the (possibly inconsistent) replies.
-	exec func(req *nl.NetlinkRequest) ([][]byte, error)
-	// rdmaLinkAdd sends RDMA_NLDEV_CMD_NEWLINK.
-	rdmaLinkAdd func(name, linkType, netdev string) error
-	// netnsMode runs RDMA_NLDEV_CMD_SYS_GET and names the netns mode.
-	netnsMode func() (string, error)
-	// linkType reports the kind of a netdev ("veth", "vlan", ...).
-	linkType func(netdev string) (string, error)
+// The client lives in internal/nldev, which package uverbs uses too to
+// list devices; this file is its public face. The names of device identity
+// (GUID, PortState, PhysState, DriverID, NodeType) are internal/rdmadev's.
 
-	// appearTimeout bounds how long LinkAdd waits for the new device to
-	// be listed; pollInterval is the wait between two listings.
-	appearTimeout time.Duration
-	pollInterval  time.Duration
+// Device is an RDMA device (an ib_device) as RDMA netlink describes it:
+// kernel index, name, node and system image GUIDs, firmware version, node
+// type, protocol ("roce", "ib", "iw"), driver name and id, and its ports.
+type Device = nldev.Device
+
+// Port is one port of an RDMA device: number, logical and physical state,
+// and for RoCE and iWARP its netdev and the netdev's ifindex.
+type Port = nldev.Port
+
+// Chardev is the character device through which user space reaches an RDMA
+// kernel client: /dev/infiniband/uverbsN for verbs, /dev/infiniband/rdma_cm
+// for the connection manager, with its device number, ABI version and (for
+// uverbs) driver id. Path and Dev give its path and device number.
+type Chardev = nldev.Chardev
+
+// Error is a failed RDMA netlink operation: Op spelled as its iproute2
+// equivalent, Kind one of the sentinel errors below (or nil), Err the cause
+// (usually the errno) and Msg what to do about it.
+type Error = nldev.Error
+
+// Names of device identity.
+type (
+	GUID      = nldev.GUID
+	NodeType  = nldev.NodeType
+	DriverID  = nldev.DriverID
+	PortState = nldev.PortState
+	PhysState = nldev.PhysState
+)
+
+// ParseGUID parses the sysfs form of a GUID, "5054:00ff:fe12:3456".
+func ParseGUID(s string) (GUID, error) { return rdmadev.ParseGUID(s) }
+
+// The port states a program usually tests for; the others are package
+// uverbs' constants of the same types.
+const (
+	PortDown, PortActive                  = rdmadev.PortDown, rdmadev.PortActive
+	PhysDisabled, PhysPolling, PhysLinkUp = rdmadev.PhysDisabled, rdmadev.PhysPolling, rdmadev.PhysLinkUp
+)
+
+// Sentinel errors. Every error this package returns is an *Error; test for
+// these with errors.Is. The errno the kernel returned matches too:
+// errors.Is(err, unix.EEXIST).
+var (
+	// ErrExists: the netdev already carries an rxe device (EEXIST), or an
+	// RDMA device of that name exists (ENFILE from the kernel's name check).
+	ErrExists = nldev.ErrExists
+	// ErrNoNetdev: the netdev named in LinkAdd does not exist in this
+	// network namespace (ENODEV).
+	ErrNoNetdev = nldev.ErrNoNetdev
+	// ErrNoRXE: the kernel cannot create rxe links: rdma_rxe is neither
+	// loaded nor loadable, or its crc32 dependency is missing.
+	ErrNoRXE = nldev.ErrNoRXE
+	// ErrPermission: the operation needs CAP_NET_ADMIN (EPERM, EACCES).
+	ErrPermission = nldev.ErrPermission
+	// ErrDeviceNotFound: no RDMA device of that name (or index) exists.
+	ErrDeviceNotFound = nldev.ErrDeviceNotFound
+	// ErrNoRDMA: the kernel has no NETLINK_RDMA: ib_core is not loaded and
+	// cannot be, or the kernel lacks CONFIG_INFINIBAND.
+	ErrNoRDMA = nldev.ErrNoRDMA
+)
+
+// Devices lists the RDMA devices of this network namespace (all of them in
+// the default "shared" netns mode), ordered by index, with their ports and
+// driver. It sends a GET dump, then a PORT_GET dump and a GET_CHARDEV
+// "uverbs" request per device.
+//
+// Equivalent to: `rdma dev show` and `rdma link show` together.
+func Devices() ([]Device, error) { return nldev.Devices() }
+
+// DeviceByName returns the RDMA device called name. When there is none the
+// error matches ErrDeviceNotFound.
+//
+// Equivalent to: `rdma dev show NAME` and `rdma link show NAME`.
+func DeviceByName(name string) (Device, error) { return nldev.DeviceByName(name) }
+
+// LinkAdd creates a Soft-RoCE (rxe) RDMA device called name on top of the
+// network device netdev, and returns once the new device is listed by
+// Devices (it waits up to 5 seconds). The kernel loads rdma_rxe on demand
+// (request_module("rdma-link-rxe"), core/nldev.c), so no modprobe is needed
+// when the module is installed. It needs CAP_NET_ADMIN.
+//
+// Errors match ErrExists (the netdev already has an rxe device, or the name
+// is taken), ErrNoNetdev, ErrNoRXE and ErrPermission.
+//
+// Equivalent to: `rdma link add NAME type rxe netdev NETDEV`.
+func LinkAdd(name, netdev string) error { return nldev.LinkAdd(name, netdev) }
+
+// LinkDel removes the RDMA device called name. Only software devices (rxe,
+// siw) can be removed this way. It needs CAP_NET_ADMIN.
+//
+// LinkDel blocks until every process has closed the device's uverbs file
+// descriptors and mappings: rxe cannot revoke them (core/uverbs_main.c
+// ib_uverbs_remove_one waits for its users). Close all verbs objects first.
+//
+// Errors match ErrDeviceNotFound and ErrPermission.
+//
+// Equivalent to: `rdma link delete NAME`.
+func LinkDel(name string) error { return nldev.LinkDel(name) }
+
+// DeviceChardev asks which char device serves the client typ ("uverbs" for
+// verbs) for the device with index devIndex. The kernel loads the client's module
+// on demand ("rdma-client-<typ>", core/device.c ib_get_client_nl_info).
+//
+// rdma-core's libibverbs does this to find /dev/infiniband/uverbsN, its ABI
+// and the driver id (libibverbs/ibdev_nl.c); iproute2 has no equivalent.
+func DeviceChardev(devIndex uint32, typ string) (Chardev, error) {
+	return nldev.DeviceChardev(devIndex, typ)
 }
 
-var std = &client{
-	exec:          execRDMA,
-	rdmaLinkAdd:   netlink.RdmaLinkAdd,
-	netnsMode:     netlink.RdmaSystemGetNetnsMode,
-	linkType:      netdevType,
-	appearTimeout: 5 * time.Second,
-	pollInterval:  20 * time.Millisecond,
-}
+// GlobalChardev asks for the char device of a client that is not tied to a
+// device: "rdma_cm" gives /dev/infiniband/rdma_cm with ABI 4 (ucma.c
+// ucma_get_global_nl_info). It loads rdma_ucm on demand.
+func GlobalChardev(typ string) (Chardev, error) { return nldev.GlobalChardev(typ) }
 
-func execRDMA(req *nl.NetlinkRequest) ([][]byte, error) {
-	return req.Execute(unix.NETLINK_RDMA, 0)
-}
+// CopyOnFork reports whether the kernel copies pinned (registered) anonymous
+// pages into a forked child instead of sharing them, which makes
+// MADV_DONTFORK and ibv_fork_init unnecessary. Kernels from 5.13 on do
+// (RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK = 1); older kernels do not send the
+// attribute, and CopyOnFork returns false for them.
+//
+// Equivalent to: `rdma system show` (the copy-on-fork field).
+func CopyOnFork() (bool, error) { return nldev.CopyOnFork() }
 
-func netdevType(name string) (string, error) {
-	l, err := netlink.LinkByName(name)
-	if err != nil {
-		return "", err
-	}
-	return l.Type(), nil
-}
-
-// dumpAttempts bounds the retries of a listing that the kernel reported as
-// interrupted (NLM_F_DUMP_INTR) or that raced with a device going away.
-const dumpAttempts = 3
-
-// Request builders. Each returns a fresh request; nl.NewNetlinkRequest adds
-// NLM_F_REQUEST and a sequence number.
-
-// getDumpRequest lists every device: RDMA_NLDEV_CMD_GET with NLM_F_DUMP.
-func getDumpRequest() *nl.NetlinkRequest {
-	return nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_GET), unix.NLM_F_DUMP)
-}
-
-// portDumpRequest lists the ports of one device: RDMA_NLDEV_CMD_PORT_GET
-// with NLM_F_DUMP needs RDMA_NLDEV_ATTR_DEV_INDEX (core/nldev.c
-// nldev_port_get_dumpit).
-func portDumpRequest(devIndex uint32) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_PORT_GET), unix.NLM_F_DUMP)
-	req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
-	return req
-}
-
-// chardevRequest asks which char device serves a client ("uverbs",
-// "rdma_cm", ...), for one device or, with global, for none
-// (core/nldev.c nldev_get_chardev).
-func chardevRequest(devIndex uint32, global bool, typ string) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_GET_CHARDEV), 0)
-	if !global {
-		req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
-	}
-	req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_CHARDEV_TYPE, nl.ZeroTerminated(typ)))
-	return req
-}
-
-// sysGetRequest reads the RDMA subsystem settings (RDMA_NLDEV_CMD_SYS_GET).
-func sysGetRequest() *nl.NetlinkRequest {
-	return nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_SYS_GET), 0)
-}
-
-// delLinkRequest removes a device by index (RDMA_NLDEV_CMD_DELLINK). It
-// needs NLM_F_ACK: DELLINK sends no reply message, only the ack.
-func delLinkRequest(devIndex uint32) *nl.NetlinkRequest {
-	req := nl.NewNetlinkRequest(nlType(abi.RDMA_NLDEV_CMD_DELLINK), unix.NLM_F_ACK)
-	req.AddData(nl.NewRtAttr(abi.RDMA_NLDEV_ATTR_DEV_INDEX, nl.Uint32Attr(devIndex)))
-	return req
-}
-
-func isDumpInterrupted(err error) bool { return errors.Is(err, nl.ErrDumpInterrupted) }
-
-func errnoOf(err error) unix.Errno {
-	var errno unix.Errno
-	errors.As(err, &errno)
-	return errno
-}
+// NetnsMode returns the RDMA subsystem's network namespace mode: "shared"
+// (the default: every namespace sees every device) or "exclusive" (a device
+// is visible only in the namespace it belongs to).
+//
+// Equivalent to: `rdma system show netns`.
+func NetnsMode() (string, error) { return nldev.NetnsMode() }

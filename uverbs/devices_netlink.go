@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/rdma/netlinkrdma"
+	"github.com/goverbs/rdma/internal/nldev"
 )
 
 // netlinkDevices lists devices the way rdma-core does first
@@ -16,15 +16,15 @@ import (
 // and the driver id. A device without a uverbs char device (no ib_uverbs
 // client, e.g. a kernel-only device) is skipped, as rdma-core skips it.
 func netlinkDevices() ([]DeviceInfo, error) {
-	nds, err := netlinkrdma.Devices()
+	nds, err := nldev.Devices()
 	if err != nil {
 		return nil, err
 	}
 	devs := make([]DeviceInfo, 0, len(nds))
 	for _, nd := range nds {
-		cd, err := netlinkrdma.DeviceChardev(nd.Index, "uverbs")
+		cd, err := nldev.DeviceChardev(nd.Index, "uverbs")
 		if err != nil {
-			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOENT) || errors.Is(err, netlinkrdma.ErrNoDevice) {
+			if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOENT) || errors.Is(err, nldev.ErrDeviceNotFound) {
 				continue
 			}
 			return nil, fmt.Errorf("finding the uverbs device of %s: %w", nd.Name, err)
@@ -32,11 +32,11 @@ func netlinkDevices() ([]DeviceInfo, error) {
 		d := DeviceInfo{
 			Name:         nd.Name,
 			Index:        nd.Index,
-			NodeGUID:     GUID(nd.NodeGUID),
-			SysImageGUID: GUID(nd.SysImageGUID),
-			NodeType:     NodeType(nd.NodeType),
+			NodeGUID:     nd.NodeGUID,
+			SysImageGUID: nd.SysImageGUID,
+			NodeType:     nd.NodeType,
 			FWVersion:    nd.FirmwareVersion,
-			DriverID:     DriverID(cd.DriverID),
+			DriverID:     cd.DriverID,
 			Uverbs:       cd.Name,
 			Path:         filepath.Join(devfsRoot, cd.Name),
 			ABIVersion:   int(cd.ABI),
@@ -49,8 +49,8 @@ func netlinkDevices() ([]DeviceInfo, error) {
 		for _, p := range nd.Ports {
 			d.Ports = append(d.Ports, PortInfo{
 				Number:      int(p.Index),
-				State:       PortState(p.State),
-				PhysState:   PhysState(p.PhysState),
+				State:       p.State,
+				PhysState:   p.PhysState,
 				Netdev:      p.Netdev,
 				NetdevIndex: int(p.NetdevIndex),
 			})

@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/goverbs/rdma/internal/testutil"
-	"github.com/goverbs/rdma/netlinkrdma"
+	"github.com/goverbs/rdma/internal/nldev"
 )
 
 // testRXE creates a veth pair with an rxe device on one end, for tests that
@@ -39,11 +39,11 @@ func testRXE(t *testing.T) (rxe, netdev string) {
 			t.Fatalf("ip link set %s up: %v", n, err)
 		}
 	}
-	if err := netlinkrdma.LinkAdd(rxe, netdev); err != nil {
+	if err := nldev.LinkAdd(rxe, netdev); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := netlinkrdma.LinkDel(rxe); err != nil {
+		if err := nldev.LinkDel(rxe); err != nil {
 			t.Errorf("rdma link del %s: %v", rxe, err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/netlinkrdma"
+	"github.com/goverbs/rdma/uverbs"
 	"github.com/vishvananda/netlink"
 )
 
@@ -43,7 +44,7 @@ var labDevs = []netlinkrdma.Device{
 		PhysState: netlinkrdma.PhysDisabled, Netdev: "veth0", NetdevIndex: 5}}},
 	{Index: 3, Name: "mlx5_0", Ports: []netlinkrdma.Port{
 		{Index: 1, State: netlinkrdma.PortActive, PhysState: netlinkrdma.PhysLinkUp},
-		{Index: 2, State: netlinkrdma.PortInit, PhysState: netlinkrdma.PhysPolling}}},
+		{Index: 2, State: uverbs.PortInit, PhysState: netlinkrdma.PhysPolling}}},
 }
 
 func TestRun(t *testing.T) {

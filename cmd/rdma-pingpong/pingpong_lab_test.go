@@ -240,7 +240,7 @@ type pingpongOutput struct {
 
 var (
 	// ud_pingpong.c prints "PSN 0x%06x: GID" in its local line.
-	addrRE  = regexp.MustCompile(`^  (local|remote) address: +LID 0x([0-9a-f]{4}), QPN 0x([0-9a-f]{6}), PSN 0x([0-9a-f]{6})[,:] GID (\S+)$`)
+	addrRE = regexp.MustCompile(`^  (local|remote) address: +LID 0x([0-9a-f]{4}), QPN 0x([0-9a-f]{6}), PSN 0x([0-9a-f]{6})[,:] GID (\S+)$`)
 	// The rates are the tools' own arithmetic: ibv_rc_pingpong prints
 	// "inf" Mbit/sec when its clock saw no time pass (a loaded machine);
 	// the tests judge the counts, so any figure is read.

@@ -1,6 +1,8 @@
-package netlinkrdma
+package nldev
 
 import (
+	"github.com/goverbs/rdma/internal/rdmadev"
+
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -78,7 +80,7 @@ func (k *fakeKernel) client() *client {
 
 func (k *fakeKernel) add(name, netdev string, driverID uint32) {
 	k.devs = append(k.devs, fakeDev{index: k.nextIndex, name: name, netdev: netdev, driverID: driverID,
-		state: PortActive, phys: PhysLinkUp})
+		state: rdmadev.PortActive, phys: rdmadev.PhysLinkUp})
 	k.nextIndex++
 }
 
@@ -267,7 +269,7 @@ func TestDevices(t *testing.T) {
 	k.add("rxe0", "lo", 14)
 	k.add("mlx5_0", "eth0", 1)
 	k.add("odd0", "veth1", 77)
-	k.devs[1].state, k.devs[1].phys = PortDown, PhysDisabled
+	k.devs[1].state, k.devs[1].phys = rdmadev.PortDown, rdmadev.PhysDisabled
 	// List out of index order: the result is sorted.
 	k.devs[0], k.devs[2] = k.devs[2], k.devs[0]
 
@@ -280,13 +282,14 @@ func TestDevices(t *testing.T) {
 	}
 	want := []struct {
 		name, driver, netdev string
-		id, ifindex          uint32
+		id                   DriverID
+		ifindex              uint32
 		state                PortState
 		phys                 PhysState
 	}{
-		{"rxe0", "rxe", "lo", 14, 1, PortActive, PhysLinkUp},
-		{"mlx5_0", "mlx5", "eth0", 1, 2, PortDown, PhysDisabled},
-		{"odd0", "driver-77", "veth1", 77, 6, PortActive, PhysLinkUp},
+		{"rxe0", "rxe", "lo", 14, 1, rdmadev.PortActive, rdmadev.PhysLinkUp},
+		{"mlx5_0", "mlx5", "eth0", 1, 2, rdmadev.PortDown, rdmadev.PhysDisabled},
+		{"odd0", "driver-77", "veth1", 77, 6, rdmadev.PortActive, rdmadev.PhysLinkUp},
 	}
 	for i, w := range want {
 		d := devs[i]
@@ -371,8 +374,8 @@ func TestDeviceByName(t *testing.T) {
 		t.Errorf("%d PORT_GET requests, want 1 (only for the device asked for)", k.count("PORT_GET"))
 	}
 	_, err = c.deviceByName("rxe9")
-	if !errors.Is(err, ErrNoDevice) {
-		t.Fatalf("unknown device: %v, want ErrNoDevice", err)
+	if !errors.Is(err, ErrDeviceNotFound) {
+		t.Fatalf("unknown device: %v, want ErrDeviceNotFound", err)
 	}
 	for _, s := range []string{`"rxe9"`, "rdma-link show", "rdma-link add"} {
 		if !strings.Contains(err.Error(), s) {
@@ -467,7 +470,7 @@ func TestLinkAddErrors(t *testing.T) {
 				t.Errorf("not %v", tt.kind)
 			}
 			if tt.kind == nil {
-				for _, s := range []error{ErrExists, ErrNoNetdev, ErrNoRXE, ErrPermission, ErrNoDevice, ErrNoRDMA} {
+				for _, s := range []error{ErrExists, ErrNoNetdev, ErrNoRXE, ErrPermission, ErrDeviceNotFound, ErrNoRDMA} {
 					if errors.Is(err, s) {
 						t.Errorf("unexpectedly %v", s)
 					}
@@ -508,8 +511,8 @@ func TestLinkDel(t *testing.T) {
 	}
 
 	err := c.linkDel("rxe1")
-	if !errors.Is(err, ErrNoDevice) || !strings.Contains(err.Error(), "rdma-link show") {
-		t.Errorf("deleting a missing device: %v, want ErrNoDevice", err)
+	if !errors.Is(err, ErrDeviceNotFound) || !strings.Contains(err.Error(), "rdma-link show") {
+		t.Errorf("deleting a missing device: %v, want ErrDeviceNotFound", err)
 	}
 	if k.count("DELLINK") != 1 {
 		t.Errorf("%d DELLINK requests, want 1: a missing device must not reach DELLINK", k.count("DELLINK"))
@@ -517,7 +520,7 @@ func TestLinkDel(t *testing.T) {
 
 	k.dellinkErr = unix.EINVAL // a hardware device: no IBK_ALLOW_USER_UNREG
 	err = c.linkDel("rxe0")
-	if errors.Is(err, ErrNoDevice) || !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "cannot be deleted") {
+	if errors.Is(err, ErrDeviceNotFound) || !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "cannot be deleted") {
 		t.Errorf("undeletable device: %v", err)
 	}
 	k.dellinkErr = unix.EPERM
@@ -531,7 +534,7 @@ func TestLinkDel(t *testing.T) {
 
 func TestLinkDelRace(t *testing.T) {
 	// The device goes away between the lookup and DELLINK: the kernel
-	// says EINVAL, the caller hears ErrNoDevice.
+	// says EINVAL, the caller hears ErrDeviceNotFound.
 	k := newFakeKernel(t)
 	k.add("rxe0", "lo", 14)
 	c := k.client()
@@ -542,8 +545,8 @@ func TestLinkDelRace(t *testing.T) {
 		}
 		return exec(req)
 	}
-	if err := c.linkDel("rxe0"); !errors.Is(err, ErrNoDevice) {
-		t.Errorf("device gone before DELLINK: %v, want ErrNoDevice", err)
+	if err := c.linkDel("rxe0"); !errors.Is(err, ErrDeviceNotFound) {
+		t.Errorf("device gone before DELLINK: %v, want ErrDeviceNotFound", err)
 	}
 }
 
@@ -564,8 +567,8 @@ func TestChardev(t *testing.T) {
 		t.Errorf("rdma_cm: %+v %v", cm, err)
 	}
 	_, err = c.chardev(42, false, "uverbs")
-	if !errors.Is(err, ErrNoDevice) || !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "index 42") {
-		t.Errorf("unknown index: %v, want ErrNoDevice", err)
+	if !errors.Is(err, ErrDeviceNotFound) || !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "index 42") {
+		t.Errorf("unknown index: %v, want ErrDeviceNotFound", err)
 	}
 	for _, h := range []struct {
 		index   uint32
@@ -633,7 +636,7 @@ func TestErrorFormat(t *testing.T) {
 	if plain.Error() != "rdma dev show: boom" {
 		t.Errorf("plain error: %q", plain.Error())
 	}
-	kindOnly := &Error{Op: "op", Kind: ErrNoDevice}
+	kindOnly := &Error{Op: "op", Kind: ErrDeviceNotFound}
 	if kindOnly.Error() != "op: no such RDMA device" {
 		t.Errorf("kind only: %q", kindOnly.Error())
 	}

@@ -1,13 +1,13 @@
-package netlinkrdma
+package nldev
 
 import (
 	"cmp"
 	"fmt"
-	"github.com/goverbs/rdma/internal/abi"
 	"slices"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/internal/abi"
 )
 
 // Device is an RDMA device (an ib_device) as RDMA netlink describes it.
@@ -16,16 +16,16 @@ type Device struct {
 	Name            string // e.g. "rxe0"
 	NodeGUID        GUID
 	SysImageGUID    GUID
-	FirmwareVersion string // empty when the driver has none
-	NodeType        uint8  // RDMA_NODE_*: 1 is a channel adapter (CA), which rxe is
-	Protocol        string // "roce", "ib", "iw", ...
+	FirmwareVersion string   // empty when the driver has none
+	NodeType        NodeType // RDMA_NODE_*: 1 is a channel adapter (CA), which rxe is
+	Protocol        string   // "roce", "ib", "iw", ...
 	// Driver names the kernel driver: "rxe" for Soft-RoCE, the lower-case
 	// rdma_driver_id name for other known drivers, "driver-<id>" for
 	// unknown ones. It is empty when the device has no uverbs char device
 	// (ib_uverbs not available).
 	Driver   string
-	DriverID uint32 // enum rdma_driver_id; 14 is rxe
-	Ports    []Port // by port number, starting at 1
+	DriverID DriverID // enum rdma_driver_id; 14 is rxe
+	Ports    []Port   // by port number, starting at 1
 }
 
 // Port is one port of an RDMA device.
@@ -37,51 +37,10 @@ type Port struct {
 	NetdevIndex uint32 // ifindex of Netdev
 }
 
-// driverNames maps enum rdma_driver_id to a name; "rxe" follows the link
-// type used in `rdma link add`.
-var driverNames = map[uint32]string{
-	abi.RDMA_DRIVER_MLX5:       "mlx5",
-	abi.RDMA_DRIVER_MLX4:       "mlx4",
-	abi.RDMA_DRIVER_CXGB3:      "cxgb3",
-	abi.RDMA_DRIVER_CXGB4:      "cxgb4",
-	abi.RDMA_DRIVER_MTHCA:      "mthca",
-	abi.RDMA_DRIVER_BNXT_RE:    "bnxt_re",
-	abi.RDMA_DRIVER_OCRDMA:     "ocrdma",
-	abi.RDMA_DRIVER_NES:        "nes",
-	abi.RDMA_DRIVER_I40IW:      "irdma",
-	abi.RDMA_DRIVER_VMW_PVRDMA: "vmw_pvrdma",
-	abi.RDMA_DRIVER_QEDR:       "qedr",
-	abi.RDMA_DRIVER_HNS:        "hns",
-	abi.RDMA_DRIVER_USNIC:      "usnic",
-	abi.RDMA_DRIVER_RXE:        "rxe",
-	abi.RDMA_DRIVER_HFI1:       "hfi1",
-	abi.RDMA_DRIVER_QIB:        "qib",
-	abi.RDMA_DRIVER_EFA:        "efa",
-	abi.RDMA_DRIVER_SIW:        "siw",
-	abi.RDMA_DRIVER_ERDMA:      "erdma",
-	abi_RDMA_DRIVER_MANA:       "mana",
-}
-
-// DriverName returns the name Device.Driver uses for a driver id.
-func DriverName(id uint32) string {
-	if n, ok := driverNames[id]; ok {
-		return n
-	}
-	return "driver-" + strconv.FormatUint(uint64(id), 10)
-}
-
-// Devices lists the RDMA devices of this network namespace (all of them in
-// the default "shared" netns mode), ordered by index, with their ports and
-// driver. It sends a GET dump, then a PORT_GET dump and a GET_CHARDEV
-// "uverbs" request per device.
-//
-// Equivalent to: `rdma dev show` and `rdma link show` together.
+// Devices is netlinkrdma.Devices (documented there).
 func Devices() ([]Device, error) { return std.devices("") }
 
-// DeviceByName returns the RDMA device called name. When there is none the
-// error matches ErrNoDevice.
-//
-// Equivalent to: `rdma dev show NAME` and `rdma link show NAME`.
+// DeviceByName is netlinkrdma.DeviceByName (documented there).
 func DeviceByName(name string) (Device, error) { return std.deviceByName(name) }
 
 func (c *client) deviceByName(name string) (Device, error) {
@@ -96,7 +55,7 @@ func (c *client) deviceByName(name string) (Device, error) {
 }
 
 func noDevice(op, name string) error {
-	return &Error{Op: op, Kind: ErrNoDevice,
+	return &Error{Op: op, Kind: ErrDeviceNotFound,
 		Msg: fmt.Sprintf("no RDMA device %q: list devices with `rdma-link show`, "+
 			"create a Soft-RoCE device with `rdma-link add rxe0 netdev eth0`", name)}
 }
@@ -191,7 +150,7 @@ func (c *client) describe(d *Device) error {
 	switch e := errnoOf(err); {
 	case err == nil:
 		d.DriverID = cd.DriverID
-		d.Driver = DriverName(cd.DriverID)
+		d.Driver = cd.DriverID.String()
 	case e == unix.EOPNOTSUPP || e == unix.ENOENT:
 		// No uverbs client for this device (ib_uverbs missing): no driver id.
 	default:
@@ -220,13 +179,14 @@ func parseDevice(payload []byte) (Device, error) {
 	if sysGUID, err = a.u64(abi.RDMA_NLDEV_ATTR_SYS_IMAGE_GUID); err != nil {
 		return Device{}, err
 	}
-	if d.NodeType, err = a.u8(abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE); err != nil {
+	var nodeType uint8
+	if nodeType, err = a.u8(abi.RDMA_NLDEV_ATTR_DEV_NODE_TYPE); err != nil {
 		return Device{}, err
 	}
 	d.Name = a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME)
 	d.FirmwareVersion = a.str(abi.RDMA_NLDEV_ATTR_FW_VERSION)
 	d.Protocol = a.str(abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL)
-	d.NodeGUID, d.SysImageGUID = GUID(nodeGUID), GUID(sysGUID)
+	d.NodeGUID, d.SysImageGUID, d.NodeType = GUID(nodeGUID), GUID(sysGUID), NodeType(nodeType)
 	return d, nil
 }
 

@@ -1,6 +1,8 @@
-package netlinkrdma
+package nldev
 
 import (
+	"github.com/goverbs/rdma/internal/rdmadev"
+
 	"encoding/binary"
 	"github.com/goverbs/rdma/internal/abi"
 	"testing"
@@ -151,17 +153,17 @@ func portReply(dev, port uint32, state PortState, phys PhysState, netdev string,
 }
 
 func TestParsePort(t *testing.T) {
-	p, dev, err := parsePort(portReply(3, 1, PortActive, PhysLinkUp, "veth0", 12))
+	p, dev, err := parsePort(portReply(3, 1, rdmadev.PortActive, rdmadev.PhysLinkUp, "veth0", 12))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Port{Index: 1, State: PortActive, PhysState: PhysLinkUp, Netdev: "veth0", NetdevIndex: 12}
+	want := Port{Index: 1, State: rdmadev.PortActive, PhysState: rdmadev.PhysLinkUp, Netdev: "veth0", NetdevIndex: 12}
 	if dev != 3 || p != want {
 		t.Errorf("got dev %d %+v, want dev 3 %+v", dev, p, want)
 	}
 	// The kernel omits the netdev when it lives in another namespace.
-	p, _, err = parsePort(portReply(3, 1, PortDown, PhysDisabled, "", 0))
-	if err != nil || p.Netdev != "" || p.NetdevIndex != 0 || p.State != PortDown {
+	p, _, err = parsePort(portReply(3, 1, rdmadev.PortDown, rdmadev.PhysDisabled, "", 0))
+	if err != nil || p.Netdev != "" || p.NetdevIndex != 0 || p.State != rdmadev.PortDown {
 		t.Errorf("port without netdev: %+v %v", p, err)
 	}
 	if _, _, err := parsePort(encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 3))); err == nil {
@@ -216,52 +218,5 @@ func TestParseChardev(t *testing.T) {
 	}
 	if _, err := parseChardev(encodeAttrs(tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 4))); err == nil {
 		t.Error("char device reply without name accepted")
-	}
-}
-
-func TestGUID(t *testing.T) {
-	g := GUID(rxeGUID)
-	if g.String() != "5054:00ff:fe12:3456" {
-		t.Errorf("String() = %q", g.String())
-	}
-	if b := g.Bytes(); b != [8]byte{0x50, 0x54, 0x00, 0xff, 0xfe, 0x12, 0x34, 0x56} {
-		t.Errorf("Bytes() = % x", b)
-	}
-	if GUID(1).String() != "0000:0000:0000:0001" {
-		t.Errorf("leading zeros: %q", GUID(1).String())
-	}
-	for _, s := range []string{"5054:00ff:fe12:3456", "5054:ff:fe12:3456\n"} {
-		p, err := ParseGUID(s)
-		if err != nil || p != g {
-			t.Errorf("ParseGUID(%q) = %v, %v", s, p, err)
-		}
-	}
-	for _, s := range []string{"", "5054:00ff:fe12", "5054:00ff:fe12:3456:1", "5054:00ff:fe12:34567", "5054:00ff:fe12:xyz0", "50:54:00:ff:fe:12:34:56"} {
-		if _, err := ParseGUID(s); err == nil {
-			t.Errorf("ParseGUID(%q) accepted", s)
-		}
-	}
-}
-
-func TestStateStrings(t *testing.T) {
-	for s, want := range map[PortState]string{PortDown: "DOWN", PortInit: "INIT", PortArmed: "ARMED",
-		PortActive: "ACTIVE", PortActiveDefer: "ACTIVE_DEFER", 9: "UNKNOWN(9)"} {
-		if s.String() != want {
-			t.Errorf("PortState(%d) = %q, want %q", s, s.String(), want)
-		}
-	}
-	for s, want := range map[PhysState]string{PhysSleep: "SLEEP", PhysPolling: "POLLING", PhysDisabled: "DISABLED",
-		PhysLinkUp: "LINK_UP", PhysLinkErrorRecovery: "LINK_ERROR_RECOVER", PhysPhyTest: "PHY_TEST", 0: "UNKNOWN(0)"} {
-		if s.String() != want {
-			t.Errorf("PhysState(%d) = %q, want %q", s, s.String(), want)
-		}
-	}
-}
-
-func TestDriverName(t *testing.T) {
-	for id, want := range map[uint32]string{14: "rxe", 18: "siw", 1: "mlx5", 9: "irdma", 200: "driver-200", 0: "driver-0"} {
-		if got := DriverName(id); got != want {
-			t.Errorf("DriverName(%d) = %q, want %q", id, got, want)
-		}
 	}
 }

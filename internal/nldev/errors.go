@@ -1,4 +1,4 @@
-package netlinkrdma
+package nldev
 
 import (
 	"errors"
@@ -6,26 +6,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Sentinel errors. Every error this package returns is an *Error; test for
-// these with errors.Is. The errno the kernel returned matches too:
-// errors.Is(err, unix.EEXIST).
+// The sentinel errors, documented in netlinkrdma.
 var (
-	// ErrExists: the netdev already carries an rxe device (EEXIST), or an
-	// RDMA device of that name exists (ENFILE from the kernel's name check).
-	ErrExists = errors.New("RDMA link already exists")
-	// ErrNoNetdev: the netdev named in LinkAdd does not exist in this
-	// network namespace (ENODEV).
-	ErrNoNetdev = errors.New("no such network device")
-	// ErrNoRXE: the kernel cannot create rxe links: rdma_rxe is neither
-	// loaded nor loadable, or its crc32 dependency is missing.
-	ErrNoRXE = errors.New("soft-RoCE (rdma_rxe) not available in the kernel")
-	// ErrPermission: the operation needs CAP_NET_ADMIN (EPERM, EACCES).
-	ErrPermission = errors.New("permission denied")
-	// ErrNoDevice: no RDMA device of that name (or index) exists.
-	ErrNoDevice = errors.New("no such RDMA device")
-	// ErrNoRDMA: the kernel has no NETLINK_RDMA: ib_core is not loaded and
-	// cannot be, or the kernel lacks CONFIG_INFINIBAND.
-	ErrNoRDMA = errors.New("RDMA subsystem not available in the kernel")
+	ErrExists         = errors.New("RDMA link already exists")
+	ErrNoNetdev       = errors.New("no such network device")
+	ErrNoRXE          = errors.New("soft-RoCE (rdma_rxe) not available in the kernel")
+	ErrPermission     = errors.New("permission denied")
+	ErrDeviceNotFound = errors.New("no such RDMA device")
+	ErrNoRDMA         = errors.New("RDMA subsystem not available in the kernel")
 )
 
 // Error is a failed RDMA netlink operation.

@@ -1,4 +1,4 @@
-package netlinkrdma
+package nldev
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ type Chardev struct {
 	ABI uint64
 	// DriverID is the enum rdma_driver_id of the device ("uverbs" only;
 	// 14 for rxe). It is what rdma-core matches a provider by.
-	DriverID uint32
+	DriverID DriverID
 }
 
 // Path returns the device node, "/dev/infiniband/" + Name.
@@ -29,19 +29,12 @@ func (c Chardev) Path() string { return "/dev/infiniband/" + c.Name }
 // Stat_t.Rdev of Path.
 func (c Chardev) Dev() uint64 { return unix.Mkdev(c.Major, c.Minor) }
 
-// DeviceChardev asks which char device serves the client typ ("uverbs" for
-// verbs) for the device with index devIndex. The kernel loads the client's module
-// on demand ("rdma-client-<typ>", core/device.c ib_get_client_nl_info).
-//
-// rdma-core's libibverbs does this to find /dev/infiniband/uverbsN, its ABI
-// and the driver id (libibverbs/ibdev_nl.c); iproute2 has no equivalent.
+// DeviceChardev is netlinkrdma.DeviceChardev (documented there).
 func DeviceChardev(devIndex uint32, typ string) (Chardev, error) {
 	return std.chardev(devIndex, false, typ)
 }
 
-// GlobalChardev asks for the char device of a client that is not tied to a
-// device: "rdma_cm" gives /dev/infiniband/rdma_cm with ABI 4 (ucma.c
-// ucma_get_global_nl_info). It loads rdma_ucm on demand.
+// GlobalChardev is netlinkrdma.GlobalChardev (documented there).
 func GlobalChardev(typ string) (Chardev, error) {
 	return std.chardev(0, true, typ)
 }
@@ -70,7 +63,7 @@ func (c *client) chardev(devIndex uint32, global bool, typ string) (Chardev, err
 			// request for a global-only client (rdma_cm) and vice versa.
 			if !global {
 				if devs, lerr := c.dumpDevices(); lerr == nil && !hasIndex(devs, devIndex) {
-					return Chardev{}, &Error{Op: op, Kind: ErrNoDevice, Err: err,
+					return Chardev{}, &Error{Op: op, Kind: ErrDeviceNotFound, Err: err,
 						Msg: fmt.Sprintf("no RDMA device with index %d: list devices with `rdma-link show`", devIndex)}
 				}
 			}
@@ -131,7 +124,7 @@ func parseChardev(payload []byte) (Chardev, error) {
 	}
 	cd.Name = a.str(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME)
 	cd.Major, cd.Minor = decodeHugeDev(dev)
-	cd.DriverID = uint32(id)
+	cd.DriverID = DriverID(id)
 	return cd, nil
 }
 

@@ -1,4 +1,4 @@
-package netlinkrdma
+package nldev
 
 import (
 	"errors"
@@ -10,28 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LinkAdd creates a Soft-RoCE (rxe) RDMA device called name on top of the
-// network device netdev, and returns once the new device is listed by
-// Devices (it waits up to 5 seconds). The kernel loads rdma_rxe on demand
-// (request_module("rdma-link-rxe"), core/nldev.c), so no modprobe is needed
-// when the module is installed. It needs CAP_NET_ADMIN.
-//
-// Errors match ErrExists (the netdev already has an rxe device, or the name
-// is taken), ErrNoNetdev, ErrNoRXE and ErrPermission.
-//
-// Equivalent to: `rdma link add NAME type rxe netdev NETDEV`.
+// LinkAdd is netlinkrdma.LinkAdd (documented there).
 func LinkAdd(name, netdev string) error { return std.linkAdd(name, netdev) }
 
-// LinkDel removes the RDMA device called name. Only software devices (rxe,
-// siw) can be removed this way. It needs CAP_NET_ADMIN.
-//
-// LinkDel blocks until every process has closed the device's uverbs file
-// descriptors and mappings: rxe cannot revoke them (core/uverbs_main.c
-// ib_uverbs_remove_one waits for its users). Close all verbs objects first.
-//
-// Errors match ErrNoDevice and ErrPermission.
-//
-// Equivalent to: `rdma link delete NAME`.
+// LinkDel is netlinkrdma.LinkDel (documented there).
 func LinkDel(name string) error { return std.linkDel(name) }
 
 // validName checks an RDMA device name the way nldev_newlink and the

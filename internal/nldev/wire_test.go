@@ -1,4 +1,4 @@
-package netlinkrdma
+package nldev
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package netlinkrdma
+package nldev
 
 import (
 	"fmt"
@@ -6,13 +6,7 @@ import (
 	"github.com/goverbs/rdma/internal/abi"
 )
 
-// CopyOnFork reports whether the kernel copies pinned (registered) anonymous
-// pages into a forked child instead of sharing them, which makes
-// MADV_DONTFORK and ibv_fork_init unnecessary. Kernels from 5.13 on do
-// (RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK = 1); older kernels do not send the
-// attribute, and CopyOnFork returns false for them.
-//
-// Equivalent to: `rdma system show` (the copy-on-fork field).
+// CopyOnFork is netlinkrdma.CopyOnFork (documented there).
 func CopyOnFork() (bool, error) { return std.copyOnFork() }
 
 func (c *client) copyOnFork() (bool, error) {
@@ -35,11 +29,7 @@ func (c *client) copyOnFork() (bool, error) {
 	return v != 0, nil
 }
 
-// NetnsMode returns the RDMA subsystem's network namespace mode: "shared"
-// (the default: every namespace sees every device) or "exclusive" (a device
-// is visible only in the namespace it belongs to).
-//
-// Equivalent to: `rdma system show netns`.
+// NetnsMode is netlinkrdma.NetnsMode (documented there).
 func NetnsMode() (string, error) {
 	m, err := std.netnsMode()
 	return m, wrap("rdma system show netns", err)

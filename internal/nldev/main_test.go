@@ -1,0 +1,9 @@
+package nldev
+
+import (
+	"testing"
+
+	"github.com/goverbs/rdma/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
