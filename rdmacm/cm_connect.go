@@ -77,7 +77,7 @@ func (id *ID) createQPLocked(op string, pd *uverbs.PD, init uverbs.QPInit) (*uve
 	if pd == nil {
 		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("nil PD: %w", unix.EINVAL)}
 	}
-	if got := pd.Context().Device(); got.NodeGUID != id.dev.NodeGUID || got.Name != id.dev.Name {
+	if got := pd.Device().Info(); got.NodeGUID != id.dev.NodeGUID || got.Name != id.dev.Name {
 		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("the PD is on device %s but %s is on %s: open %s for this connection: %w", got.Name, id, id.dev.Name, id.dev.Name, unix.EINVAL)}
 	}
 	if id.qp != nil {
@@ -223,7 +223,7 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 		}
 		return p, nil
 	}
-	attr, err := id.qp.PD().Context().QueryDevice()
+	attr, err := id.qp.PD().Device().Query()
 	if err != nil {
 		return p, err
 	}

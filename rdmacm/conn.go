@@ -207,7 +207,7 @@ func (c *Conn) build() error {
 		c.shared = sd
 		c.pd = sd.pd
 	}
-	vctx := c.pd.Context()
+	vctx := c.pd.Device()
 	ch, err := vctx.NewCompChannel()
 	if err != nil {
 		return err
@@ -310,10 +310,10 @@ func (c *Conn) CQ() *uverbs.CQ { return c.cq }
 // Channel returns the completion channel of the CQ.
 func (c *Conn) Channel() *uverbs.CompChannel { return c.ch }
 
-// Context returns the opened device of the connection. Unless Config.PD
+// Device returns the opened device of the connection. Unless Config.PD
 // gave the PD, the process's connections on the device share it: leave
 // closing it to the connections.
-func (c *Conn) Context() *uverbs.Context { return c.pd.Context() }
+func (c *Conn) Device() *uverbs.Device { return c.pd.Device() }
 
 // Port returns the device port of the connection.
 func (c *Conn) Port() uint8 {

@@ -30,7 +30,7 @@ type deviceCache struct {
 // sharedDevice is an opened device with the PD that the connections on it
 // use, counted by its users.
 type sharedDevice struct {
-	dev  *uverbs.Context
+	dev  *uverbs.Device
 	pd   *uverbs.PD
 	refs int
 }
@@ -72,7 +72,7 @@ func findDevice(devs []uverbs.DeviceInfo, guid uverbs.GUID, index uint32) (uverb
 func (c *deviceCache) acquire(info uverbs.DeviceInfo) (*sharedDevice, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if sd := c.open[info.NodeGUID]; sd != nil && sd.dev.Device().Name == info.Name {
+	if sd := c.open[info.NodeGUID]; sd != nil && sd.dev.Info().Name == info.Name {
 		sd.refs++
 		return sd, nil
 	}
@@ -109,8 +109,8 @@ func (c *deviceCache) release(sd *sharedDevice) error {
 	c.mu.Lock()
 	sd.refs--
 	last := sd.refs == 0
-	if last && c.open[sd.dev.Device().NodeGUID] == sd {
-		delete(c.open, sd.dev.Device().NodeGUID)
+	if last && c.open[sd.dev.Info().NodeGUID] == sd {
+		delete(c.open, sd.dev.Info().NodeGUID)
 	}
 	c.mu.Unlock()
 	if !last {

@@ -78,7 +78,7 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 // CreateAHForIP creates an address handle for the RoCE v2 address ip on
 // port: the destination GID is ip (IPv4 as ::ffff:a.b.c.d), and the source
 // GID is the port's RoCE v2 GID of the local address the kernel's routing
-// table picks to reach ip (Context.GIDIndexForIP), or else the port's first
+// table picks to reach ip (Device.GIDIndexForIP), or else the port's first
 // RoCE v2 GID of the same IP family.
 func (pd *PD) CreateAHForIP(port int, ip net.IP) (*AH, error) {
 	const op = "create_ah"
@@ -99,7 +99,7 @@ func (pd *PD) CreateAHForIP(port int, ip net.IP) (*AH, error) {
 }
 
 // sourceGIDIndex picks the GID index to send to ip from.
-func (c *Context) sourceGIDIndex(port int, ip net.IP) (int, error) {
+func (c *Device) sourceGIDIndex(port int, ip net.IP) (int, error) {
 	if src := routeSource(ip); src != nil {
 		if idx, err := c.GIDIndexForIP(port, src); err == nil {
 			return idx, nil

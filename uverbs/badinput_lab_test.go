@@ -166,7 +166,7 @@ func waitState(t *testing.T, qp *QP, st QPState) {
 }
 
 // eventsSoFar returns the async events queued now.
-func eventsSoFar(t *testing.T, c *Context) []AsyncEvent {
+func eventsSoFar(t *testing.T, c *Device) []AsyncEvent {
 	t.Helper()
 	var out []AsyncEvent
 	for {

@@ -194,7 +194,7 @@ func TestBadDoubleDestroy(t *testing.T) {
 		m[i] = byte(i)
 	}
 
-	// Context: descriptors reused by number.
+	// Device: descriptors reused by number.
 	name := testutil.LoopbackDevice(t)
 	c1, err := Open(name)
 	if err != nil {
@@ -208,15 +208,15 @@ func TestBadDoubleDestroy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeLater(t, "Context", c2.Close)
+	closeLater(t, "Device", c2.Close)
 	if c2.fd.Raw() != raw1 {
-		t.Fatalf("the new Context has descriptor %d, not the closed one's %d; the test needs the reuse", c2.fd.Raw(), raw1)
+		t.Fatalf("the new Device has descriptor %d, not the closed one's %d; the test needs the reuse", c2.fd.Raw(), raw1)
 	}
-	twice("Context", c1.Close)
-	if _, err := c2.QueryDevice(); err != nil {
-		t.Fatalf("the Context opened after a double Close no longer works: %v", err)
+	twice("Device", c1.Close)
+	if _, err := c2.Query(); err != nil {
+		t.Fatalf("the Device opened after a double Close no longer works: %v", err)
 	}
-	var nilCtx *Context
+	var nilCtx *Device
 	var nilPD *PD
 	var nilCQ *CQ
 	var nilQP *QP
@@ -225,7 +225,7 @@ func TestBadDoubleDestroy(t *testing.T) {
 	var nilAH *AH
 	var nilCh *CompChannel
 	var nilBuf *Buffer
-	for what, f := range map[string]func() error{"Context": nilCtx.Close, "PD": nilPD.Close, "CQ": nilCQ.Close, "QP": nilQP.Close,
+	for what, f := range map[string]func() error{"Device": nilCtx.Close, "PD": nilPD.Close, "CQ": nilCQ.Close, "QP": nilQP.Close,
 		"SRQ": nilSRQ.Close, "MR": nilMR.Close, "AH": nilAH.Close, "completion channel": nilCh.Close, "buffer": nilBuf.Close} {
 		if err := f(); err != nil {
 			t.Errorf("Close of a nil %s: %v", what, err)
@@ -408,7 +408,7 @@ func TestBadUseAfterClose(t *testing.T) {
 	_, err = ch.TryWait()
 	closed("CompChannel.TryWait", err)
 	_, err = c.CreateCQ(CQInit{Depth: 4, Channel: ch})
-	closed("Context.CreateCQ with a closed channel", err)
+	closed("Device.CreateCQ with a closed channel", err)
 
 	// PD.
 	if err := pd.Close(); err != nil {
@@ -432,36 +432,36 @@ func TestBadUseAfterClose(t *testing.T) {
 	_, err = pd.CreateAHForIP(1, lo)
 	closed("PD.CreateAHForIP", err)
 
-	// Context: every command, and the objects it still had (cq2), which it
+	// Device: every command, and the objects it still had (cq2), which it
 	// closed.
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	_, err = cq2.Poll(wcs)
-	closed("CQ.Poll after Context.Close", err)
+	closed("CQ.Poll after Device.Close", err)
 	_, err = c.AllocPD()
-	closed("Context.AllocPD", err)
+	closed("Device.AllocPD", err)
 	_, err = c.CreateCQ(CQInit{Depth: 1})
-	closed("Context.CreateCQ", err)
+	closed("Device.CreateCQ", err)
 	_, err = c.NewCompChannel()
-	closed("Context.NewCompChannel", err)
-	_, err = c.QueryDevice()
-	closed("Context.QueryDevice", err)
+	closed("Device.NewCompChannel", err)
+	_, err = c.Query()
+	closed("Device.Query", err)
 	_, err = c.QueryPort(1)
-	closed("Context.QueryPort", err)
+	closed("Device.QueryPort", err)
 	_, err = c.QueryGID(1, 0)
-	closed("Context.QueryGID", err)
+	closed("Device.QueryGID", err)
 	_, err = c.GIDs(1)
-	closed("Context.GIDs", err)
+	closed("Device.GIDs", err)
 	_, err = c.GIDIndexForIP(1, lo)
-	closed("Context.GIDIndexForIP", err)
+	closed("Device.GIDIndexForIP", err)
 	_, err = c.NextEvent(ctx)
-	closed("Context.NextEvent", err)
+	closed("Device.NextEvent", err)
 	_, _, err = c.TryNextEvent()
-	closed("Context.TryNextEvent", err)
+	closed("Device.TryNextEvent", err)
 	for _, f := range []func() error{cq2.Close, pd.Close, c.Close} {
 		if err := f(); err != nil {
-			t.Errorf("Close after Context.Close: %v", err)
+			t.Errorf("Close after Device.Close: %v", err)
 		}
 	}
 }
@@ -489,7 +489,7 @@ func TestBadDestroyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// On a failure, close everything (the Context closes its objects in
+	// On a failure, close everything (the Device closes its objects in
 	// order) before the buffer, so that nothing leaks.
 	t.Cleanup(func() {
 		e.ctx.Close()

@@ -9,17 +9,17 @@ import (
 	"github.com/goverbs/rdma/internal/sys"
 )
 
-// fakeCmdContext is a Context whose commands go to /dev/full, which
+// fakeCmdContext is a Device whose commands go to /dev/full, which
 // refuses every write with ENOSPC: a stand-in for a kernel that refuses a
 // destroy command. swap switches it to /dev/null, which accepts every
 // write.
-func fakeCmdContext(t *testing.T) (c *Context, swap func()) {
+func fakeCmdContext(t *testing.T) (c *Device, swap func()) {
 	t.Helper()
 	full, err := sys.Open("/dev/full", unix.O_RDWR, "fake uverbs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c = &Context{dev: DeviceInfo{Name: "fake0"}, fd: full}
+	c = &Device{dev: DeviceInfo{Name: "fake0"}, fd: full}
 	t.Cleanup(func() { c.fd.Close() })
 	swap = func() {
 		null, err := sys.Open("/dev/null", unix.O_RDWR, "fake uverbs")

@@ -9,7 +9,7 @@ import (
 	"github.com/goverbs/rdma/internal/sys"
 )
 
-// This file holds the two command transports of a Context: the write() ABI
+// This file holds the two command transports of a Device: the write() ABI
 // (ctx.write, ctx.writeEx) and the ioctl ABI (ctx.ioctl). Every uverbs
 // command of the package goes through one of them, and each command picks
 // its transport in one place (its own method).
@@ -51,7 +51,7 @@ func pinAll(p *runtime.Pinner, bufs ...[]byte) {
 // lockCmd takes the context's command lock and checks that it is open. The
 // lock is held shared for the duration of a command so that Close cannot
 // close the descriptor (and let the number be reused) under a running call.
-func (c *Context) lockCmd(op string) error {
+func (c *Device) lockCmd(op string) error {
 	if c == nil {
 		return &OpError{Op: op, Err: ErrClosed}
 	}
@@ -69,7 +69,7 @@ func (c *Context) lockCmd(op string) error {
 // followed by any driver output. When resp is not empty the request's first
 // 8 bytes are the `response` field and are set to resp's address, as in
 // every uverbs command that has a response.
-func (c *Context) write(op string, cmd uint32, req, resp []byte) error {
+func (c *Device) write(op string, cmd uint32, req, resp []byte) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func writeCmd(fd *sys.FD, op string, cmd uint32, req, resp []byte) error {
 // [ib_uverbs_cmd_hdr | ib_uverbs_ex_cmd_hdr | req | udataIn]. The kernel writes
 // the core response to resp and the driver response right after it, so resp
 // and udataOut are carried in one buffer. Sizes must be multiples of 8.
-func (c *Context) writeEx(op string, cmd uint32, req, udataIn, resp, udataOut []byte) error {
+func (c *Device) writeEx(op string, cmd uint32, req, udataIn, resp, udataOut []byte) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func attrFD(id uint16, fd int) ioctlAttr {
 // followed by the attributes. Output attributes are written in place; data
 // and valid of each attribute are updated from what the kernel wrote back.
 // EOPNOTSUPP, EPROTONOSUPPORT and ENOTTY come back matching ErrNotSupported.
-func (c *Context) ioctl(op string, object, method uint16, attrs ...ioctlAttr) error {
+func (c *Device) ioctl(op string, object, method uint16, attrs ...ioctlAttr) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}

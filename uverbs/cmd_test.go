@@ -255,14 +255,14 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClosedContext(t *testing.T) {
-	var c *Context
+	var c *Device
 	if err := c.Close(); err != nil {
 		t.Errorf("nil Close = %v", err)
 	}
 	if _, err := c.NextEvent(t.Context()); !errors.Is(err, ErrClosed) {
 		t.Errorf("nil NextEvent = %v, want ErrClosed", err)
 	}
-	if _, err := c.QueryDevice(); !errors.Is(err, ErrClosed) {
-		t.Errorf("nil QueryDevice = %v, want ErrClosed", err)
+	if _, err := c.Query(); !errors.Is(err, ErrClosed) {
+		t.Errorf("nil Query = %v, want ErrClosed", err)
 	}
 }

@@ -24,7 +24,7 @@ import (
 //
 // rdma-core: struct ibv_comp_channel.
 type CompChannel struct {
-	ctx  *Context
+	ctx  *Device
 	h    uint64
 	ev   *sys.EventFile
 	kids children
@@ -108,7 +108,7 @@ const DefaultSpin = 0
 // CREATE_COMP_CHANNEL).
 //
 // rdma-core: ibv_create_comp_channel.
-func (c *Context) NewCompChannel() (*CompChannel, error) {
+func (c *Device) NewCompChannel() (*CompChannel, error) {
 	const op = "create_comp_channel"
 	r, err := c.objects(op)
 	if err != nil {

@@ -23,7 +23,7 @@ type CQInit struct {
 	// Channel, if not nil, receives a notification when the CQ is armed
 	// with ReqNotify and gets a completion.
 	Channel *CompChannel
-	// Vector is the completion vector (0 .. Context.NumCompVectors()-1).
+	// Vector is the completion vector (0 .. Device.NumCompVectors()-1).
 	Vector int
 }
 
@@ -38,7 +38,7 @@ type CQInit struct {
 //
 // rdma-core: struct ibv_cq.
 type CQ struct {
-	ctx  *Context
+	ctx  *Device
 	h    uint64 // user handle: names the CQ in completion and async events
 	ch   *CompChannel
 	kids children // QPs that use the CQ
@@ -69,7 +69,7 @@ type notifyCmd struct {
 // its ring.
 //
 // rdma-core: ibv_create_cq.
-func (c *Context) CreateCQ(init CQInit) (*CQ, error) {
+func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 	const op = "create_cq"
 	if init.Depth <= 0 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", init.Depth)}
@@ -90,7 +90,7 @@ func (c *Context) CreateCQ(init CQInit) (*CQ, error) {
 	chFD := int32(-1)
 	if init.Channel != nil {
 		if init.Channel.ctx != c {
-			return nil, &OpError{Op: op, Err: fmt.Errorf("the completion channel belongs to another Context")}
+			return nil, &OpError{Op: op, Err: fmt.Errorf("the completion channel belongs to another Device")}
 		}
 		if err := init.Channel.kids.hold(op, "completion channel"); err != nil {
 			return nil, err
@@ -142,7 +142,7 @@ func (c *Context) CreateCQ(init CQInit) (*CQ, error) {
 
 // mapCQ maps a CQ ring described by the driver's mmap info and checks its
 // header (rxe: struct rxe_queue_buf with 128-byte slots, abi-reference §3.4).
-func (c *Context) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
+func (c *Device) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
 	m, err := c.mmapRing(op, mi, "cq ring")
 	if err != nil {
 		return nil, nil, err

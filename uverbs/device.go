@@ -223,13 +223,13 @@ func (a *DeviceAttr) FWVersion() string {
 	return fmt.Sprintf("%d.%d.%d", uint16(a.FWVer>>32), uint16(a.FWVer>>16), uint16(a.FWVer))
 }
 
-// QueryDevice returns the device's attributes. It uses the extended write()
+// Query returns the device's attributes. It uses the extended write()
 // command EX_QUERY_DEVICE with no driver data, which rxe requires
 // (kernel: sw/rxe/rxe_verbs.c rxe_query_device refuses udata), and which
 // carries the 64-bit capability flags the legacy QUERY_DEVICE truncates.
 //
 // rdma-core: ibv_query_device_ex.
-func (c *Context) QueryDevice() (DeviceAttr, error) {
+func (c *Device) Query() (DeviceAttr, error) {
 	const op = "query_device"
 	var req abi.UverbsExQueryDevice
 	var resp abi.UverbsExQueryDeviceResp

@@ -16,7 +16,7 @@ import (
 
 // openLoopback opens the lab's rxe device on lo and closes it at the end of
 // the test.
-func openLoopback(t *testing.T) *Context {
+func openLoopback(t *testing.T) *Device {
 	t.Helper()
 	name := testutil.LoopbackDevice(t)
 	c, err := Open(name)
@@ -100,7 +100,7 @@ func TestOpenClose(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := c.QueryDevice(); !errors.Is(err, ErrClosed) {
+	if _, err := c.Query(); !errors.Is(err, ErrClosed) {
 		t.Errorf("QueryDevice after Close: %v, want ErrClosed", err)
 	}
 	if _, err := c.QueryPort(1); !errors.Is(err, ErrClosed) {
@@ -126,11 +126,11 @@ func TestOpenUnknownName(t *testing.T) {
 // The rxe limits of abi-reference §3.16 and the identity discovery found.
 func TestQueryDevice(t *testing.T) {
 	c := openLoopback(t)
-	a, err := c.QueryDevice()
+	a, err := c.Query()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := c.Device()
+	dev := c.Info()
 	if a.NodeGUID != dev.NodeGUID || a.SysImageGUID != dev.SysImageGUID {
 		t.Errorf("GUIDs %v/%v, discovery %v/%v", a.NodeGUID, a.SysImageGUID, dev.NodeGUID, dev.SysImageGUID)
 	}

@@ -89,7 +89,7 @@ func TestSysfsDiscovery(t *testing.T) {
 func TestSysfsGIDs(t *testing.T) {
 	root := fakeSysfs(t, "6", "rxe0")
 	dir := filepath.Join(root, "class/infiniband/rxe0/ports/1")
-	c := &Context{dev: DeviceInfo{Name: "rxe0"}}
+	c := &Device{dev: DeviceInfo{Name: "rxe0"}}
 	gids, err := c.gidsSysfs(1, 3, LinkLayerEthernet)
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@
 // Devices lists the RDMA devices (rdma-core: ibv_get_device_list). It asks
 // the kernel over NETLINK_RDMA first, as rdma-core does, and reads sysfs
 // (/sys/class/infiniband_verbs, /sys/class/infiniband) when netlink is not
-// available. Open opens one by name and returns a *Context
-// (rdma-core: ibv_open_device); everything else is created from a Context.
+// available. Open opens one by name and returns a *Device
+// (rdma-core: ibv_open_device); everything else is created from a Device.
 //
 //	ctx, err := uverbs.Open("rxe0")
 //	if err != nil {
@@ -31,19 +31,19 @@
 // creates the async event file, and EX_QUERY_DEVICE), the ioctl ABI for what
 // only it offers (GID table queries, port_cap_flags2). A command that has an
 // ioctl method tries it first and falls back to write() or sysfs for the
-// life of the Context when the kernel does not know the method.
+// life of the Device when the kernel does not know the method.
 //
 // # Errors
 //
 // Failed commands return an *OpError naming the command ("get_context",
 // "query_port", "query_gid_entry", ...) that unwraps to the kernel's errno:
 // errors.Is(err, unix.EINVAL) works. A command the kernel or device does not
-// implement also matches ErrNotSupported. A closed Context gives errors
+// implement also matches ErrNotSupported. A closed Device gives errors
 // matching ErrClosed. ErrNoDevice says how to create a device.
 //
 // # Async events
 //
-// Every Context has an async event file: port state changes, CQ overflows,
+// Every Device has an async event file: port state changes, CQ overflows,
 // QP and SRQ errors. NextEvent waits for one through Go's netpoller and
 // honours a context.Context; Events ranges over them. Events of objects carry
 // the user handle the object was created with.
@@ -52,7 +52,7 @@
 //
 // The objects and what they are made from (rdma-core name in brackets):
 //
-//	Context (ibv_context)
+//	Device (ibv_context)
 //	├── PD (ibv_pd) ── MR (ibv_mr), QP (ibv_qp), SRQ (ibv_srq), AH (ibv_ah)
 //	├── CompChannel (ibv_comp_channel)
 //	└── CQ (ibv_cq), optionally reporting to a CompChannel
@@ -95,7 +95,7 @@
 // Nothing posted is lost: QP.Close moves the QP to the error state, waits
 // until the kernel has retired every work request (flushed ones complete
 // with WCFlushError), and keeps the completions it pulled from shared CQs so
-// that the next CQ.Poll returns them. Context.Close closes whatever is still
+// that the next CQ.Poll returns them. Device.Close closes whatever is still
 // open in the right order (QPs first, drained), then the context itself.
 //
 // A soft-RoCE device cannot be deleted (`rdma link delete`) while any

@@ -20,8 +20,8 @@ var ErrNoDevice = errors.New("no RDMA device: create a soft-RoCE device with `rd
 // (kernel: core/uverbs_ioctl.c). The errno stays reachable with errors.Is.
 var ErrNotSupported = errors.New("not supported by this kernel or device")
 
-// ErrClosed is returned by any call on a closed Context (or on an object whose
-// Context was closed).
+// ErrClosed is returned by any call on a closed Device (or on an object whose
+// Device was closed).
 var ErrClosed = sys.ErrClosed
 
 // OpError is the error of a failed kernel command. Op names the command in the

@@ -120,14 +120,14 @@ func decodeAsyncEvent(b []byte) AsyncEvent {
 // NextEvent waits for the next asynchronous event of the device and returns
 // it. The wait parks the goroutine in Go's netpoller (no OS thread is held)
 // and ends with ctx.Err() when ctx is done, or with an error matching
-// ErrClosed when the Context is closed. One goroutine at a time should call
+// ErrClosed when the Device is closed. One goroutine at a time should call
 // NextEvent.
 //
 // Events queue in kernel memory until read; a program that creates QPs, CQs
 // or SRQs should keep reading them.
 //
 // rdma-core: ibv_get_async_event (no ibv_ack_async_event is needed).
-func (c *Context) NextEvent(ctx context.Context) (AsyncEvent, error) {
+func (c *Device) NextEvent(ctx context.Context) (AsyncEvent, error) {
 	const op = "read async event"
 	if c == nil || c.async == nil {
 		return AsyncEvent{}, &OpError{Op: op, Err: ErrClosed}
@@ -149,7 +149,7 @@ func (c *Context) NextEvent(ctx context.Context) (AsyncEvent, error) {
 
 // TryNextEvent returns the next queued asynchronous event without waiting;
 // ok is false when none is queued.
-func (c *Context) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
+func (c *Device) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 	const op = "read async event"
 	if c == nil || c.async == nil {
 		return AsyncEvent{}, false, &OpError{Op: op, Err: ErrClosed}
@@ -171,7 +171,7 @@ func (c *Context) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 
 // Events returns an iterator over the device's asynchronous events. It
 // yields each event with a nil error, and stops after yielding the error
-// that ended the wait (ctx done, Context closed):
+// that ended the wait (ctx done, Device closed):
 //
 //	for ev, err := range c.Events(ctx) {
 //		if err != nil {
@@ -179,7 +179,7 @@ func (c *Context) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 //		}
 //		...
 //	}
-func (c *Context) Events(ctx context.Context) iter.Seq2[AsyncEvent, error] {
+func (c *Device) Events(ctx context.Context) iter.Seq2[AsyncEvent, error] {
 	return func(yield func(AsyncEvent, error) bool) {
 		for {
 			ev, err := c.NextEvent(ctx)

@@ -14,7 +14,7 @@ import (
 
 // testRXE creates a veth pair with an rxe device on one end, for tests that
 // change the link state. Cleanups delete the device and the veth pair; the
-// caller must close its Context first (a registered cleanup runs after the
+// caller must close its Device first (a registered cleanup runs after the
 // ones registered later).
 func testRXE(t *testing.T) (rxe, netdev string) {
 	t.Helper()
@@ -68,7 +68,7 @@ func setLink(t *testing.T, name string, up bool) {
 
 // waitEvent reads events until one of type want arrives (GID changes and
 // others that a link flap also causes are skipped).
-func waitEvent(t *testing.T, c *Context, want EventType) AsyncEvent {
+func waitEvent(t *testing.T, c *Device, want EventType) AsyncEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -84,7 +84,7 @@ func waitEvent(t *testing.T, c *Context, want EventType) AsyncEvent {
 	}
 }
 
-func waitPortState(t *testing.T, c *Context, want PortState) {
+func waitPortState(t *testing.T, c *Device, want PortState) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -140,7 +140,7 @@ func TestAsyncPortEvents(t *testing.T) {
 }
 
 // A wait ends with the context's error when it is cancelled or times out,
-// and with ErrClosed when the Context is closed under it.
+// and with ErrClosed when the Device is closed under it.
 func TestNextEventCancellation(t *testing.T) {
 	name := testutil.LoopbackDevice(t)
 	c, err := Open(name)

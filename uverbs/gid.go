@@ -111,7 +111,7 @@ func (e GIDEntry) IP() net.IP { return e.GID.IP() }
 // query_sysfs_gid_entry).
 //
 // rdma-core: ibv_query_gid_ex.
-func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
+func (c *Device) QueryGID(port, index int) (GIDEntry, error) {
 	if index < 0 {
 		return GIDEntry{}, &OpError{Op: "query_gid_entry", Err: fmt.Errorf("GID index %d is negative", index)}
 	}
@@ -135,7 +135,7 @@ func (c *Context) QueryGID(port, index int) (GIDEntry, error) {
 // the whole device); sysfs when the kernel has no such method.
 //
 // rdma-core: ibv_query_gid_table.
-func (c *Context) GIDs(port int) ([]GIDEntry, error) {
+func (c *Device) GIDs(port int) ([]GIDEntry, error) {
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (c *Context) GIDs(port int) ([]GIDEntry, error) {
 
 // GIDIndexForIP returns the index of the RoCE v2 GID of ip on port: the
 // sgid_index a QP or address handle must use to send from that address.
-func (c *Context) GIDIndexForIP(port int, ip net.IP) (int, error) {
+func (c *Device) GIDIndexForIP(port int, ip net.IP) (int, error) {
 	if ip == nil || ip.To16() == nil {
 		return -1, fmt.Errorf("GID index: %q is not an IP address", ip)
 	}
@@ -183,7 +183,7 @@ func (c *Context) GIDIndexForIP(port int, ip net.IP) (int, error) {
 	return -1, fmt.Errorf("%s port %d has no RoCE v2 GID for %s: assign the address to the port's network device%s", c.dev.Name, port, ip, netdev)
 }
 
-func (c *Context) queryGIDIoctl(port, index int) (GIDEntry, error) {
+func (c *Device) queryGIDIoctl(port, index int) (GIDEntry, error) {
 	var ent abi.UverbsGIDEntry
 	err := c.ioctl("query_gid_entry", abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_ENTRY,
 		attrConst(abi.UVERBS_ATTR_QUERY_GID_ENTRY_PORT, uint64(port)),
@@ -196,7 +196,7 @@ func (c *Context) queryGIDIoctl(port, index int) (GIDEntry, error) {
 	return decodeGIDEntry(&ent, nil), nil
 }
 
-func (c *Context) gidTableIoctl() ([]GIDEntry, error) {
+func (c *Device) gidTableIoctl() ([]GIDEntry, error) {
 	// The kernel answers EINVAL when the buffer is smaller than the number
 	// of valid entries (kernel: core/cache.c rdma_query_gid_table), so size
 	// it for every entry of every port.
@@ -264,11 +264,11 @@ func decodeGIDEntry(e *abi.UverbsGIDEntry, names map[int]string) GIDEntry {
 	return out
 }
 
-func (c *Context) gidSysfsDir(port int) string {
+func (c *Device) gidSysfsDir(port int) string {
 	return filepath.Join(sysfsRoot, "class/infiniband", c.dev.Name, "ports", strconv.Itoa(port))
 }
 
-func (c *Context) queryGIDSysfs(port, index int, ll LinkLayer) (GIDEntry, error) {
+func (c *Device) queryGIDSysfs(port, index int, ll LinkLayer) (GIDEntry, error) {
 	e, ok, err := readSysfsGID(c.gidSysfsDir(port), port, index, ll)
 	if err != nil {
 		return GIDEntry{}, &OpError{Op: "query_gid_entry", Err: err}
@@ -279,7 +279,7 @@ func (c *Context) queryGIDSysfs(port, index int, ll LinkLayer) (GIDEntry, error)
 	return e, nil
 }
 
-func (c *Context) gidsSysfs(port, tblLen int, ll LinkLayer) ([]GIDEntry, error) {
+func (c *Device) gidsSysfs(port, tblLen int, ll LinkLayer) ([]GIDEntry, error) {
 	dir := c.gidSysfsDir(port)
 	var out []GIDEntry
 	for i := 0; i < tblLen; i++ {

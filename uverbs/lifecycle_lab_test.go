@@ -42,7 +42,7 @@ func stillOpen() int {
 	return n
 }
 
-// A Context dropped with a PD and a CQ, without Close, is collected: no
+// A Device dropped with a PD and a CQ, without Close, is collected: no
 // package-level table keeps it reachable, so the GC safety net closes its
 // descriptor and unmaps the CQ ring.
 func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
@@ -62,7 +62,7 @@ func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
 			t.Fatal(err)
 		}
 		if uverbsFDs(t) != fds+1 {
-			t.Fatalf("%d uverbs descriptors with the Context open, want %d", uverbsFDs(t), fds+1)
+			t.Fatalf("%d uverbs descriptors with the Device open, want %d", uverbsFDs(t), fds+1)
 		}
 		if lookupHandle(cq.h) != cq {
 			t.Fatal("the CQ's handle does not resolve while it is open")
@@ -71,7 +71,7 @@ func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for uverbsFDs(t) != fds || stillOpen() != open {
 		if time.Now().After(deadline) {
-			t.Fatalf("the dropped Context was not collected within 10s: %d uverbs descriptors (want %d), still open:\n%s",
+			t.Fatalf("the dropped Device was not collected within 10s: %d uverbs descriptors (want %d), still open:\n%s",
 				uverbsFDs(t), fds, strings.Join(sys.Leaks(), "\n"))
 		}
 		runtime.GC()
@@ -147,7 +147,7 @@ func TestMRCloseOnlyRefusedByItsOwnWork(t *testing.T) {
 // with the limit named and EINVAL as the kernel would answer.
 func TestQueueSizesBeyondDeviceLimits(t *testing.T) {
 	e := newVerbsEnv(t)
-	attr, err := e.ctx.QueryDevice()
+	attr, err := e.ctx.Query()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,13 @@ import (
 // rxe->attr.max_cqe, max_qp_wr, max_send_sge, max_srq_wr, max_srq_sge).
 // These checks give the same errno with the limit named.
 
-// deviceLimits returns the device attributes, queried once per Context. It
+// deviceLimits returns the device attributes, queried once per Device. It
 // returns nil if the query fails: the kernel then checks on its own.
-func (c *Context) deviceLimits() *DeviceAttr {
+func (c *Device) deviceLimits() *DeviceAttr {
 	if a := c.devAttr.Load(); a != nil {
 		return a
 	}
-	a, err := c.QueryDevice()
+	a, err := c.Query()
 	if err != nil {
 		return nil
 	}
@@ -30,7 +30,7 @@ func limitErr(what string, n int, limit string, max int, advice string) error {
 	return fmt.Errorf("%s %d exceeds the device's %s %d: %s: %w", what, n, limit, max, advice, unix.EINVAL)
 }
 
-func (c *Context) checkCQDepth(depth int) error {
+func (c *Device) checkCQDepth(depth int) error {
 	a := c.deviceLimits()
 	if a != nil && a.MaxCQE > 0 && depth > a.MaxCQE {
 		return limitErr("CQ depth", depth, "max_cqe", a.MaxCQE, "ask for fewer entries")
@@ -38,7 +38,7 @@ func (c *Context) checkCQDepth(depth int) error {
 	return nil
 }
 
-func (c *Context) checkQPCap(cp *QPCap, srq bool) error {
+func (c *Device) checkQPCap(cp *QPCap, srq bool) error {
 	a := c.deviceLimits()
 	if a == nil {
 		return nil
@@ -62,7 +62,7 @@ func (c *Context) checkQPCap(cp *QPCap, srq bool) error {
 	return nil
 }
 
-func (c *Context) checkSRQSize(maxWR, maxSGE int) error {
+func (c *Device) checkSRQSize(maxWR, maxSGE int) error {
 	a := c.deviceLimits()
 	if a == nil {
 		return nil

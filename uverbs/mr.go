@@ -298,7 +298,7 @@ func (mr *MR) close(force bool) error {
 }
 
 // objectGone reports whether a destroy command failed because the object no
-// longer exists in the kernel: the Context's descriptor is closed (the
+// longer exists in the kernel: the Device's descriptor is closed (the
 // kernel destroyed everything made through it, core/uverbs_main.c
 // ib_uverbs_close), the device was removed (ENODEV: core/rdma_core.c
 // uverbs_destroy_ufile_hw after disassociation), or the descriptor is bad

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// This file keeps track of the verbs objects of each Context: which objects
-// are open (so that Context.Close can close them in dependency order), which
+// This file keeps track of the verbs objects of each Device: which objects
+// are open (so that Device.Close can close them in dependency order), which
 // children each parent still has (so that a parent refuses to close under
 // its children), and which object a user handle names (so that async and
 // completion events can say which CQ, QP or SRQ they are about).
@@ -25,7 +25,7 @@ import (
 // ib_uverbs_comp_event_desc.cq_handle). They come from one process-wide
 // counter, so a handle names at most one object ever.
 
-// objKind orders Context.Close: every kind is closed before the kinds after
+// objKind orders Device.Close: every kind is closed before the kinds after
 // it, children before parents.
 type objKind int
 
@@ -52,7 +52,7 @@ var kindNames = [...]string{
 func (k objKind) String() string { return kindNames[k] }
 
 // verbsObject is what the registry can close. force skips the refusals
-// (children still open, work in flight): Context.Close uses it after closing
+// (children still open, work in flight): Device.Close uses it after closing
 // everything in order, so that nothing stays mapped once the descriptor is
 // gone.
 type verbsObject interface {
@@ -63,9 +63,9 @@ var (
 	nextHandle atomic.Uint64
 
 	// byHandle maps the user handle of a CQ, QP or SRQ to a weak pointer
-	// to the object, so that a Context and its objects dropped without
+	// to the object, so that a Device and its objects dropped without
 	// Close can still be collected (and their descriptor closed by the GC
-	// safety net). The strong references live in the Context's registry.
+	// safety net). The strong references live in the Device's registry.
 	byHandle sync.Map // uint64 -> handleRef
 )
 
@@ -82,8 +82,8 @@ func forgetHandle(h uint64) { byHandle.Delete(h) }
 // newHandle returns a fresh user handle (never 0).
 func newHandle() uint64 { return nextHandle.Add(1) }
 
-// registry is the set of open objects of one Context. It lives in the
-// Context, so it never keeps a dropped Context reachable.
+// registry is the set of open objects of one Device. It lives in the
+// Device, so it never keeps a dropped Device reachable.
 type registry struct {
 	mu      sync.Mutex
 	closing bool
@@ -95,9 +95,9 @@ type regEntry struct {
 	obj  verbsObject
 }
 
-// objects returns the Context's registry, creating it (and its close hook)
-// on first use. It fails with ErrClosed once the Context is closing.
-func (c *Context) objects(op string) (*registry, error) {
+// objects returns the Device's registry, creating it (and its close hook)
+// on first use. It fails with ErrClosed once the Device is closing.
+func (c *Device) objects(op string) (*registry, error) {
 	if c == nil {
 		return nil, &OpError{Op: op, Err: ErrClosed}
 	}
@@ -115,7 +115,7 @@ func (c *Context) objects(op string) (*registry, error) {
 }
 
 // add records an open object under its handle. It fails with ErrClosed if
-// the Context started closing, in which case the caller destroys the object
+// the Device started closing, in which case the caller destroys the object
 // itself.
 func (r *registry) add(op string, h uint64, kind objKind, o verbsObject) error {
 	r.mu.Lock()
@@ -146,7 +146,7 @@ func (r *registry) remove(h uint64) {
 	byHandle.Delete(h)
 }
 
-// closeAll closes every object still open when the Context closes: QPs first
+// closeAll closes every object still open when the Device closes: QPs first
 // (each drained, so that posted work completes before anything it uses goes
 // away), then AHs, SRQs, MRs, CQs, PDs and completion channels; newest first
 // within a kind. Whatever refuses (it cannot normally happen in this order)
@@ -299,7 +299,7 @@ func (ch *children) beginClose(op, parent string, force bool) (already bool, err
 			parts = append(parts, plural(ch.pending, "object")+" being created")
 		}
 		return false, &OpError{Op: op, Err: &busyError{msg: fmt.Sprintf(
-			"the %s is still used by %s: close them first (Context.Close closes everything in order)",
+			"the %s is still used by %s: close them first (Device.Close closes everything in order)",
 			parent, strings.Join(parts, ", "))}}
 	}
 	ch.closed = true
@@ -394,8 +394,8 @@ func (t EventType) Name() string {
 	return fmt.Sprintf("IBV_EVENT_%d", uint32(t))
 }
 
-// forget removes a closed object from its Context's registry.
-func (c *Context) forget(h uint64) {
+// forget removes a closed object from its Device's registry.
+func (c *Device) forget(h uint64) {
 	c.regMu.Lock()
 	r := c.reg
 	c.regMu.Unlock()
@@ -407,7 +407,7 @@ func (c *Context) forget(h uint64) {
 }
 
 // ignoreClosedContext drops ErrClosed from a destroy command: once the
-// Context's descriptor is closed the kernel has destroyed every object made
+// Device's descriptor is closed the kernel has destroyed every object made
 // through it (kernel: core/uverbs_main.c ib_uverbs_close ->
 // uverbs_destroy_ufile_hw).
 func ignoreClosedContext(err error) error {

@@ -15,7 +15,7 @@ import (
 //
 // rdma-core: struct ibv_pd.
 type PD struct {
-	ctx    *Context
+	ctx    *Device
 	h      uint64
 	handle uint32
 	kids   children
@@ -27,7 +27,7 @@ type PD struct {
 // AllocPD allocates a protection domain (write() command ALLOC_PD).
 //
 // rdma-core: ibv_alloc_pd.
-func (c *Context) AllocPD() (*PD, error) {
+func (c *Device) AllocPD() (*PD, error) {
 	const op = "alloc_pd"
 	r, err := c.objects(op)
 	if err != nil {
@@ -46,8 +46,8 @@ func (c *Context) AllocPD() (*PD, error) {
 	return pd, nil
 }
 
-// Context returns the Context the PD was allocated from.
-func (pd *PD) Context() *Context { return pd.ctx }
+// Device returns the Device the PD was allocated from.
+func (pd *PD) Device() *Device { return pd.ctx }
 
 // Close deallocates the PD (DEALLOC_PD). It refuses with an error matching
 // ErrBusy, naming what is still open, while MRs, QPs, SRQs or AHs of the PD

@@ -321,7 +321,7 @@ func (qp *QP) checkAH(ah *AH) error {
 }
 
 // ringDoorbell writes the prebuilt POST_SEND command. The caller holds
-// sendMu; the Context's command lock keeps the descriptor open for the call.
+// sendMu; the Device's command lock keeps the descriptor open for the call.
 func (qp *QP) ringDoorbell(op string) error {
 	c := qp.ctx
 	if err := c.lockCmd(op); err != nil {

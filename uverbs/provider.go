@@ -15,7 +15,7 @@ import (
 // changes) are driver-agnostic.
 
 // requireRXE fails with ErrNotSupported unless the device is driven by rxe.
-func (c *Context) requireRXE(op string) error {
+func (c *Device) requireRXE(op string) error {
 	if c == nil {
 		return closedErr(op)
 	}
@@ -28,7 +28,7 @@ func (c *Context) requireRXE(op string) error {
 // mmapRing maps one driver queue described by mmap info from a create or
 // resize response: MAP_SHARED, on the same descriptor, once (kernel:
 // sw/rxe/rxe_mmap.c rxe_mmap; abi-reference §3.3).
-func (c *Context) mmapRing(op string, mi abi.RxeMminfo, what string) (*sys.Mapping, error) {
+func (c *Device) mmapRing(op string, mi abi.RxeMminfo, what string) (*sys.Mapping, error) {
 	if mi.Size == 0 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned no mmap information for the %s", what)}
 	}

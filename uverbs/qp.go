@@ -68,7 +68,7 @@ type QPInit struct {
 //
 // rdma-core: struct ibv_qp.
 type QP struct {
-	ctx    *Context
+	ctx    *Device
 	pd     *PD
 	h      uint64
 	typ    QPType
@@ -227,7 +227,7 @@ func checkQPInit(pd *PD, init *QPInit) error {
 		return fmt.Errorf("a QP needs a send CQ and a receive CQ (they may be the same)")
 	}
 	if init.SendCQ.ctx != pd.ctx || init.RecvCQ.ctx != pd.ctx {
-		return fmt.Errorf("the CQs belong to another Context than the PD")
+		return fmt.Errorf("the CQs belong to another Device than the PD")
 	}
 	if init.SRQ != nil && init.SRQ.pd != pd {
 		return fmt.Errorf("the SRQ belongs to another PD")

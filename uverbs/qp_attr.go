@@ -94,7 +94,7 @@ func (m QPAttrMask) String() string {
 // where a UD work request goes (CreateAH). On RoCE every address is global:
 // DGID is the peer's GID (its IP address, IPv4 as ::ffff:a.b.c.d) and
 // SGIDIndex the index of the local RoCE v2 GID to send from
-// (Context.GIDIndexForIP).
+// (Device.GIDIndexForIP).
 //
 // rdma-core: struct ibv_ah_attr with its struct ibv_global_route.
 type AHAttr struct {

@@ -8,9 +8,9 @@ import (
 	"github.com/goverbs/rdma/internal/abi"
 )
 
-// transportChoice remembers, per Context and per command, whether the ioctl
+// transportChoice remembers, per Device and per command, whether the ioctl
 // method is available. It starts untried; the first ErrNotSupported switches
-// the command to its fallback for the life of the Context.
+// the command to its fallback for the life of the Device.
 type transportChoice struct{ v atomic.Int32 }
 
 const (
@@ -42,7 +42,7 @@ func (t *transportChoice) note(err error) (fallback bool) {
 // (kernel: core/uverbs_std_types_device.c, uverbs_cmd.c ib_uverbs_query_port).
 //
 // rdma-core: ibv_query_port.
-func (c *Context) QueryPort(port int) (PortAttr, error) {
+func (c *Device) QueryPort(port int) (PortAttr, error) {
 	if port < 1 || port > 255 {
 		return PortAttr{}, &OpError{Op: "query_port", Err: fmt.Errorf("port %d out of range: ports are numbered from 1", port)}
 	}
@@ -55,7 +55,7 @@ func (c *Context) QueryPort(port int) (PortAttr, error) {
 	return c.queryPortWrite(port)
 }
 
-func (c *Context) queryPortIoctl(port int) (PortAttr, error) {
+func (c *Device) queryPortIoctl(port int) (PortAttr, error) {
 	var resp abi.UverbsQueryPortRespEx
 	err := c.ioctl("query_port", abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT,
 		attrConst(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, uint64(port)),
@@ -69,7 +69,7 @@ func (c *Context) queryPortIoctl(port int) (PortAttr, error) {
 	return a, nil
 }
 
-func (c *Context) queryPortWrite(port int) (PortAttr, error) {
+func (c *Device) queryPortWrite(port int) (PortAttr, error) {
 	var req abi.UverbsQueryPort
 	var resp abi.UverbsQueryPortResp
 	req.PortNum = uint8(port)

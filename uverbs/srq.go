@@ -46,7 +46,7 @@ type SRQAttr struct {
 //
 // rdma-core: struct ibv_srq.
 type SRQ struct {
-	ctx    *Context
+	ctx    *Device
 	pd     *PD
 	h      uint64
 	handle uint32

@@ -18,14 +18,14 @@ import (
 	"github.com/goverbs/rdma/internal/testutil"
 )
 
-// Verbs tests on the lab's rxe device on lo. Two QPs of one Context talk to
+// Verbs tests on the lab's rxe device on lo. Two QPs of one Device talk to
 // each other through GID ::ffff:127.0.0.1 with QPNs exchanged in memory.
 
 const allAccess = AccessLocalWrite | AccessRemoteRead | AccessRemoteWrite | AccessRemoteAtomic
 
 type verbsEnv struct {
 	t      testing.TB
-	ctx    *Context
+	ctx    *Device
 	pd     *PD
 	gidIdx uint8
 	gid    GID
@@ -42,7 +42,7 @@ func newVerbsEnv(t testing.TB) *verbsEnv {
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("Context.Close: %v", err)
+			t.Errorf("Device.Close: %v", err)
 		}
 	})
 	lo := net.ParseIP("127.0.0.1")
@@ -738,7 +738,7 @@ func kernelAtLeast(t *testing.T, major, minor int) bool {
 }
 
 // awaitEvent reads async events until one of type typ arrives.
-func awaitEvent(t *testing.T, c *Context, typ EventType) AsyncEvent {
+func awaitEvent(t *testing.T, c *Device, typ EventType) AsyncEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -843,21 +843,21 @@ func TestVerbsUseAfterClose(t *testing.T) {
 	if err := qp.PostRecv([]RecvWR{{ID: 1, SGEs: []SGE{mr.SGE(0, 8)}}}); err != nil {
 		t.Fatal(err)
 	}
-	// A waiter on the channel is woken by Context.Close.
+	// A waiter on the channel is woken by Device.Close.
 	waitDone := make(chan error, 1)
 	go func() { _, err := ch.Wait(context.Background()); waitDone <- err }()
 
-	// Context.Close closes every child in order (the QP drained first).
+	// Device.Close closes every child in order (the QP drained first).
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-waitDone:
 		if !errors.Is(err, ErrClosed) {
-			t.Errorf("Wait after Context.Close: %v", err)
+			t.Errorf("Wait after Device.Close: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("Context.Close did not wake a Wait")
+		t.Fatal("Device.Close did not wake a Wait")
 	}
 	closed := func(what string, err error) {
 		t.Helper()
@@ -886,14 +886,14 @@ func TestVerbsUseAfterClose(t *testing.T) {
 	_, err = pd.CreateSRQ(SRQInit{MaxWR: 1})
 	closed("PD.CreateSRQ", err)
 	_, err = c.AllocPD()
-	closed("Context.AllocPD", err)
+	closed("Device.AllocPD", err)
 	_, err = c.CreateCQ(CQInit{Depth: 1})
-	closed("Context.CreateCQ", err)
+	closed("Device.CreateCQ", err)
 	_, err = ch.TryWait()
 	closed("CompChannel.TryWait", err)
-	for what, f := range map[string]func() error{"QP": qp.Close, "SRQ": srq.Close, "MR": mr.Close, "CQ": cq.Close, "channel": ch.Close, "PD": pd.Close, "Context": c.Close} {
+	for what, f := range map[string]func() error{"QP": qp.Close, "SRQ": srq.Close, "MR": mr.Close, "CQ": cq.Close, "channel": ch.Close, "PD": pd.Close, "Device": c.Close} {
 		if err := f(); err != nil {
-			t.Errorf("%s.Close after Context.Close: %v", what, err)
+			t.Errorf("%s.Close after Device.Close: %v", what, err)
 		}
 	}
 	if mr.Bytes() != nil {
@@ -901,7 +901,7 @@ func TestVerbsUseAfterClose(t *testing.T) {
 	}
 	// The MR no longer pins the buffer.
 	if err := buf.Close(); err != nil {
-		t.Errorf("Buffer.Close after Context.Close: %v", err)
+		t.Errorf("Buffer.Close after Device.Close: %v", err)
 	}
 }
 
@@ -1181,7 +1181,7 @@ func TestVerbsUC(t *testing.T) {
 	}
 }
 
-// Posting and polling from several goroutines while the Context closes:
+// Posting and polling from several goroutines while the Device closes:
 // every call either works or returns ErrClosed; nothing touches a ring after
 // it is unmapped (that would crash the test binary).
 func TestVerbsConcurrentPostPollClose(t *testing.T) {

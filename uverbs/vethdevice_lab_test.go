@@ -23,7 +23,7 @@ func TestVethDeviceOpcodes(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("Context.Close: %v", err)
+			t.Errorf("Device.Close: %v", err)
 		}
 	})
 	ip := net.ParseIP(end.Addr)

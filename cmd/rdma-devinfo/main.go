@@ -90,7 +90,7 @@ func collect(d uverbs.DeviceInfo, verbose bool, onlyPort int) (*report, error) {
 		return nil, err
 	}
 	defer ctx.Close()
-	attr, err := ctx.QueryDevice()
+	attr, err := ctx.Query()
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ type session struct {
 	ctx    context.Context
 	m      *comm
 
-	vctx *uverbs.Context // opened by this side (not with -R)
+	vctx *uverbs.Device // opened by this side (not with -R)
 	conn *rdmacm.Conn    // -R
 	pd   *uverbs.PD
 	ch   *uverbs.CompChannel
@@ -203,11 +203,11 @@ func (s *session) openDevice() (err error) {
 
 // outReads is this side's READ/atomic depth: -o, else the device's
 // maximum (perftest: ctx_set_out_reads).
-func (s *session) outReads(c *uverbs.Context) (int, error) {
+func (s *session) outReads(c *uverbs.Device) (int, error) {
 	if s.o.verb != read && s.o.verb != atomicOp {
 		return 1, nil // perftest sends 1 for other tests
 	}
-	attr, err := c.QueryDevice()
+	attr, err := c.Query()
 	if err != nil {
 		return 0, err
 	}
@@ -292,7 +292,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 	}
 	_, port, _ := s.conn.ID().Device()
 	s.ibPort = int(port)
-	if s.port, err = s.pd.Context().QueryPort(s.ibPort); err != nil {
+	if s.port, err = s.pd.Device().QueryPort(s.ibPort); err != nil {
 		return err
 	}
 	if err := s.allocMemory(); err != nil {
@@ -327,7 +327,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 
 // fillDest fills this side's address (perftest: set_up_connection).
 func (s *session) fillDest() error {
-	vctx := s.pd.Context()
+	vctx := s.pd.Device()
 	n, err := s.outReads(vctx)
 	if err != nil {
 		return err
@@ -514,7 +514,7 @@ func (s *session) printHeader() {
 	fmt.Fprintln(w, resultLine)
 	fmt.Fprintf(w, "                    %s %s Test (rdma-perf)\n", names[o.verb], kind)
 	fmt.Fprintf(w, " Connection type : RC\t\tUsing RDMA CM  : %s\n", onOff(o.cm))
-	fmt.Fprintf(w, " Device          : %s\t\tEvents         : %s\n", s.pd.Context().Name(), onOff(o.events))
+	fmt.Fprintf(w, " Device          : %s\t\tEvents         : %s\n", s.pd.Device().Name(), onOff(o.events))
 	fmt.Fprintf(w, " TX depth        : %d\t\tCQ Moderation  : %d\n", o.txDepth, o.cqMod)
 	if o.verb == send {
 		fmt.Fprintf(w, " RX depth        : %d\n", o.rxDepth)

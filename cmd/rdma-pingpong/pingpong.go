@@ -32,7 +32,7 @@ const (
 // session is one side of a ping-pong: the verbs objects and the counters.
 type session struct {
 	o      options
-	ctx    *uverbs.Context
+	ctx    *uverbs.Device
 	ch     *uverbs.CompChannel
 	pd     *uverbs.PD
 	buf    *uverbs.Buffer

@@ -186,7 +186,7 @@ func dumpQP(tr *Trace, qp *uverbs.QP) {
 }
 
 func traceBuilt(tr *Trace, conn *rdmacm.Conn) {
-	tr.Slow("built on %s port %d: PD, completion channel, CQ of %d entries, RC QP %#x", conn.Context().Name(), conn.Port(), conn.CQ().Depth(), conn.QP().QPN())
+	tr.Slow("built on %s port %d: PD, completion channel, CQ of %d entries, RC QP %#x", conn.Device().Name(), conn.Port(), conn.CQ().Depth(), conn.QP().QPN())
 	dumpQP(tr, conn.QP())
 }
 

@@ -13,15 +13,15 @@ import (
 	"github.com/goverbs/rdma/internal/sys"
 )
 
-// Context is an open RDMA device: the uverbs file descriptor with its kernel
+// Device is an open RDMA device: the uverbs file descriptor with its kernel
 // user context (ib_ucontext) and the async event file. Every verbs object is
-// created from a Context. Its methods may be called from several goroutines.
+// created from a Device. Its methods may be called from several goroutines.
 //
 // Close releases it; closing the descriptor makes the kernel destroy every
 // object still created through it.
 //
 // rdma-core: struct ibv_context.
-type Context struct {
+type Device struct {
 	dev DeviceInfo
 
 	// mu is held shared by every command and exclusively by Close, so that
@@ -41,7 +41,7 @@ type Context struct {
 	nextHook uint64
 	closing  bool // Close has started: no more hooks
 
-	devAttr atomic.Pointer[DeviceAttr] // QueryDevice, cached for the size checks (limits.go)
+	devAttr atomic.Pointer[DeviceAttr] // Query, cached for the size checks (limits.go)
 
 	regMu sync.Mutex
 	reg   *registry // open objects, created on first use (objects.go)
@@ -56,7 +56,7 @@ type Context struct {
 // event file read by NextEvent.
 //
 // rdma-core: ibv_open_device.
-func Open(name string) (*Context, error) {
+func Open(name string) (*Device, error) {
 	dev, err := LookupDevice(name)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func Open(name string) (*Context, error) {
 }
 
 // OpenDevice opens a device returned by Devices.
-func OpenDevice(dev DeviceInfo) (*Context, error) {
+func OpenDevice(dev DeviceInfo) (*Device, error) {
 	if err := checkDriverABI(&dev); err != nil {
 		return nil, &OpError{Op: "open " + dev.Name, Err: fmt.Errorf("%v: %w", err, ErrNotSupported)}
 	}
@@ -75,7 +75,7 @@ func OpenDevice(dev DeviceInfo) (*Context, error) {
 	if err != nil {
 		return nil, explainOpenError(dev, err)
 	}
-	c := &Context{dev: dev, fd: fd}
+	c := &Device{dev: dev, fd: fd}
 	if dev.DriverID == DriverUnknown && dev.Source == "sysfs" {
 		// sysfs does not say which driver this is, and the kernel refuses
 		// an ioctl whose header names another driver (EINVAL): use the
@@ -104,7 +104,7 @@ func explainOpenError(dev DeviceInfo, err error) error {
 // also creates the context's default async event file and returns its
 // descriptor (kernel: core/uverbs_cmd.c ib_uverbs_get_context;
 // abi-reference §2.6). rxe has no driver data for this command.
-func (c *Context) getContext() error {
+func (c *Device) getContext() error {
 	const op = "get_context"
 	var req abi.UverbsGetContext
 	var resp abi.UverbsGetContextResp
@@ -120,24 +120,24 @@ func (c *Context) getContext() error {
 	return nil
 }
 
-// Device returns what discovery found about the device.
-func (c *Context) Device() DeviceInfo { return c.dev }
+// Info returns what discovery found about the device.
+func (c *Device) Info() DeviceInfo { return c.dev }
 
 // Name returns the device name, e.g. "rxe0".
-func (c *Context) Name() string { return c.dev.Name }
+func (c *Device) Name() string { return c.dev.Name }
 
 // NumCompVectors returns the number of completion vectors of the device
 // (rdma-core: ibv_context.num_comp_vectors).
-func (c *Context) NumCompVectors() int { return c.numCompVectors }
+func (c *Device) NumCompVectors() int { return c.numCompVectors }
 
 // Close closes the async event file and the device descriptor. The kernel
-// then destroys every object still created through the Context. Objects that
+// then destroys every object still created through the Device. Objects that
 // registered a close hook (those that own mappings) are released first. Close
-// is idempotent and safe on a nil *Context; a NextEvent waiting in another
+// is idempotent and safe on a nil *Device; a NextEvent waiting in another
 // goroutine returns ErrClosed.
 //
 // rdma-core: ibv_close_device.
-func (c *Context) Close() error {
+func (c *Device) Close() error {
 	if c == nil {
 		return nil
 	}
@@ -168,11 +168,11 @@ func (c *Context) Close() error {
 	return c.closeErr
 }
 
-// onClose registers f to run when the Context closes, before its descriptor
+// onClose registers f to run when the Device closes, before its descriptor
 // is closed; hooks run newest first. The returned function unregisters f
-// (call it when the object is closed on its own). If the Context is already
+// (call it when the object is closed on its own). If the Device is already
 // closed, f is not registered and ok is false.
-func (c *Context) onClose(f func()) (cancel func(), ok bool) {
+func (c *Device) onClose(f func()) (cancel func(), ok bool) {
 	c.hookMu.Lock()
 	defer c.hookMu.Unlock()
 	if c.closing {
