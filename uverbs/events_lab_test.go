@@ -8,8 +8,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/internal/nldev"
+	"github.com/goverbs/rdma/internal/testutil"
 )
 
 // testRXE creates a veth pair with an rxe device on one end, for tests that

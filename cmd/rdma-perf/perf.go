@@ -24,7 +24,7 @@ type session struct {
 	m      *comm
 
 	vctx *uverbs.Device // opened by this side (not with -R)
-	conn *rdmacm.Conn    // -R
+	conn *rdmacm.Conn   // -R
 	pd   *uverbs.PD
 	ch   *uverbs.CompChannel
 	cq   *uverbs.CQ // one CQ for sends and receives
