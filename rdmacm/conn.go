@@ -207,13 +207,13 @@ func (c *Conn) build() error {
 		c.shared = sd
 		c.pd = sd.pd
 	}
-	vctx := c.pd.Device()
-	ch, err := vctx.NewCompChannel()
+	vdev := c.pd.Device()
+	ch, err := vdev.NewCompChannel()
 	if err != nil {
 		return err
 	}
 	c.ch = ch
-	cq, err := vctx.CreateCQ(uverbs.CQInit{Depth: c.cfg.CQDepth, Channel: ch})
+	cq, err := vdev.CreateCQ(uverbs.CQInit{Depth: c.cfg.CQDepth, Channel: ch})
 	if err != nil {
 		return err
 	}

@@ -41,17 +41,17 @@ func TestIDLevel(t *testing.T) {
 	if !ok || dev.Name != labDeviceOf(t, srv) || port != 1 {
 		t.Fatalf("listener bound to %v: device %v %d %v", srv, dev.Name, port, ok)
 	}
-	vctx, err := uverbs.OpenDevice(dev)
+	vdev, err := uverbs.OpenDevice(dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vctx.Close()
-	pd, err := vctx.AllocPD()
+	defer vdev.Close()
+	pd, err := vdev.AllocPD()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pd.Close()
-	cq, err := vctx.CreateCQ(uverbs.CQInit{Depth: 16})
+	cq, err := vdev.CreateCQ(uverbs.CQInit{Depth: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,12 +24,12 @@ func TestSharedPD(t *testing.T) {
 	if dev.Name != labDeviceOf(t, srv) || port != 1 {
 		t.Fatalf("DeviceForAddr(%v) = %s port %d, want %s port 1", srv, dev.Name, port, labDeviceOf(t, srv))
 	}
-	vctx, err := uverbs.OpenDevice(dev)
+	vdev, err := uverbs.OpenDevice(dev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vctx.Close()
-	pd, err := vctx.AllocPD()
+	defer vdev.Close()
+	pd, err := vdev.AllocPD()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,19 +126,19 @@ func TestSharedPD(t *testing.T) {
 func TestPDOnWrongDevice(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
-	vctx, err := uverbs.Open(loDevice(t))
+	vdev, err := uverbs.Open(loDevice(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vctx.Close()
-	pd, err := vctx.AllocPD()
+	defer vdev.Close()
+	pd, err := vdev.AllocPD()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pd.Close()
 	_, err = Dial(ctx, l.Addr().String(), &Config{PD: pd})
-	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "the PD is on device "+vctx.Name()) {
-		t.Fatalf("dial with a PD of %s: %v", vctx.Name(), err)
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "the PD is on device "+vdev.Name()) {
+		t.Fatalf("dial with a PD of %s: %v", vdev.Name(), err)
 	}
 
 }

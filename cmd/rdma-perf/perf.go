@@ -23,7 +23,7 @@ type session struct {
 	ctx    context.Context
 	m      *comm
 
-	vctx *uverbs.Device // opened by this side (not with -R)
+	vdev *uverbs.Device // opened by this side (not with -R)
 	conn *rdmacm.Conn   // -R
 	pd   *uverbs.PD
 	ch   *uverbs.CompChannel
@@ -169,20 +169,20 @@ func (s *session) cmConfig() *rdmacm.Config {
 // openDevice opens the device of -d and reads its port (not with -R).
 func (s *session) openDevice() (err error) {
 	o := s.o
-	if s.vctx, err = uverbs.Open(o.dev); err != nil {
+	if s.vdev, err = uverbs.Open(o.dev); err != nil {
 		return err
 	}
-	if s.port, err = s.vctx.QueryPort(o.ibPort); err != nil {
-		return fmt.Errorf("port %d of %s: %w", o.ibPort, s.vctx.Name(), err)
+	if s.port, err = s.vdev.QueryPort(o.ibPort); err != nil {
+		return fmt.Errorf("port %d of %s: %w", o.ibPort, s.vdev.Name(), err)
 	}
 	if s.port.State != uverbs.PortActive {
-		return fmt.Errorf("port %d of %s is %v, not ACTIVE", o.ibPort, s.vctx.Name(), s.port.State)
+		return fmt.Errorf("port %d of %s is %v, not ACTIVE", o.ibPort, s.vdev.Name(), s.port.State)
 	}
 	s.mtu = s.port.ActiveMTU
 	if o.mtu != 0 {
 		m := uverbs.MTUFromBytes(o.mtu)
 		if m > s.port.ActiveMTU {
-			return fmt.Errorf("-m %d is larger than the active MTU %d of %s port %d", o.mtu, s.port.ActiveMTU.Bytes(), s.vctx.Name(), o.ibPort)
+			return fmt.Errorf("-m %d is larger than the active MTU %d of %s port %d", o.mtu, s.port.ActiveMTU.Bytes(), s.vdev.Name(), o.ibPort)
 		}
 		s.mtu = m
 	}
@@ -191,11 +191,11 @@ func (s *session) openDevice() (err error) {
 		// perftest picks a GID itself; here it is the one of the local
 		// address of the exchange's connection, which reaches the peer.
 		ip := s.m.c.LocalAddr().(*net.TCPAddr).IP
-		if s.gidIdx, err = s.vctx.GIDIndexForIP(o.ibPort, ip); err != nil {
-			return fmt.Errorf("no GID for the local address %v of the TCP connection (%w); pass -x with a GID index of %s port %d", ip, err, s.vctx.Name(), o.ibPort)
+		if s.gidIdx, err = s.vdev.GIDIndexForIP(o.ibPort, ip); err != nil {
+			return fmt.Errorf("no GID for the local address %v of the TCP connection (%w); pass -x with a GID index of %s port %d", ip, err, s.vdev.Name(), o.ibPort)
 		}
 	}
-	if s.pd, err = s.vctx.AllocPD(); err != nil {
+	if s.pd, err = s.vdev.AllocPD(); err != nil {
 		return err
 	}
 	return nil
@@ -241,7 +241,7 @@ func (s *session) allocMemory() (err error) {
 func (s *session) createQP() (err error) {
 	o := s.o
 	if o.events {
-		if s.ch, err = s.vctx.NewCompChannel(); err != nil {
+		if s.ch, err = s.vdev.NewCompChannel(); err != nil {
 			return err
 		}
 	}
@@ -252,7 +252,7 @@ func (s *session) createQP() (err error) {
 	if o.verb == send {
 		recv = o.rxDepth
 	}
-	if s.cq, err = s.vctx.CreateCQ(uverbs.CQInit{Depth: o.txDepth + recv + 1, Channel: s.ch}); err != nil {
+	if s.cq, err = s.vdev.CreateCQ(uverbs.CQInit{Depth: o.txDepth + recv + 1, Channel: s.ch}); err != nil {
 		return err
 	}
 	s.qp, err = s.pd.CreateQP(uverbs.QPInit{Type: uverbs.RC, SendCQ: s.cq, RecvCQ: s.cq,
@@ -327,8 +327,8 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 
 // fillDest fills this side's address (perftest: set_up_connection).
 func (s *session) fillDest() error {
-	vctx := s.pd.Device()
-	n, err := s.outReads(vctx)
+	vdev := s.pd.Device()
+	n, err := s.outReads(vdev)
 	if err != nil {
 		return err
 	}
@@ -338,11 +338,11 @@ func (s *session) fillDest() error {
 		if s.o.gidIdx >= 0 {
 			s.gidIdx = s.o.gidIdx
 		} else {
-			s.gidIdx, _ = vctx.GIDIndexForIP(s.ibPort, net.IP(s.conn.LocalAddr().Addr().AsSlice()))
+			s.gidIdx, _ = vdev.GIDIndexForIP(s.ibPort, net.IP(s.conn.LocalAddr().Addr().AsSlice()))
 		}
 	}
 	if s.port.LinkLayer == uverbs.LinkLayerEthernet && s.gidIdx >= 0 {
-		e, err := vctx.QueryGID(s.ibPort, s.gidIdx)
+		e, err := vdev.QueryGID(s.ibPort, s.gidIdx)
 		if err == nil {
 			s.me.GID = e.GID
 		} else if !s.o.cm {
@@ -554,7 +554,7 @@ func (s *session) close() error {
 		errs = append(errs, s.conn.Disconnect(), s.qp.Close())
 		errs = append(errs, s.mr.Close(), s.buf.Close(), s.conn.Close())
 	} else {
-		errs = append(errs, s.qp.Close(), s.cq.Close(), s.mr.Close(), s.buf.Close(), s.pd.Close(), s.ch.Close(), s.vctx.Close())
+		errs = append(errs, s.qp.Close(), s.cq.Close(), s.mr.Close(), s.buf.Close(), s.pd.Close(), s.ch.Close(), s.vdev.Close())
 	}
 	if s.m != nil {
 		s.m.Close()
