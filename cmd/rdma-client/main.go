@@ -6,7 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/goverbs/rdma/internal/tutorial"
+	"github.com/goverbs/rdma/cmd/internal/tutorial"
 )
 
 func main() {

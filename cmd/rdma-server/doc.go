@@ -36,7 +36,7 @@
 // posted and each work completion, DATA for the bytes moved.
 //
 // The wire formats, and where each fact comes from in the C programs, are
-// in the documentation of package internal/tutorial.
+// in the documentation of package cmd/internal/tutorial.
 //
 // Exit status: 0 when stopped by a signal, 1 when it cannot listen (no
 // RDMA device: the message says how to make one with rdma-link; port in
