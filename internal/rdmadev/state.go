@@ -17,22 +17,16 @@ const (
 	PortActiveDefer PortState = 5
 )
 
+var portStateNames = [...]string{
+	PortNop: "NOP", PortDown: "DOWN", PortInit: "INIT", PortArmed: "ARMED",
+	PortActive: "ACTIVE", PortActiveDefer: "ACTIVE_DEFER",
+}
+
 // String returns the kernel's name, which `rdma link show` prints: DOWN,
 // INIT, ARMED, ACTIVE, ACTIVE_DEFER (libibverbs prefixes them with PORT_).
 func (s PortState) String() string {
-	switch s {
-	case PortNop:
-		return "NOP"
-	case PortDown:
-		return "DOWN"
-	case PortInit:
-		return "INIT"
-	case PortArmed:
-		return "ARMED"
-	case PortActive:
-		return "ACTIVE"
-	case PortActiveDefer:
-		return "ACTIVE_DEFER"
+	if n, ok := nameOf(portStateNames[:], int(s)); ok {
+		return n
 	}
 	return "UNKNOWN(" + strconv.Itoa(int(s)) + ")"
 }
@@ -54,25 +48,18 @@ const (
 	PhysPhyTest           PhysState = 7
 )
 
+var physStateNames = [...]string{
+	PhysSleep: "SLEEP", PhysPolling: "POLLING", PhysDisabled: "DISABLED",
+	PhysTraining: "PORT_CONFIGURATION_TRAINING", PhysLinkUp: "LINK_UP",
+	PhysLinkErrorRecovery: "LINK_ERROR_RECOVER", PhysPhyTest: "PHY_TEST",
+}
+
 // String returns the name `rdma link show` prints as physical_state:
-// SLEEP, POLLING, DISABLED, LINK_UP, LINK_ERROR_RECOVER, PHY_TEST. Value 4
-// is PORT_CONFIGURATION_TRAINING as in the IB spec and sysfs.
+// SLEEP, POLLING, DISABLED, PORT_CONFIGURATION_TRAINING, LINK_UP,
+// LINK_ERROR_RECOVER, PHY_TEST.
 func (s PhysState) String() string {
-	switch s {
-	case PhysSleep:
-		return "SLEEP"
-	case PhysPolling:
-		return "POLLING"
-	case PhysDisabled:
-		return "DISABLED"
-	case PhysTraining:
-		return "PORT_CONFIGURATION_TRAINING"
-	case PhysLinkUp:
-		return "LINK_UP"
-	case PhysLinkErrorRecovery:
-		return "LINK_ERROR_RECOVER"
-	case PhysPhyTest:
-		return "PHY_TEST"
+	if n, ok := nameOf(physStateNames[:], int(s)); ok {
+		return n
 	}
 	return "UNKNOWN(" + strconv.Itoa(int(s)) + ")"
 }

@@ -20,41 +20,31 @@ const (
 	NodeUnspecified NodeType = 7
 )
 
+var nodeTypeNames = [...]string{
+	NodeCA: "CA", NodeSwitch: "switch", NodeRouter: "router", NodeRNIC: "RNIC",
+	NodeUSNIC: "usNIC", NodeUSNICUDP: "usNIC UDP", NodeUnspecified: "unspecified",
+}
+
 // String returns the sysfs spelling (kernel: core/sysfs.c node_type_show).
 func (t NodeType) String() string {
-	switch t {
-	case NodeCA:
-		return "CA"
-	case NodeSwitch:
-		return "switch"
-	case NodeRouter:
-		return "router"
-	case NodeRNIC:
-		return "RNIC"
-	case NodeUSNIC:
-		return "usNIC"
-	case NodeUSNICUDP:
-		return "usNIC UDP"
-	case NodeUnspecified:
-		return "unspecified"
+	if n, ok := nameOf(nodeTypeNames[:], int(t)); ok {
+		return n
 	}
 	return "unknown node type " + strconv.Itoa(int(t))
+}
+
+var nodeTransports = [...]Transport{
+	NodeCA: TransportIB, NodeSwitch: TransportIB, NodeRouter: TransportIB, NodeRNIC: TransportIWARP,
+	NodeUSNIC: TransportUSNIC, NodeUSNICUDP: TransportUSNICUDP, NodeUnspecified: TransportUnspecified,
 }
 
 // Transport returns the transport of a node type, as the kernel's
 // rdma_node_get_transport and rdma-core's ibv_get_device_list derive it.
 func (t NodeType) Transport() Transport {
-	switch t {
-	case NodeCA, NodeSwitch, NodeRouter:
-		return TransportIB
-	case NodeRNIC:
-		return TransportIWARP
-	case NodeUSNIC:
-		return TransportUSNIC
-	case NodeUSNICUDP:
-		return TransportUSNICUDP
+	if t == 0 || int(t) >= len(nodeTransports) {
+		return TransportUnspecified
 	}
-	return TransportUnspecified
+	return nodeTransports[t]
 }
 
 // Transport is rdma-core's enum ibv_transport_type. RoCE and rxe devices are
@@ -69,19 +59,15 @@ const (
 	TransportUnspecified Transport = 4
 )
 
+var transportNames = [...]string{
+	TransportIB: "InfiniBand", TransportIWARP: "iWARP", TransportUSNIC: "usNIC",
+	TransportUSNICUDP: "usNIC UDP", TransportUnspecified: "unspecified",
+}
+
 // String returns ibv_devinfo's spelling.
 func (t Transport) String() string {
-	switch t {
-	case TransportIB:
-		return "InfiniBand"
-	case TransportIWARP:
-		return "iWARP"
-	case TransportUSNIC:
-		return "usNIC"
-	case TransportUSNICUDP:
-		return "usNIC UDP"
-	case TransportUnspecified:
-		return "unspecified"
+	if n, ok := nameOf(transportNames[:], int(t)); ok {
+		return n
 	}
 	return "invalid transport"
 }
@@ -144,8 +130,16 @@ var driverNames = [...]string{
 // String returns the provider name rdma-core uses for the driver ("rxe");
 // "driver-<id>" for an id this package does not know.
 func (d DriverID) String() string {
-	if int(d) < len(driverNames) {
-		return driverNames[d]
+	if n, ok := nameOf(driverNames[:], int(d)); ok {
+		return n
 	}
 	return "driver-" + strconv.Itoa(int(d))
+}
+
+// nameOf returns names[i] when the table has a name there.
+func nameOf(names []string, i int) (string, bool) {
+	if i < 0 || i >= len(names) || names[i] == "" {
+		return "", false
+	}
+	return names[i], true
 }
