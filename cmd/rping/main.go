@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"sync"
 	"syscall"
 
 	"github.com/goverbs/rdma/internal/cmdline"
@@ -199,8 +198,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // execute runs rping with options o and returns the exit code.
 func execute(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	out := &lockedWriter{w: stdout}
-	errw := &lockedWriter{w: stderr}
+	out := &cmdline.LockedWriter{W: stdout}
+	errw := &cmdline.LockedWriter{W: stderr}
 	err := rping(ctx, o, out, errw)
 	switch {
 	case err == nil:
@@ -215,19 +214,3 @@ func execute(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	return exitFailed
 }
 
-// lockedWriter serializes writes: the CM's log lines come from its own
-// goroutine, and a persistent server's connections print concurrently.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) printf(format string, a ...any) {
-	fmt.Fprintf(l, format, a...)
-}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -105,8 +106,8 @@ type session struct {
 	o    options
 	name string // "server" or "client", as rping prints it
 	conn *rdmacm.Conn
-	out  *lockedWriter
-	errw *lockedWriter
+	out  *cmdline.LockedWriter
+	errw *cmdline.LockedWriter
 
 	// One buffer holds the 16-byte receive and send areas, the RDMA buffer
 	// (the client's sink, the server's READ target and WRITE source) and
@@ -135,7 +136,7 @@ const (
 	rdmaOff = 64
 )
 
-func newSession(ctx context.Context, o options, name string, conn *rdmacm.Conn, out, errw *lockedWriter) (*session, error) {
+func newSession(ctx context.Context, o options, name string, conn *rdmacm.Conn, out, errw *cmdline.LockedWriter) (*session, error) {
 	s := &session{o: o, name: name, conn: conn, out: out, errw: errw}
 	s.dctx, s.cancel = context.WithCancel(ctx)
 	go func() {
@@ -193,7 +194,7 @@ func (s *session) close() error {
 
 func (s *session) debugf(format string, a ...any) {
 	if s.o.debug {
-		s.out.printf(format+"\n", a...)
+		s.out.Printf(format+"\n", a...)
 	}
 }
 
@@ -303,14 +304,14 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 func (s *session) ended() {
 	select {
 	case <-s.conn.Done():
-		s.errw.printf("%s DISCONNECT EVENT...\n", s.name)
+		s.errw.Printf("%s DISCONNECT EVENT...\n", s.name)
 	case <-time.After(5 * time.Second):
 	}
 }
 
 // cmConfig is the connection's configuration: rping.c's queue sizes and,
 // with -d, the CM's steps on stdout.
-func cmConfig(o options, out *lockedWriter) *rdmacm.Config {
+func cmConfig(o options, out *cmdline.LockedWriter) *rdmacm.Config {
 	cfg := &rdmacm.Config{
 		SendDepth: sqDepth,
 		RecvDepth: rqDepth,
@@ -325,13 +326,13 @@ func cmConfig(o options, out *lockedWriter) *rdmacm.Config {
 		cfg.ConnParam = &rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: 7, RNRRetryCount: 7}
 	}
 	if o.debug {
-		cfg.Logf = func(format string, a ...any) { out.printf("cm: "+format+"\n", a...) }
+		cfg.Logf = func(format string, a ...any) { out.Printf("cm: "+format+"\n", a...) }
 	}
 	return cfg
 }
 
 // rping runs the client or the server.
-func rping(ctx context.Context, o options, out, errw *lockedWriter) error {
+func rping(ctx context.Context, o options, out, errw *cmdline.LockedWriter) error {
 	// librdmacm refuses to start without a device ("No RDMA devices were
 	// detected"); without this check a server would listen for nothing.
 	if _, err := listDevices(); err != nil {
@@ -347,7 +348,7 @@ func rping(ctx context.Context, o options, out, errw *lockedWriter) error {
 // no-device error.
 var listDevices = uverbs.Devices
 
-func runClient(ctx context.Context, o options, out, errw *lockedWriter) (err error) {
+func runClient(ctx context.Context, o options, out, errw *cmdline.LockedWriter) (err error) {
 	cfg := cmConfig(o, out)
 	if o.source != "" {
 		src, err := rdmacm.ParseAddress(ctx, net.JoinHostPort(o.source, "0"))
@@ -417,7 +418,7 @@ func (s *session) client(ctx context.Context) error {
 			}
 		}
 		if s.o.verbose {
-			s.out.printf("ping data: %s\n", cstr(sink))
+			s.out.Printf("ping data: %s\n", cstr(sink))
 		}
 	}
 	return nil
@@ -432,7 +433,7 @@ func firstDiff(a, b []byte) int {
 	return -1
 }
 
-func runServer(ctx context.Context, o options, out, errw *lockedWriter) error {
+func runServer(ctx context.Context, o options, out, errw *cmdline.LockedWriter) error {
 	host := o.addr
 	if host == "" {
 		host = "0.0.0.0" // rping.c: sin is AF_INET, INADDR_ANY, unless -a
@@ -444,7 +445,7 @@ func runServer(ctx context.Context, o options, out, errw *lockedWriter) error {
 	}
 	defer l.Close()
 	if o.debug {
-		out.printf("rdma_bind_addr successful\nrdma_listen\n")
+		out.Printf("rdma_bind_addr successful\nrdma_listen\n")
 	}
 	if o.persistent {
 		return persistentServer(ctx, o, l, out, errw)
@@ -460,7 +461,7 @@ func runServer(ctx context.Context, o options, out, errw *lockedWriter) error {
 
 // persistentServer is rping -P: each connection is served on its own until
 // the program is stopped.
-func persistentServer(ctx context.Context, o options, l *rdmacm.Listener, out, errw *lockedWriter) error {
+func persistentServer(ctx context.Context, o options, l *rdmacm.Listener, out, errw *cmdline.LockedWriter) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -473,14 +474,14 @@ func persistentServer(ctx context.Context, o options, l *rdmacm.Listener, out, e
 			defer wg.Done()
 			from := conn.RemoteAddr()
 			if err := serve(ctx, o, conn, out, errw); err != nil && ctx.Err() == nil {
-				errw.printf("rping: connection from %v: %v\n", from, err)
+				errw.Printf("rping: connection from %v: %v\n", from, err)
 			}
 		}()
 	}
 }
 
 // serve accepts conn and answers its pings until it ends (rping_test_server).
-func serve(ctx context.Context, o options, conn *rdmacm.Conn, out, errw *lockedWriter) (err error) {
+func serve(ctx context.Context, o options, conn *rdmacm.Conn, out, errw *cmdline.LockedWriter) (err error) {
 	s, err := newSession(ctx, o, "server", conn, out, errw)
 	defer func() { err = errors.Join(err, s.close()) }()
 	if err != nil {
@@ -520,7 +521,7 @@ func (s *session) server(ctx context.Context) error {
 		}
 		s.debugf("server received read complete")
 		if s.o.verbose {
-			s.out.printf("server ping data: %s\n", cstr(buf))
+			s.out.Printf("server ping data: %s\n", cstr(buf))
 		}
 		if s.o.corrupt {
 			buf[0] ^= 1

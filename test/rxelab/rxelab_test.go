@@ -9,12 +9,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/goverbs/rdma/internal/testutil"
 )
 
 // These tests run on the host: they build rxelab, boot real kernels under
@@ -196,7 +197,7 @@ func TestCommandErrors(t *testing.T) {
 	t.Run("signal", func(t *testing.T) {
 		cmd := exec.Command(rxelab, "-kernel", "6.1", "--", "sh", "-c",
 			`trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.2; done`)
-		stdout := &syncBuffer{}
+		stdout := &testutil.SyncBuffer{}
 		var stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = stdout, &stderr
 		require.NoError(t, cmd.Start())
@@ -327,21 +328,4 @@ func TestBadAccel(t *testing.T) {
 	r := runLab(t, []string{"GOVERBS_LAB_ACCEL=xen"}, "--", "true")
 	require.Equal(t, 125, r.code, "stderr:\n%s", r.stderr)
 	require.Contains(t, r.stderr, `lab: GOVERBS_LAB_ACCEL="xen": use tcg (the default) or kvm`)
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -22,24 +23,6 @@ type sideResult struct {
 type fakeRun struct {
 	client, server sideResult
 	trace          string
-}
-
-// syncBuf is a bytes.Buffer safe for the two sides' goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runFake runs the client and the server session of proto/mode over an
@@ -63,7 +46,7 @@ func runFake(t *testing.T, proto, mode, msg string, edit func(c, s *fakeEP)) fak
 			msg = geekMessage(true, 1)
 		}
 	}
-	var trace syncBuf
+	var trace testutil.SyncBuffer
 	tr := NewTrace(&trace, "test")
 	var mu sync.Mutex
 	var run fakeRun

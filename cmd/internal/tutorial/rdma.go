@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -214,18 +215,6 @@ func cmConfig(o Options, tr *Trace) *rdmacm.Config {
 	return cfg
 }
 
-// lockedWriter serializes the lines of concurrent connections.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // listDevices lists the RDMA devices; tests replace it to reach the
 // no-device error.
 var listDevices = uverbs.Devices
@@ -254,10 +243,10 @@ func Server(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err := needDevice(); err != nil {
 		return err
 	}
-	out := &lockedWriter{w: stdout}
+	out := &cmdline.LockedWriter{W: stdout}
 	var tw io.Writer
 	if o.Verbose {
-		tw = &lockedWriter{w: stderr}
+		tw = &cmdline.LockedWriter{W: stderr}
 	}
 	tr := NewTrace(tw, "server")
 	host := o.Addr
