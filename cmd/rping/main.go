@@ -213,4 +213,3 @@ func execute(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	}
 	return exitFailed
 }
-
