@@ -172,19 +172,10 @@ func parseArgs(args []string) (options, error) {
 	o.test, o.verb, o.lat = name, t.v, t.lat
 	args = args[1:]
 
-	fs := flag.NewFlagSet("rdma-perf", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	both := func(short, long string, p *int, def int) {
-		fs.IntVar(p, short, def, "")
-		fs.IntVar(p, long, def, "")
-	}
-	bothBool := func(short, long string, p *bool) {
-		fs.BoolVar(p, short, false, "")
-		fs.BoolVar(p, long, false, "")
-	}
-	fs.StringVar(&o.dev, "d", "", "")
-	fs.StringVar(&o.dev, "ib-dev", "", "")
+	fs := cmdline.NewFlagSet("rdma-perf")
+	both := func(short, long string, p *int, def int) { cmdline.IntFlag(fs, short, long, p, def) }
+	bothBool := func(short, long string, p *bool) { cmdline.BoolFlag(fs, short, long, p) }
+	cmdline.StringFlag(fs, "d", "ib-dev", &o.dev, "")
 	both("i", "ib-port", &o.ibPort, 1)
 	both("x", "gid-index", &o.gidIdx, -1)
 	both("s", "size", &o.size, -1)
@@ -206,16 +197,9 @@ func parseArgs(args []string) (options, error) {
 	var cpuFreq bool
 	bothBool("F", "CPU-freq", &cpuFreq)
 
-	hosts, err := cmdline.Parse(fs, args)
-	if err != nil {
+	var err error
+	if o.server, err = cmdline.ParseHost(fs, args); err != nil {
 		return o, err
-	}
-	switch len(hosts) {
-	case 0:
-	case 1:
-		o.server = hosts[0]
-	default:
-		return o, cmdline.Usagef("one server name at most, got %q", hosts)
 	}
 	return o, o.finish()
 }

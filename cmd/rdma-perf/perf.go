@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/goverbs/rdma/cmd/internal/device"
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -169,14 +170,8 @@ func (s *session) cmConfig() *rdmacm.Config {
 // openDevice opens the device of -d and reads its port (not with -R).
 func (s *session) openDevice() (err error) {
 	o := s.o
-	if s.vdev, err = uverbs.Open(o.dev); err != nil {
+	if s.vdev, s.port, err = device.OpenPort(o.dev, o.ibPort); err != nil {
 		return err
-	}
-	if s.port, err = s.vdev.QueryPort(o.ibPort); err != nil {
-		return fmt.Errorf("port %d of %s: %w", o.ibPort, s.vdev.Name(), err)
-	}
-	if s.port.State != uverbs.PortActive {
-		return fmt.Errorf("port %d of %s is %v, not ACTIVE", o.ibPort, s.vdev.Name(), s.port.State)
 	}
 	s.mtu = s.port.ActiveMTU
 	if o.mtu != 0 {

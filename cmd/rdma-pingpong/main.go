@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
 	"os"
 	"os/signal"
@@ -79,17 +78,11 @@ func parseArgs(args []string) (options, error) {
 			o.qpType, args = uverbs.UD, args[1:]
 		}
 	}
-	fs := flag.NewFlagSet("rdma-pingpong", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := cmdline.NewFlagSet("rdma-pingpong")
 	mtu := defaultMTU
-	both := func(short, long string, p *int, def int) {
-		fs.IntVar(p, short, def, "")
-		fs.IntVar(p, long, def, "")
-	}
+	both := func(short, long string, p *int, def int) { cmdline.IntFlag(fs, short, long, p, def) }
 	both("p", "port", &o.port, defaultTCPPort)
-	fs.StringVar(&o.dev, "d", "", "")
-	fs.StringVar(&o.dev, "ib-dev", "", "")
+	cmdline.StringFlag(fs, "d", "ib-dev", &o.dev, "")
 	both("i", "ib-port", &o.ibPort, 1)
 	both("s", "size", &o.size, -1)
 	both("m", "mtu", &mtu, -1)
@@ -102,16 +95,9 @@ func parseArgs(args []string) (options, error) {
 	fs.BoolVar(&o.check, "c", false, "")
 	fs.BoolVar(&o.check, "chk", false, "")
 
-	hosts, err := cmdline.Parse(fs, args)
-	if err != nil {
+	var err error
+	if o.server, err = cmdline.ParseHost(fs, args); err != nil {
 		return o, err
-	}
-	switch len(hosts) {
-	case 0:
-	case 1:
-		o.server = hosts[0]
-	default:
-		return o, cmdline.Usagef("one server name at most, got %q", hosts)
 	}
 
 	switch {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/goverbs/rdma/cmd/internal/device"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -136,14 +137,8 @@ func pingpong(ctx context.Context, o options, stdout io.Writer) (err error) {
 func (s *session) setup() error {
 	o := s.o
 	var err error
-	if s.ctx, err = uverbs.Open(o.dev); err != nil {
+	if s.ctx, s.port, err = device.OpenPort(o.dev, o.ibPort); err != nil {
 		return err
-	}
-	if s.port, err = s.ctx.QueryPort(o.ibPort); err != nil {
-		return fmt.Errorf("port %d of %s: %w", o.ibPort, s.ctx.Name(), err)
-	}
-	if s.port.State != uverbs.PortActive {
-		return fmt.Errorf("port %d of %s is %v, not ACTIVE: is its network device up?", o.ibPort, s.ctx.Name(), s.port.State)
 	}
 	s.grh = s.port.GRHRequired() || s.port.LinkLayer == uverbs.LinkLayerEthernet
 	if !s.grh && s.port.LID == 0 {

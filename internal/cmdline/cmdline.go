@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -55,4 +56,48 @@ func Exit(prog, usage string, err error) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
 		os.Exit(1)
 	}
+}
+
+// NewFlagSet returns a flag set that reports mistakes as errors and prints
+// nothing: the program prints its own usage (Exit).
+func NewFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// IntFlag defines an int flag under a short and a long name, as the
+// getopt_long programs the tools copy have them ("-p" and "--port").
+func IntFlag(fs *flag.FlagSet, short, long string, p *int, def int) {
+	fs.IntVar(p, short, def, "")
+	fs.IntVar(p, long, def, "")
+}
+
+// BoolFlag defines a bool flag under a short and a long name.
+func BoolFlag(fs *flag.FlagSet, short, long string, p *bool) {
+	fs.BoolVar(p, short, false, "")
+	fs.BoolVar(p, long, false, "")
+}
+
+// StringFlag defines a string flag under a short and a long name.
+func StringFlag(fs *flag.FlagSet, short, long string, p *string, def string) {
+	fs.StringVar(p, short, def, "")
+	fs.StringVar(p, long, def, "")
+}
+
+// ParseHost parses args as Parse does and returns the one operand a
+// client takes (the server's host), or "" for a server.
+func ParseHost(fs *flag.FlagSet, args []string) (string, error) {
+	hosts, err := Parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	switch len(hosts) {
+	case 0:
+		return "", nil
+	case 1:
+		return hosts[0], nil
+	}
+	return "", Usagef("one server name at most, got %q", hosts)
 }
