@@ -17,54 +17,33 @@ func ParseGUID(s string) (GUID, error) { return rdmadev.ParseGUID(s) }
 // gives the sysfs spelling.
 type NodeType = rdmadev.NodeType
 
+// Node types.
 const (
-	NodeCA          = rdmadev.NodeCA
-	NodeSwitch      = rdmadev.NodeSwitch
-	NodeRouter      = rdmadev.NodeRouter
-	NodeRNIC        = rdmadev.NodeRNIC
-	NodeUSNIC       = rdmadev.NodeUSNIC
-	NodeUSNICUDP    = rdmadev.NodeUSNICUDP
-	NodeUnspecified = rdmadev.NodeUnspecified
+	NodeCA, NodeSwitch, NodeRouter, NodeRNIC = rdmadev.NodeCA, rdmadev.NodeSwitch, rdmadev.NodeRouter, rdmadev.NodeRNIC
+	NodeUSNIC, NodeUSNICUDP, NodeUnspecified = rdmadev.NodeUSNIC, rdmadev.NodeUSNICUDP, rdmadev.NodeUnspecified
 )
 
 // Transport is rdma-core's enum ibv_transport_type. RoCE and rxe devices are
 // TransportIB: the link layer, not the transport, says Ethernet.
 type Transport = rdmadev.Transport
 
+// Transports.
 const (
-	TransportIB          = rdmadev.TransportIB
-	TransportIWARP       = rdmadev.TransportIWARP
-	TransportUSNIC       = rdmadev.TransportUSNIC
-	TransportUSNICUDP    = rdmadev.TransportUSNICUDP
-	TransportUnspecified = rdmadev.TransportUnspecified
+	TransportIB, TransportIWARP, TransportUSNIC = rdmadev.TransportIB, rdmadev.TransportIWARP, rdmadev.TransportUSNIC
+	TransportUSNICUDP, TransportUnspecified     = rdmadev.TransportUSNICUDP, rdmadev.TransportUnspecified
 )
 
 // DriverID identifies the kernel driver of a device (enum rdma_driver_id).
 // It selects the data-path provider and goes into every ioctl header.
+// String gives rdma-core's provider name ("rxe"); the ids of the drivers
+// this package has a provider for, or may, are named here, and every id of
+// the enum converts: DriverID(n).
 type DriverID = rdmadev.DriverID
 
+// Driver ids.
 const (
-	DriverUnknown   = rdmadev.DriverUnknown
-	DriverMLX5      = rdmadev.DriverMLX5
-	DriverMLX4      = rdmadev.DriverMLX4
-	DriverCXGB3     = rdmadev.DriverCXGB3
-	DriverCXGB4     = rdmadev.DriverCXGB4
-	DriverMTHCA     = rdmadev.DriverMTHCA
-	DriverBNXTRE    = rdmadev.DriverBNXTRE
-	DriverOCRDMA    = rdmadev.DriverOCRDMA
-	DriverNES       = rdmadev.DriverNES
-	DriverIRDMA     = rdmadev.DriverIRDMA
-	DriverVMWPVRDMA = rdmadev.DriverVMWPVRDMA
-	DriverQEDR      = rdmadev.DriverQEDR
-	DriverHNS       = rdmadev.DriverHNS
-	DriverUSNIC     = rdmadev.DriverUSNIC
-	DriverRXE       = rdmadev.DriverRXE
-	DriverHFI1      = rdmadev.DriverHFI1
-	DriverQIB       = rdmadev.DriverQIB
-	DriverEFA       = rdmadev.DriverEFA
-	DriverSIW       = rdmadev.DriverSIW
-	DriverERDMA     = rdmadev.DriverERDMA
-	DriverMANA      = rdmadev.DriverMANA
+	DriverUnknown, DriverRXE, DriverMLX5 = rdmadev.DriverUnknown, rdmadev.DriverRXE, rdmadev.DriverMLX5
+	DriverSIW, DriverEFA, DriverIRDMA    = rdmadev.DriverSIW, rdmadev.DriverEFA, rdmadev.DriverIRDMA
 )
 
 // PortState is the logical port state (kernel: enum ib_port_state).
@@ -72,24 +51,17 @@ const (
 // a PORT_ prefix.
 type PortState = rdmadev.PortState
 
+// Port states.
 const (
-	PortNop         = rdmadev.PortNop
-	PortDown        = rdmadev.PortDown
-	PortInit        = rdmadev.PortInit
-	PortArmed       = rdmadev.PortArmed
-	PortActive      = rdmadev.PortActive
-	PortActiveDefer = rdmadev.PortActiveDefer
+	PortNop, PortDown, PortInit            = rdmadev.PortNop, rdmadev.PortDown, rdmadev.PortInit
+	PortArmed, PortActive, PortActiveDefer = rdmadev.PortArmed, rdmadev.PortActive, rdmadev.PortActiveDefer
 )
 
 // PhysState is the physical port state (IBTA PortPhysicalState).
 type PhysState = rdmadev.PhysState
 
+// Physical port states; PhysTraining is PortConfigurationTraining.
 const (
-	PhysSleep             = rdmadev.PhysSleep
-	PhysPolling           = rdmadev.PhysPolling
-	PhysDisabled          = rdmadev.PhysDisabled
-	PhysTraining          = rdmadev.PhysTraining
-	PhysLinkUp            = rdmadev.PhysLinkUp
-	PhysLinkErrorRecovery = rdmadev.PhysLinkErrorRecovery
-	PhysPhyTest           = rdmadev.PhysPhyTest
+	PhysSleep, PhysPolling, PhysDisabled, PhysTraining = rdmadev.PhysSleep, rdmadev.PhysPolling, rdmadev.PhysDisabled, rdmadev.PhysTraining
+	PhysLinkUp, PhysLinkErrorRecovery, PhysPhyTest     = rdmadev.PhysLinkUp, rdmadev.PhysLinkErrorRecovery, rdmadev.PhysPhyTest
 )

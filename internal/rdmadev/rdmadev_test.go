@@ -1,6 +1,10 @@
 package rdmadev
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/goverbs/rdma/internal/abi"
+)
 
 func TestGUIDRoundTrip(t *testing.T) {
 	g, err := ParseGUID("5054:00ff:fe12:3456")
@@ -79,6 +83,23 @@ func TestDriverName(t *testing.T) {
 	for id, want := range map[DriverID]string{14: "rxe", 18: "siw", 1: "mlx5", 9: "irdma", 200: "driver-200", 0: "unknown"} {
 		if got := id.String(); got != want {
 			t.Errorf("DriverID(%d) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// The driver ids follow the UAPI header (enum rdma_driver_id).
+func TestDriverIDs(t *testing.T) {
+	for id, want := range map[DriverID]uint32{
+		DriverUnknown: abi.RDMA_DRIVER_UNKNOWN, DriverMLX5: abi.RDMA_DRIVER_MLX5, DriverMLX4: abi.RDMA_DRIVER_MLX4,
+		DriverCXGB3: abi.RDMA_DRIVER_CXGB3, DriverCXGB4: abi.RDMA_DRIVER_CXGB4, DriverMTHCA: abi.RDMA_DRIVER_MTHCA,
+		DriverBNXTRE: abi.RDMA_DRIVER_BNXT_RE, DriverOCRDMA: abi.RDMA_DRIVER_OCRDMA, DriverNES: abi.RDMA_DRIVER_NES,
+		DriverIRDMA: abi.RDMA_DRIVER_IRDMA, DriverVMWPVRDMA: abi.RDMA_DRIVER_VMW_PVRDMA, DriverQEDR: abi.RDMA_DRIVER_QEDR,
+		DriverHNS: abi.RDMA_DRIVER_HNS, DriverUSNIC: abi.RDMA_DRIVER_USNIC, DriverRXE: abi.RDMA_DRIVER_RXE,
+		DriverHFI1: abi.RDMA_DRIVER_HFI1, DriverQIB: abi.RDMA_DRIVER_QIB, DriverEFA: abi.RDMA_DRIVER_EFA,
+		DriverSIW: abi.RDMA_DRIVER_SIW, DriverERDMA: abi.RDMA_DRIVER_ERDMA, DriverMANA: abi.RDMA_DRIVER_ERDMA + 1,
+	} {
+		if uint32(id) != want {
+			t.Errorf("%v is %d, the header says %d", id, id, want)
 		}
 	}
 }

@@ -9,12 +9,12 @@ type PortState uint8
 
 // Port states, with the values RDMA_NLDEV_ATTR_PORT_STATE carries.
 const (
-	PortNop         PortState = 0
-	PortDown        PortState = 1
-	PortInit        PortState = 2
-	PortArmed       PortState = 3
-	PortActive      PortState = 4
-	PortActiveDefer PortState = 5
+	PortNop PortState = iota
+	PortDown
+	PortInit
+	PortArmed
+	PortActive
+	PortActiveDefer
 )
 
 var portStateNames = [...]string{
@@ -39,13 +39,13 @@ type PhysState uint8
 
 // Physical port states, with the values RDMA_NLDEV_ATTR_PORT_PHYS_STATE carries.
 const (
-	PhysSleep             PhysState = 1
-	PhysPolling           PhysState = 2
-	PhysDisabled          PhysState = 3
-	PhysTraining          PhysState = 4 // PortConfigurationTraining
-	PhysLinkUp            PhysState = 5
-	PhysLinkErrorRecovery PhysState = 6
-	PhysPhyTest           PhysState = 7
+	PhysSleep PhysState = iota + 1
+	PhysPolling
+	PhysDisabled
+	PhysTraining // PortConfigurationTraining
+	PhysLinkUp
+	PhysLinkErrorRecovery
+	PhysPhyTest
 )
 
 var physStateNames = [...]string{

@@ -1,23 +1,20 @@
 package rdmadev
 
-import (
-	"strconv"
-
-	"github.com/goverbs/rdma/internal/abi"
-)
+import "strconv"
 
 // NodeType is the kind of RDMA node (kernel: enum rdma_node_type, also the
 // number in sysfs node_type and netlink RDMA_NLDEV_ATTR_DEV_NODE_TYPE).
 type NodeType uint8
 
+// Node types, numbered from 1 as in the kernel's enum.
 const (
-	NodeCA          NodeType = 1 // channel adapter: InfiniBand HCAs, RoCE NICs, rxe
-	NodeSwitch      NodeType = 2
-	NodeRouter      NodeType = 3
-	NodeRNIC        NodeType = 4 // iWARP
-	NodeUSNIC       NodeType = 5
-	NodeUSNICUDP    NodeType = 6
-	NodeUnspecified NodeType = 7
+	NodeCA NodeType = iota + 1 // channel adapter: InfiniBand HCAs, RoCE NICs, rxe
+	NodeSwitch
+	NodeRouter
+	NodeRNIC // iWARP
+	NodeUSNIC
+	NodeUSNICUDP
+	NodeUnspecified
 )
 
 var nodeTypeNames = [...]string{
@@ -52,11 +49,11 @@ func (t NodeType) Transport() Transport {
 type Transport int
 
 const (
-	TransportIB          Transport = 0
-	TransportIWARP       Transport = 1
-	TransportUSNIC       Transport = 2
-	TransportUSNICUDP    Transport = 3
-	TransportUnspecified Transport = 4
+	TransportIB Transport = iota
+	TransportIWARP
+	TransportUSNIC
+	TransportUSNICUDP
+	TransportUnspecified
 )
 
 var transportNames = [...]string{
@@ -78,29 +75,30 @@ func (t Transport) String() string {
 // mismatch with EINVAL (kernel: core/uverbs_ioctl.c ib_uverbs_cmd_verbs).
 type DriverID uint32
 
-// Driver ids of <rdma/ib_user_ioctl_verbs.h>. The enum is append-only ABI.
+// Driver ids: enum rdma_driver_id counts from 0 in this order and only
+// grows (ABI); a test checks them against the UAPI header's values.
 const (
-	DriverUnknown   DriverID = abi.RDMA_DRIVER_UNKNOWN
-	DriverMLX5      DriverID = abi.RDMA_DRIVER_MLX5
-	DriverMLX4      DriverID = abi.RDMA_DRIVER_MLX4
-	DriverCXGB3     DriverID = abi.RDMA_DRIVER_CXGB3
-	DriverCXGB4     DriverID = abi.RDMA_DRIVER_CXGB4
-	DriverMTHCA     DriverID = abi.RDMA_DRIVER_MTHCA
-	DriverBNXTRE    DriverID = abi.RDMA_DRIVER_BNXT_RE
-	DriverOCRDMA    DriverID = abi.RDMA_DRIVER_OCRDMA
-	DriverNES       DriverID = abi.RDMA_DRIVER_NES
-	DriverIRDMA     DriverID = abi.RDMA_DRIVER_IRDMA
-	DriverVMWPVRDMA DriverID = abi.RDMA_DRIVER_VMW_PVRDMA
-	DriverQEDR      DriverID = abi.RDMA_DRIVER_QEDR
-	DriverHNS       DriverID = abi.RDMA_DRIVER_HNS
-	DriverUSNIC     DriverID = abi.RDMA_DRIVER_USNIC
-	DriverRXE       DriverID = abi.RDMA_DRIVER_RXE
-	DriverHFI1      DriverID = abi.RDMA_DRIVER_HFI1
-	DriverQIB       DriverID = abi.RDMA_DRIVER_QIB
-	DriverEFA       DriverID = abi.RDMA_DRIVER_EFA
-	DriverSIW       DriverID = abi.RDMA_DRIVER_SIW
-	DriverERDMA     DriverID = abi.RDMA_DRIVER_ERDMA
-	DriverMANA      DriverID = abi.RDMA_DRIVER_ERDMA + 1 // RDMA_DRIVER_MANA: 6.2+ headers; the enum only grows
+	DriverUnknown DriverID = iota
+	DriverMLX5
+	DriverMLX4
+	DriverCXGB3
+	DriverCXGB4
+	DriverMTHCA
+	DriverBNXTRE
+	DriverOCRDMA
+	DriverNES
+	DriverIRDMA
+	DriverVMWPVRDMA
+	DriverQEDR
+	DriverHNS
+	DriverUSNIC
+	DriverRXE
+	DriverHFI1
+	DriverQIB
+	DriverEFA
+	DriverSIW
+	DriverERDMA
+	DriverMANA // 6.2 on; the pinned 6.1 headers end at ERDMA
 )
 
 var driverNames = [...]string{
