@@ -6,7 +6,6 @@ import (
 	"github.com/goverbs/rdma/internal/abi"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,18 +225,6 @@ func delOnCleanup(t *testing.T, name string) {
 	})
 }
 
-func run(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Fatalf("%s is needed for this test (Debian: iproute2, ibverbs-utils): %v", name, err)
-	}
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func TestLabLinkAddDel(t *testing.T) {
 	requireLab(t)
 	addVeth(t, "gvnl0a", "gvnl0b")
@@ -255,10 +242,10 @@ func TestLabLinkAddDel(t *testing.T) {
 		t.Errorf("gvrxe0: %+v, want one port on gvnl0a, driver rxe", d)
 	}
 	checkAgainstSysfs(t, d)
-	if out := run(t, "rdma", "link", "show"); !strings.Contains(out, "link gvrxe0/1 ") || !strings.Contains(out, "netdev gvnl0a") {
+	if out := testutil.RunTool(t, "rdma", "link", "show"); !strings.Contains(out, "link gvrxe0/1 ") || !strings.Contains(out, "netdev gvnl0a") {
 		t.Errorf("`rdma link show` does not list gvrxe0 on gvnl0a:\n%s", out)
 	}
-	if out := run(t, "ibv_devices"); !strings.Contains(out, "gvrxe0") {
+	if out := testutil.RunTool(t, "ibv_devices"); !strings.Contains(out, "gvrxe0") {
 		t.Errorf("ibv_devices does not list gvrxe0:\n%s", out)
 	}
 
@@ -281,7 +268,7 @@ func TestLabLinkAddDel(t *testing.T) {
 
 	// iproute2's, seen by us.
 	delOnCleanup(t, "gvrxe2")
-	run(t, "rdma", "link", "add", "gvrxe2", "type", "rxe", "netdev", "gvnl0b")
+	testutil.RunTool(t, "rdma", "link", "add", "gvrxe2", "type", "rxe", "netdev", "gvnl0b")
 	d2, err := DeviceByName("gvrxe2")
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +285,7 @@ func TestLabLinkAddDel(t *testing.T) {
 			t.Errorf("%s still listed after LinkDel: %v", name, err)
 		}
 	}
-	if out := run(t, "rdma", "link", "show"); strings.Contains(out, "gvrxe") {
+	if out := testutil.RunTool(t, "rdma", "link", "show"); strings.Contains(out, "gvrxe") {
 		t.Errorf("`rdma link show` still lists deleted links:\n%s", out)
 	}
 	if err := LinkDel("gvrxe0"); !errors.Is(err, ErrDeviceNotFound) {

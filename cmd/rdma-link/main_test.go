@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -122,18 +121,6 @@ func TestRun(t *testing.T) {
 // Lab test: the command against the real kernel, cross-checked with
 // iproute2 and rdma-core.
 
-func labTool(t *testing.T, name string, args ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		t.Fatalf("%s is needed for this test (Debian: iproute2, ibverbs-utils): %v", name, err)
-	}
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func TestLabCommand(t *testing.T) {
 	testutil.RequireRDMA(t)
 	testutil.RequireRoot(t)
@@ -168,20 +155,20 @@ func TestLabCommand(t *testing.T) {
 	if out, errOut, code := rdmaLink("add", "gvrl0", "netdev", "gvrl0a"); code != 0 {
 		t.Fatalf("rdma-link add: exit %d\n%s%s", code, out, errOut)
 	}
-	if out := labTool(t, "rdma", "link", "show"); !strings.Contains(out, "link gvrl0/1 state ACTIVE physical_state LINK_UP netdev gvrl0a") {
+	if out := testutil.RunTool(t, "rdma", "link", "show"); !strings.Contains(out, "link gvrl0/1 state ACTIVE physical_state LINK_UP netdev gvrl0a") {
 		t.Errorf("`rdma link show` does not list gvrl0 on gvrl0a:\n%s", out)
 	}
-	if out := labTool(t, "ibv_devices"); !strings.Contains(out, "gvrl0") {
+	if out := testutil.RunTool(t, "ibv_devices"); !strings.Contains(out, "gvrl0") {
 		t.Errorf("ibv_devices does not list gvrl0:\n%s", out)
 	}
 
 	// Added by iproute2, seen by rdma-link, in the same words.
-	labTool(t, "rdma", "link", "add", "gvrl1", "type", "rxe", "netdev", "gvrl0b")
+	testutil.RunTool(t, "rdma", "link", "add", "gvrl1", "type", "rxe", "netdev", "gvrl0b")
 	ours, errOut, code := rdmaLink("show", "gvrl1")
 	if code != 0 {
 		t.Fatalf("rdma-link show gvrl1: exit %d: %s", code, errOut)
 	}
-	theirs := labTool(t, "rdma", "link", "show", "gvrl1/1")
+	theirs := testutil.RunTool(t, "rdma", "link", "show", "gvrl1/1")
 	if strings.TrimSpace(ours) != strings.TrimSpace(theirs) ||
 		!strings.Contains(ours, "link gvrl1/1 state ACTIVE physical_state LINK_UP netdev gvrl0b") {
 		t.Errorf("rdma-link show gvrl1:\n%s\nrdma link show gvrl1/1:\n%s", ours, theirs)
@@ -202,7 +189,7 @@ func TestLabCommand(t *testing.T) {
 			t.Errorf("rdma-link del %s: exit %d: %s", n, code, errOut)
 		}
 	}
-	if out := labTool(t, "rdma", "link", "show"); strings.Contains(out, "gvrl") {
+	if out := testutil.RunTool(t, "rdma", "link", "show"); strings.Contains(out, "gvrl") {
 		t.Errorf("`rdma link show` still lists deleted links:\n%s", out)
 	}
 	if _, errOut, code := rdmaLink("del", "gvrl0"); code != 1 || !strings.Contains(errOut, "no RDMA device") {

@@ -1,17 +1,5 @@
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/goverbs/rdma/cmd/internal/tutorial"
 
-	"github.com/goverbs/rdma/cmd/internal/tutorial"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := tutorial.Main(ctx, true, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { tutorial.Run(true) }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 )
 
 // Exit codes of rdma-server and rdma-client.
@@ -46,4 +49,13 @@ func Main(ctx context.Context, server bool, args []string, stdout, stderr io.Wri
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 	return ExitFailed
+}
+
+// Run is the whole program: Main with the process's arguments, standard
+// streams and a context that SIGINT and SIGTERM end, then exit.
+func Run(server bool) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, server, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
