@@ -478,13 +478,8 @@ func churnServe(ctx context.Context, c *Conn) error {
 func TestShutdown(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
-	accepted := acceptOne(ctx, t, l)
-	c, err := Dial(ctx, l.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialAccepted(ctx, t, l)
 	defer c.Close()
-	s := <-accepted
 	defer s.Close()
 	buf, err := uverbs.AllocBuffer(4096)
 	if err != nil {

@@ -243,12 +243,7 @@ func killedClient(addr string) {
 func TestTeardownWithUnreadEvents(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
-	accepted := acceptOne(ctx, t, l)
-	c, err := Dial(ctx, l.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := <-accepted
+	c, sc := dialAccepted(ctx, t, l)
 	// The client disconnects; the server's DISCONNECTED (and the client's)
 	// stay queued, unread. Then everything closes, listener first.
 	if err := c.Disconnect(); err != nil {
@@ -259,7 +254,7 @@ func TestTeardownWithUnreadEvents(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the server got no DISCONNECTED")
 	}
-	err = within(t, 10*time.Second, "closing with unread events", func() error {
+	err := within(t, 10*time.Second, "closing with unread events", func() error {
 		return errors.Join(l.Close(), sc.Close(), c.Close())
 	})
 	if err != nil {

@@ -28,6 +28,17 @@ func acceptOne(ctx context.Context, t *testing.T, l *Listener) <-chan *Conn {
 	return accepted
 }
 
+// dialAccepted dials l and returns both ends of the connection.
+func dialAccepted(ctx context.Context, t *testing.T, l *Listener) (client, server *Conn) {
+	t.Helper()
+	accepted := acceptOne(ctx, t, l)
+	c, err := Dial(ctx, l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, <-accepted
+}
+
 func connectPair(t *testing.T, ctx context.Context, listenAddr string, scfg, ccfg *Config) (server, client *Conn) {
 	t.Helper()
 	l, err := Listen(ctx, listenAddr, scfg)

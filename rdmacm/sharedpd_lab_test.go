@@ -24,16 +24,7 @@ func TestSharedPD(t *testing.T) {
 	if dev.Name != labDeviceOf(t, srv) || port != 1 {
 		t.Fatalf("DeviceForAddr(%v) = %s port %d, want %s port 1", srv, dev.Name, port, labDeviceOf(t, srv))
 	}
-	vdev, err := uverbs.OpenDevice(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vdev.Close()
-	pd, err := vdev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pd.Close()
+	_, pd := openPD(t, dev.Name)
 	buf, err := uverbs.AllocBuffer(8192)
 	if err != nil {
 		t.Fatal(err)
@@ -126,19 +117,26 @@ func TestSharedPD(t *testing.T) {
 func TestPDOnWrongDevice(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
-	vdev, err := uverbs.Open(loDevice(t))
+	vdev, pd := openPD(t, loDevice(t))
+	_, err := Dial(ctx, l.Addr().String(), &Config{PD: pd})
+	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "the PD is on device "+vdev.Name()) {
+		t.Fatalf("dial with a PD of %s: %v", vdev.Name(), err)
+	}
+}
+
+// openPD opens the device called name and allocates a PD there; both are
+// closed when the test ends.
+func openPD(t *testing.T, name string) (*uverbs.Device, *uverbs.PD) {
+	t.Helper()
+	vdev, err := uverbs.Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer vdev.Close()
+	t.Cleanup(func() { vdev.Close() })
 	pd, err := vdev.AllocPD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pd.Close()
-	_, err = Dial(ctx, l.Addr().String(), &Config{PD: pd})
-	if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "the PD is on device "+vdev.Name()) {
-		t.Fatalf("dial with a PD of %s: %v", vdev.Name(), err)
-	}
-
+	t.Cleanup(func() { pd.Close() })
+	return vdev, pd
 }

@@ -16,7 +16,7 @@ import (
 
 // openLoopback opens the lab's rxe device on lo and closes it at the end of
 // the test.
-func openLoopback(t *testing.T) *Device {
+func openLoopback(t testing.TB) *Device {
 	t.Helper()
 	name := testutil.LoopbackDevice(t)
 	c, err := Open(name)
@@ -25,7 +25,7 @@ func openLoopback(t *testing.T) *Device {
 	}
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("Close: %v", err)
+			t.Errorf("Device.Close: %v", err)
 		}
 	})
 	return c

@@ -35,16 +35,7 @@ type verbsEnv struct {
 // closed at the end of the test, in order, with errors reported.
 func newVerbsEnv(t testing.TB) *verbsEnv {
 	t.Helper()
-	name := testutil.LoopbackDevice(t)
-	c, err := Open(name)
-	if err != nil {
-		t.Fatalf("Open(%q): %v", name, err)
-	}
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("Device.Close: %v", err)
-		}
-	})
+	c := openLoopback(t)
 	lo := net.ParseIP("127.0.0.1")
 	idx, err := c.GIDIndexForIP(1, lo)
 	if err != nil {

@@ -362,16 +362,17 @@ func portString(s uverbs.PortState) string {
 	return "PORT_" + s.String()
 }
 
-// physString uses ibv_devinfo's spellings, which differ from the kernel's
-// (the library's) for three states.
+// physNames are ibv_devinfo's spellings where they differ from the
+// kernel's (the library's).
+var physNames = map[uverbs.PhysState]string{
+	uverbs.PhysTraining:          "PORT_CONFIGURATION TRAINNING",
+	uverbs.PhysLinkErrorRecovery: "LINK_ERROR_RECOVERY",
+	uverbs.PhysPhyTest:           "PHY TEST",
+}
+
 func physString(s uverbs.PhysState) string {
-	switch s {
-	case uverbs.PhysTraining:
-		return "PORT_CONFIGURATION TRAINNING"
-	case uverbs.PhysLinkErrorRecovery:
-		return "LINK_ERROR_RECOVERY"
-	case uverbs.PhysPhyTest:
-		return "PHY TEST"
+	if n, ok := physNames[s]; ok {
+		return n
 	}
 	return s.String()
 }

@@ -279,25 +279,43 @@ func (s *session) runBW(size int) (bwResult, error) {
 		if o.duration > 0 && s.durationOver() {
 			break
 		}
-		if s.ccnt < scnt {
-			n, err := s.reap()
+		if s.ccnt >= scnt {
+			continue
+		}
+		if _, stop, err := s.reapOrIdle(); stop || err != nil {
 			if err != nil {
 				return bwResult{}, err
 			}
-			if n == 0 {
-				if err := s.idle(); err != nil {
-					if errors.Is(err, errTimeUp) {
-						break
-					}
-					return bwResult{}, err
-				}
-			}
+			break
 		}
 	}
 	if o.duration > 0 {
 		return s.durationBW(size), nil
 	}
 	return bwStats(size, o.cqMod, s.posts, s.comps, s.clk.perUsec, o.gbits), nil
+}
+
+// stamp notes when send scnt is posted (for the latency samples) and
+// names its work request after it.
+func (s *session) stamp(wr *uverbs.SendWR, scnt int) (now int64) {
+	now = cycles()
+	if s.posts != nil {
+		s.posts[scnt] = now
+	}
+	wr.ID = uint64(scnt)
+	return now
+}
+
+// reapOrIdle takes the completions there are and, when there were none,
+// idles once (a yield, or a wait with -e); stop says the test's time is up.
+func (s *session) reapOrIdle() (n int, stop bool, err error) {
+	if n, err = s.reap(); err != nil || n > 0 {
+		return n, false, err
+	}
+	if err = s.idle(); errors.Is(err, errTimeUp) {
+		return 0, true, nil
+	}
+	return 0, false, err
 }
 
 // durationBW is the bandwidth of the sampled window (perftest in duration
@@ -328,17 +346,14 @@ func (s *session) runBWServer(size int) (bwResult, error) {
 	s.beginRun()
 	var first, last int64
 	for s.rcnt < iters {
-		n, err := s.reap()
+		n, stop, err := s.reapOrIdle()
 		if err != nil {
 			return bwResult{}, err
 		}
+		if stop {
+			break
+		}
 		if n == 0 {
-			if err := s.idle(); err != nil {
-				if errors.Is(err, errTimeUp) {
-					break
-				}
-				return bwResult{}, err
-			}
 			continue
 		}
 		now := cycles()
@@ -421,11 +436,7 @@ func (s *session) runLatSend(size int) error {
 			rcnt++
 		}
 		if scnt < iters {
-			now := cycles()
-			if s.posts != nil {
-				s.posts[scnt] = now
-			}
-			wr.ID = uint64(scnt)
+			now := s.stamp(wr, scnt)
 			scnt++
 			signaled := scnt%o.cqMod == 0 || scnt == iters
 			wr.Flags = base
@@ -478,11 +489,7 @@ func (s *session) runLatWrite(size int) error {
 			}
 		}
 		if scnt < iters {
-			now := cycles()
-			if s.posts != nil {
-				s.posts[scnt] = now
-			}
-			wr.ID = uint64(scnt)
+			now := s.stamp(wr, scnt)
 			scnt++
 			*postAt = byte(scnt)
 			if err := s.qp.PostSend(s.swr[:]); err != nil {

@@ -143,14 +143,16 @@ func (o *options) set(c byte, val string, role *string) error {
 		}
 		return n, nil
 	}
+	if on := map[byte]*bool{'P': &o.persistent, 'v': &o.verbose, 'V': &o.validate, 'd': &o.debug}[c]; on != nil {
+		*on = true
+		return nil
+	}
 	var err error
 	switch c {
 	case 'a':
 		o.addr = val
 	case 'I':
 		o.source = val
-	case 'P':
-		o.persistent = true
 	case 'p':
 		if o.port, err = num(); err == nil && (o.port < 0 || o.port > 65535) {
 			err = cmdline.Usagef("-p %d: not a port", o.port)
@@ -169,12 +171,6 @@ func (o *options) set(c byte, val string, role *string) error {
 			return cmdline.Usagef("-s and -c: give one")
 		}
 		*role = r
-	case 'v':
-		o.verbose = true
-	case 'V':
-		o.validate = true
-	case 'd':
-		o.debug = true
 	case 'q':
 		return cmdline.Usagef("-q (a QP created and moved without the CM) is not supported")
 	default:

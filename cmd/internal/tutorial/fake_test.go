@@ -90,11 +90,18 @@ func (e *fakeEP) complete(wc uverbs.WC) {
 	e.cq <- wc
 }
 
+// flushed completes work posted to a closed endpoint as flushed.
+func (e *fakeEP) flushed(id uint64) bool {
+	if e.closed {
+		e.complete(uverbs.WC{ID: id, Status: uverbs.WCFlushError})
+	}
+	return e.closed
+}
+
 func (e *fakeEP) PostSend(wr uverbs.SendWR) error {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
-	if e.closed {
-		e.complete(uverbs.WC{ID: wr.ID, Status: uverbs.WCFlushError})
+	if e.flushed(wr.ID) {
 		return nil
 	}
 	ok := func(op uverbs.WCOpcode, n int) {
@@ -203,8 +210,7 @@ func (e *fakeEP) receive(data []byte, op uverbs.WCOpcode, imm uint32, withImm bo
 func (e *fakeEP) PostRecv(wr uverbs.RecvWR) error {
 	e.f.mu.Lock()
 	defer e.f.mu.Unlock()
-	if e.closed {
-		e.complete(uverbs.WC{ID: wr.ID, Status: uverbs.WCFlushError})
+	if e.flushed(wr.ID) {
 		return nil
 	}
 	e.recvs = append(e.recvs, wr)
