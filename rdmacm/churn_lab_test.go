@@ -317,6 +317,7 @@ func readLabState(t *testing.T) labState {
 // back to what they were.
 func TestChurn(t *testing.T) {
 	ctx := testCtx(t)
+	labAddrs(t) // outside the lab: skips, saying how to run it
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
