@@ -293,7 +293,7 @@ func (id *ID) queryLocked() (Info, error) {
 }
 
 // queryDeviceLocked learns the ID's device from QUERY(ADDR) and finds it
-// among the uverbs devices (docs/abi.md: by node GUID and ibdev_index as
+// among the uverbs devices (docs/abi.md §4.7: by node GUID and ibdev_index as
 // librdmacm's ucma_get_device does, through the process's device cache,
 // devices.go). An ID bound to a wildcard address has no device yet
 // (node_guid 0). It keeps the addresses too.
@@ -372,7 +372,7 @@ func (id *ID) SetReuseAddr(on bool) error {
 
 // SetACKTimeout sets the ACK timeout of the ID's QP to 4.096 µs × 2^t
 // instead of the one derived from the packet lifetime (19 on 6.1, 17 on
-// 6.12 for RoCE: abi-reference §4.9). Set it before the QP is moved to RTS
+// 6.12 for RoCE: docs/abi.md §4.9). Set it before the QP is moved to RTS
 // (before Connect or Accept).
 //
 // rdma-core: rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT).

@@ -42,7 +42,7 @@ type ConnParam struct {
 var DefaultConnParam = ConnParam{ResponderResources: 255, InitiatorDepth: 255, RetryCount: 7, RNRRetryCount: 7}
 
 // Private data limits of the IB CM messages once the CM's own header for IP
-// addressing is taken off (abi-reference §4.3).
+// addressing is taken off (docs/abi.md §4.3).
 const (
 	MaxConnectPrivateData = 56  // REQ
 	MaxAcceptPrivateData  = 196 // REP
@@ -240,7 +240,7 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 // MaxConnectPrivateData bytes; MaxUDConnectData for UD) and waits until
 // the connection is established. For RC, on the reply it moves the QP to
 // RTR and RTS and sends the final ACCEPT (the RTU), as librdmacm does
-// (abi-reference §4.4), and returns the reply's event, whose PrivateData is
+// (docs/abi.md §4.4), and returns the reply's event, whose PrivateData is
 // the peer's. For UD it returns the ESTABLISHED event with the peer's QP
 // number, QKey and address.
 //

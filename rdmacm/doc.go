@@ -50,7 +50,7 @@
 // ACCEPT without parameters, which makes the kernel send the RTU. Only then
 // is the connection reported established. The passive side moves its QP to
 // RTS before accepting (the CM allows it in state REQ_RCVD). See
-// abi-reference §4.4 and §4.5, and rdma-core librdmacm/cma.c
+// docs/abi.md §4.4 and §4.5, and rdma-core librdmacm/cma.c
 // ucma_process_conn_resp and rdma_accept.
 //
 // # Private data

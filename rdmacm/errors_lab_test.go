@@ -14,8 +14,8 @@ import (
 	"github.com/goverbs/rdma/uverbs"
 )
 
-// Connection failures a user must be able to tell apart (reliability-study
-// §4.5 items 13-15): each is a typed error, within a bounded time.
+// Connection failures a user must be able to tell apart (docs/robustness.md
+// §1 items 13-15): each is a typed error, within a bounded time.
 
 // within fails the test if f takes longer than limit: a hang guard, with a
 // generous limit, not a timing target.

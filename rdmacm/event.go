@@ -137,7 +137,7 @@ func ahFromKernel(a *abi.UverbsAHAttr) uverbs.AHAttr {
 }
 
 // beUint64 reads 8 raw big-endian bytes the kernel stored in a u64 field
-// (node_guid of the query responses is be64, abi-reference §4.2).
+// (node_guid of the query responses is be64, docs/abi.md §4.2).
 func beUint64(v uint64) uint64 {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], v)

@@ -22,7 +22,7 @@ import (
 // with many RDMA WRITEs in flight; the peer guest is powered off mid-transfer.
 // The client's QP must report IBV_WC_RETRY_EXC_ERR within the time its ACK
 // timeout and retry count give, every posted work request must come back,
-// and closing must neither hang nor leak (reliability-study §4.5 item 12).
+// and closing must neither hang nor leak (docs/robustness.md §1 item 12).
 
 const (
 	hostLossPort  = 7500

@@ -127,7 +127,7 @@ func TestManyClients(t *testing.T) {
 
 // TestClientKilled: a client process killed mid-connection gives the server
 // a DISCONNECTED and flushed completions for its connection only; another
-// client's connection goes on (reliability-study §4.5 item 11).
+// client's connection goes on (docs/robustness.md §1 item 11).
 func TestClientKilled(t *testing.T) {
 	if addr := os.Getenv("GOVERBS_RDMACM_KILLED_CLIENT"); addr != "" {
 		killedClient(addr)
@@ -239,7 +239,7 @@ func killedClient(addr string) {
 }
 
 // TestTeardownWithUnreadEvents: closing connections whose events nobody
-// read never blocks (reliability-study §4.5 item 20).
+// read never blocks (docs/robustness.md §1 item 20).
 func TestTeardownWithUnreadEvents(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Bad inputs and failure injections (reliability-study §4.5) on the lab's
+// Bad inputs and failure injections (docs/robustness.md §1) on the lab's
 // rxe device on lo. Every case checks the exact outcome (the completion
 // status, the async event or the Go error with its errno and text) and that
 // nothing is lost: every work request posted comes back as exactly one
@@ -191,7 +191,7 @@ func badKey(k uint32) uint32 { return k ^ 0x5a }
 // and the MR's rights (kernel: sw/rxe/rxe_resp.c check_rkey), answers with a
 // NAK "remote access error" and moves itself to ERR; the requester completes
 // the request with IBV_WC_REM_ACCESS_ERR and moves to ERR too, which flushes
-// everything behind it (reliability-study §3, §4.5 items 1-2). Nothing is
+// everything behind it (docs/robustness.md §3, §1 items 1-2). Nothing is
 // written to the target.
 func TestBadRemoteAccess(t *testing.T) {
 	e := newVerbsEnv(t)
@@ -452,7 +452,7 @@ func TestBadRecvLKey(t *testing.T) {
 	}
 }
 
-// A SEND longer than the receive buffer (RC). reliability-study §4.5 item 4
+// A SEND longer than the receive buffer (RC). docs/robustness.md §1 item 4
 // expected the length error path (NAK "invalid request"); what rxe does on
 // both 6.1 and 6.12 (observed in the lab) is the malformed-WQE path
 // (kernel: sw/rxe/rxe_resp.c send_data_in: copy_data fails ->
@@ -527,7 +527,7 @@ func TestBadRNRRetryExceeded(t *testing.T) {
 }
 
 // Zero-length SEND, RDMA WRITE, WRITE WITH IMM and RDMA READ succeed with
-// byte_len 0 (reliability-study §4.5 item 10; kernel: sw/rxe/rxe_resp.c
+// byte_len 0 (docs/robustness.md §1 item 10; kernel: sw/rxe/rxe_resp.c
 // check_rkey: "A zero-byte op is not required to set an addr or rkey").
 // Nothing is written anywhere.
 func TestBadZeroLength(t *testing.T) {
@@ -580,7 +580,7 @@ func TestBadZeroLength(t *testing.T) {
 // posts. rxe finds the ring full, raises IBV_EVENT_CQ_ERR naming the CQ (its
 // user handle) and the responder moves its QP to ERR (kernel:
 // sw/rxe/rxe_cq.c rxe_cq_post, rxe_resp.c do_complete ->
-// RESPST_ERR_CQ_OVERFLOW; abi-reference §3.9). The completion that did not fit
+// RESPST_ERR_CQ_OVERFLOW; docs/abi.md §3.9). The completion that did not fit
 // is lost: that is what an overflow means. The requester gets no ACK for that
 // message, and after its retries IBV_WC_RETRY_EXC_ERR; what follows is
 // flushed. A small ACK timeout keeps this short.
@@ -657,7 +657,7 @@ func TestBadCQOverflow(t *testing.T) {
 }
 
 // Queue overflow: posting to a full send or receive queue is refused at post
-// time with ErrQueueFull (ENOMEM, rdma-core's errno; reliability-study §4.5
+// time with ErrQueueFull (ENOMEM, rdma-core's errno; docs/robustness.md §1
 // item 6), nothing of the call is written, and the requests already queued
 // complete normally. The send queue is kept full by RNR: the peer has no
 // receive posted, and rnr_retry 7 retries forever.
@@ -772,7 +772,7 @@ func TestBadQueueOverflow(t *testing.T) {
 }
 
 // Work requests the library refuses at post time, as rdma-core's rxe provider
-// does (providers/rxe/rxe.c validate_send_wr; reliability-study §4.5 item 5):
+// does (providers/rxe/rxe.c validate_send_wr; docs/robustness.md §1 item 5):
 // EINVAL, a *PostError naming the request, a text that says what to do, and
 // nothing written to the ring; the QP stays usable.
 func TestBadPostTimeValidation(t *testing.T) {
@@ -859,7 +859,7 @@ func TestBadPostTimeValidation(t *testing.T) {
 
 // Posting in a state that does not allow it: receives need INIT or later,
 // sends RTS or later (rdma-core refuses receives in RESET; the kernel refuses
-// the send doorbell before RTS, abi-reference §3.7). The library refuses
+// the send doorbell before RTS, docs/abi.md §3.7). The library refuses
 // before writing anything: ErrQPState, EINVAL, and a text that names the
 // state and says from which state to post.
 func TestBadPostInWrongState(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/goverbs/rdma/internal/testutil"
 )
 
-// Object lifetime misuse (reliability-study §4.5 items 17-19): closing twice,
+// Object lifetime misuse (docs/robustness.md §1 items 17-19): closing twice,
 // using closed objects, closing parents before their children. The library
 // must answer each with a clear error or a no-op, never crash, never touch an
 // unmapped ring and never send the kernel a stale handle.

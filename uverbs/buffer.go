@@ -13,7 +13,7 @@ import (
 
 // Buffer is off-heap memory for RDMA: a page-aligned private anonymous
 // mapping that the Go garbage collector never frees or moves, which makes it
-// the memory to register with PD.RegMR (abi-reference §6 pitfall 2).
+// the memory to register with PD.RegMR (docs/abi.md §6.2).
 //
 // Close unmaps it; Close refuses (ErrBusy) while an MR registers any part of
 // it. Close is idempotent and safe on a nil *Buffer.

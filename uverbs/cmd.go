@@ -18,7 +18,7 @@ import (
 // duration of the system call: the kernel writes responses through addresses
 // stored inside the command as plain integers, which the garbage collector
 // neither follows nor keeps alive, and goroutine stacks move
-// (abi-reference §6 pitfall 1).
+// (docs/abi.md §6.1).
 
 // bytesOf views the memory of a fixed-size ABI struct. The struct must be one
 // of the generated types in internal/abi (no Go pointers inside).

@@ -28,7 +28,7 @@ func pipeFD(t *testing.T) (*sys.FD, *os.File) {
 }
 
 // The write() header as the kernel reads it (kernel: uverbs_main.c
-// ib_uverbs_write, verify_hdr; abi-reference §2.1): command u32 @0,
+// ib_uverbs_write, verify_hdr; docs/abi.md §2.1): command u32 @0,
 // in_words u16 @4 counting the header, out_words u16 @6; the body follows,
 // its first 8 bytes the response pointer.
 func TestWriteCmdEncoding(t *testing.T) {
@@ -75,7 +75,7 @@ func TestWriteCmdRejectsBadSizes(t *testing.T) {
 	}
 }
 
-// The extended header (abi-reference §2.2): command has bit 31 set,
+// The extended header (docs/abi.md §2.2): command has bit 31 set,
 // in_words/out_words count 8-byte words of the core structs without the
 // headers, ex header {response u64, provider_in_words u16,
 // provider_out_words u16, reserved u32}, then the core request and the
@@ -123,7 +123,7 @@ func TestWriteExCmdEncoding(t *testing.T) {
 	}
 }
 
-// The ioctl layout (abi-reference §2.3): header {length, object_id,
+// The ioctl layout (docs/abi.md §2.3): header {length, object_id,
 // method_id, num_attrs, reserved1 u64, driver_id u32, reserved2 u32}, then
 // 16-byte attributes {attr_id, len, flags, attr_data, data u64}; values of
 // up to 8 bytes travel inline, larger ones and outputs by pointer.

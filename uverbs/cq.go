@@ -17,7 +17,7 @@ type CQInit struct {
 	// Depth is the minimum number of completions the CQ must hold. Size it
 	// for every work request that can be outstanding on the QPs that use
 	// it: a CQ that overflows raises EventCQErr, and its QPs go to the
-	// error state (abi-reference §6 pitfall 6). The kernel rounds it up;
+	// error state (docs/abi.md §6.6). The kernel rounds it up;
 	// CQ.Depth tells the real size.
 	Depth int
 	// Channel, if not nil, receives a notification when the CQ is armed
@@ -141,7 +141,7 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 }
 
 // mapCQ maps a CQ ring described by the driver's mmap info and checks its
-// header (rxe: struct rxe_queue_buf with 128-byte slots, abi-reference §3.4).
+// header (rxe: struct rxe_queue_buf with 128-byte slots, docs/abi.md §3.4).
 func (c *Device) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
 	m, err := c.mmapRing(op, mi, "cq ring")
 	if err != nil {
@@ -235,7 +235,7 @@ func (cq *CQ) pull() bool {
 // ReqNotify arms the CQ: the next completion (with solicitedOnly, the next
 // solicited receive or any failed one) sends one notification to the CQ's
 // completion channel (write() command REQ_NOTIFY_CQ; rxe has no
-// user-mapped arm flag, abi-reference §3.10). It allocates nothing.
+// user-mapped arm flag, docs/abi.md §3.10). It allocates nothing.
 //
 // rdma-core: ibv_req_notify_cq.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {

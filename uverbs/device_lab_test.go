@@ -123,7 +123,7 @@ func TestOpenUnknownName(t *testing.T) {
 	}
 }
 
-// The rxe limits of abi-reference §3.16 and the identity discovery found.
+// The rxe limits of docs/abi.md §3.16 and the identity discovery found.
 func TestQueryDevice(t *testing.T) {
 	c := openLoopback(t)
 	a, err := c.Query()
@@ -167,7 +167,7 @@ func TestQueryDevice(t *testing.T) {
 		t.Errorf("capability flags %v lack SYS_IMAGE_GUID or MEM_MGT_EXTENSIONS", a.DeviceCapFlags)
 	}
 	// Kernel 6.2+ rxe reports FLUSH and ATOMIC_WRITE above bit 31, which
-	// only the extended query carries (abi-reference §3.16).
+	// only the extended query carries (docs/abi.md §3.16).
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	release := unix.ByteSliceToString(uts.Release[:])
@@ -214,7 +214,7 @@ func TestQueryPortTransports(t *testing.T) {
 }
 
 // The GID table through the ioctl ABI equals the sysfs view; on the lab's
-// lo device index 1 is ::ffff:127.0.0.1 (testing.md).
+// lo device index 1 is ::ffff:127.0.0.1 (docs/testing.md §3).
 func TestGIDs(t *testing.T) {
 	c := openLoopback(t)
 	gids, err := c.GIDs(1)
@@ -291,7 +291,7 @@ func TestIoctlDriverIDChecked(t *testing.T) {
 }
 
 // A write command disabled for rxe (POLL_CQ: rxe polls in user space,
-// abi-reference §2.5) is reported as not supported.
+// docs/abi.md §2.5) is reported as not supported.
 func TestWriteDisabledCommand(t *testing.T) {
 	c := openLoopback(t)
 	req := make([]byte, 16) // response, cq_handle, ne

@@ -11,7 +11,7 @@ import (
 )
 
 // fakeSysfs builds a sysfs tree like the one rxe creates
-// (abi-reference §1.2) and points discovery at it.
+// (docs/abi.md §1.2) and points discovery at it.
 func fakeSysfs(t *testing.T, globalABI string, devs ...string) string {
 	t.Helper()
 	root := t.TempDir()

@@ -18,7 +18,7 @@ type EventType uint32
 
 // Async event types. rxe raises CQErr (CQ overflow), SQDrained,
 // SRQLimitReached, QPLastWQEReached (kernel 6.12, SRQ QPs) and, through the
-// core, PortActive, PortErr and GIDChange (abi-reference §3.13).
+// core, PortActive, PortErr and GIDChange (docs/abi.md §3.13).
 const (
 	EventCQErr            EventType = 0
 	EventQPFatal          EventType = 1

@@ -18,11 +18,11 @@ import (
 	"github.com/goverbs/rdma/internal/testutil"
 )
 
-// RLIMIT_MEMLOCK (reliability-study §4.5 item 22): the kernel charges the
+// RLIMIT_MEMLOCK (docs/robustness.md §1 item 22): the kernel charges the
 // pages an MR pins to the process and refuses a registration past
 // RLIMIT_MEMLOCK with ENOMEM, or any registration with EPERM when the limit is
 // 0, unless the process has CAP_IPC_LOCK (kernel: core/umem.c ib_umem_get,
-// mm/mlock.c can_do_mlock; abi-reference §3.15). Root has that capability, so
+// mm/mlock.c can_do_mlock; docs/abi.md §3.15). Root has that capability, so
 // the case runs in a child process of the test binary as user nobody
 // (65534), whose limit the parent lowers with prlimit before letting it go
 // on.

@@ -70,7 +70,7 @@ func OpenDevice(dev DeviceInfo) (*Device, error) {
 		return nil, &OpError{Op: "open " + dev.Name, Err: fmt.Errorf("%v: %w", err, ErrNotSupported)}
 	}
 	// O_RDWR: mmap of driver rings needs a writable descriptor
-	// (abi-reference §1.5). sys.Open adds O_CLOEXEC.
+	// (docs/abi.md §1.5). sys.Open adds O_CLOEXEC.
 	fd, err := sys.Open(dev.Path, unix.O_RDWR, "uverbs "+dev.Name)
 	if err != nil {
 		return nil, explainOpenError(dev, err)
@@ -103,7 +103,7 @@ func explainOpenError(dev DeviceInfo, err error) error {
 // getContext issues GET_CONTEXT through write(): unlike the ioctl method it
 // also creates the context's default async event file and returns its
 // descriptor (kernel: core/uverbs_cmd.c ib_uverbs_get_context;
-// abi-reference §2.6). rxe has no driver data for this command.
+// docs/abi.md §2.6). rxe has no driver data for this command.
 func (c *Device) getContext() error {
 	const op = "get_context"
 	var req abi.UverbsGetContext

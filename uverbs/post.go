@@ -151,7 +151,7 @@ var (
 	ErrUDAddress          = rxe.ErrUDAddress
 	// ErrQPState: the QP's state does not allow posting: receives need
 	// INIT or later, sends RTS or later (the kernel refuses the doorbell
-	// before RTS, abi-reference §3.7).
+	// before RTS, docs/abi.md §3.7).
 	ErrQPState error = &qpStateError{}
 )
 

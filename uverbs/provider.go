@@ -27,7 +27,7 @@ func (c *Device) requireRXE(op string) error {
 
 // mmapRing maps one driver queue described by mmap info from a create or
 // resize response: MAP_SHARED, on the same descriptor, once (kernel:
-// sw/rxe/rxe_mmap.c rxe_mmap; abi-reference §3.3).
+// sw/rxe/rxe_mmap.c rxe_mmap; docs/abi.md §3.3).
 func (c *Device) mmapRing(op string, mi abi.RxeMminfo, what string) (*sys.Mapping, error) {
 	if mi.Size == 0 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned no mmap information for the %s", what)}

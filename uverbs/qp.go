@@ -99,7 +99,7 @@ type QP struct {
 
 // doorbell is the write() command POST_SEND with wr_count 0, which makes
 // rxe run the QP's requester on the WQEs already in the send ring
-// (rdma-core providers/rxe/rxe.c post_send_db; abi-reference §3.7). It lives
+// (rdma-core providers/rxe/rxe.c post_send_db; docs/abi.md §3.7). It lives
 // in an mmap'd page so that the response pointer inside it always points at
 // memory that cannot move, and PostSend builds nothing.
 type doorbell struct {
@@ -112,7 +112,7 @@ const doorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.Uverbs
 
 // CreateQP creates a QP in the RESET state (write() command CREATE_QP) and
 // maps its rings: the response's rq_mi then sq_mi (rxe_create_qp_resp), and
-// no receive ring with an SRQ (abi-reference §3.2-3.3).
+// no receive ring with an SRQ (docs/abi.md §3.2-3.3).
 //
 // The capabilities actually granted (QP.Cap) are at least those asked for:
 // the queue sizes come from the rings (their index_mask), since kernel 6.1

@@ -149,7 +149,7 @@ func ahFromDest(d *abi.UverbsQPDest) AHAttr {
 }
 
 // toAHAttr converts to struct ib_uverbs_ah_attr, the other encoding of an
-// address vector (CREATE_AH; abi-reference §3.14: fields move between the
+// address vector (CREATE_AH; docs/abi.md §3.14: fields move between the
 // two).
 func (a *AHAttr) toAHAttr() abi.UverbsAHAttr {
 	r := abi.UverbsAHAttr{
@@ -366,8 +366,7 @@ type InitAttr struct {
 // RTRAttr are the attributes of the INIT -> RTR transition.
 type RTRAttr struct {
 	// PathMTU is the path MTU; 0 means the port's active MTU. It must not
-	// exceed the active MTU: rxe drops larger packets (abi-reference §6
-	// pitfall 8).
+	// exceed the active MTU: rxe drops larger packets (docs/abi.md §6.8).
 	PathMTU         MTU
 	DestQPN         uint32 // the peer's QPN
 	RQPSN           uint32 // the peer's first send PSN

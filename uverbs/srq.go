@@ -212,7 +212,7 @@ func (srq *SRQ) SetLimit(n int) error {
 
 // Resize changes the number of work requests the SRQ holds (MODIFY_SRQ with
 // IB_SRQ_MAX_WR). The kernel copies the posted receives into a new ring,
-// which replaces the mapping (abi-reference §3.11).
+// which replaces the mapping (docs/abi.md §3.11).
 //
 // rdma-core: ibv_modify_srq with IBV_SRQ_MAX_WR.
 func (srq *SRQ) Resize(maxWR int) error {

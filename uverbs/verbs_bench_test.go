@@ -8,7 +8,7 @@ import (
 
 // Benchmarks on the lab's rxe0 (run with `make bench`, or go test -bench
 // with -exec rxelab). Under QEMU's TCG only ratios measured in the same
-// guest mean anything (testing.md).
+// guest mean anything (docs/testing.md §5).
 
 // benchEnv is a connected RC pair on one CQ with a registered buffer.
 type benchEnv struct {

@@ -145,7 +145,7 @@ func TestModifyQPEncoding(t *testing.T) {
 		t.Fatalf("ib_uverbs_modify_qp is %d bytes, want 112", len(b))
 	}
 	le32 := func(off int) uint32 { return *(*uint32)(unsafe.Pointer(&b[off])) }
-	// Offsets from abi-reference Appendix A (ib_uverbs_modify_qp, ib_uverbs_qp_dest).
+	// Offsets from docs/abi.md §7 (ib_uverbs_modify_qp, ib_uverbs_qp_dest).
 	checks := []struct {
 		what      string
 		got, want uint32
@@ -199,7 +199,7 @@ func TestAHAttrEncoding(t *testing.T) {
 	if len(b) != 32 {
 		t.Fatalf("ib_uverbs_ah_attr is %d bytes", len(b))
 	}
-	// abi-reference §3.14: grh{dgid@0, flow_label@16, sgid_index@20,
+	// docs/abi.md §3.14: grh{dgid@0, flow_label@16, sgid_index@20,
 	// hop_limit@21, traffic_class@22}, dlid@24, sl@26, src_path_bits@27,
 	// static_rate@28, is_global@29, port_num@30.
 	want := map[int]byte{15: 9, 16: 1, 20: 2, 21: 3, 22: 4, 24: 6, 26: 5, 27: 7, 28: 8, 29: 1, 30: 1}

@@ -11,7 +11,7 @@ import (
 
 // The basic opcodes between two QPs of ONE rxe device on a veth end: the
 // device the RDMA CM tests use, with a real Ethernet MTU (1500, so an active
-// MTU of 1024, abi-reference §3.14) instead of lo's 64K. Messages span
+// MTU of 1024, docs/abi.md §3.14) instead of lo's 64K. Messages span
 // several packets. The QPs address each other through the IPv4-mapped GID of
 // the device's address. (Traffic between the two veth devices goes through
 // the CM and is tested there.)

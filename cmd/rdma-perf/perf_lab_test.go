@@ -20,7 +20,7 @@ import (
 // iterations asked for and figures above zero. Non-CM cases run on the
 // device on lo (GID index 1 is ::ffff:127.0.0.1); -R cases connect to the
 // first veth end's address, so that the CM uses that end's device on both
-// sides (testing.md).
+// sides (docs/testing.md §3).
 
 type perfCase struct {
 	name     string

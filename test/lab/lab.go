@@ -250,7 +250,7 @@ func accelArgs(v string) ([]string, error) {
 // the host makes and hands to both QEMUs (-netdev socket,fd=N; QEMU frames
 // each Ethernet frame with a length, as it does over TCP with
 // listen=/connect=). No host network or port is involved. rxe on eth0 in
-// each guest then gives real two-host RoCEv2 (see docs/testing.md).
+// each guest then gives real two-host RoCEv2 (see docs/testing.md §3).
 var twoGuestNet = [2]proto.Net{
 	{Role: proto.RolePrimary, Netdev: "eth0", Dev: "rxe_a", Addr: "10.78.0.1", Prefix: 24, PeerDev: "rxe_b", PeerAddr: "10.78.0.2"},
 	{Role: proto.RolePeer, Netdev: "eth0", Dev: "rxe_b", Addr: "10.78.0.2", Prefix: 24, PeerDev: "rxe_a", PeerAddr: "10.78.0.1"},

@@ -6,14 +6,14 @@
 //	                                          on the host: put the section (and the host
 //	                                          benchmarks' output) between their markers
 //
-// The method is reliability-study.md section 2.4: the same guest, the same
+// The method is docs/testing.md §5: the same guest, the same
 // devices, sizes, depths, signalling (the tools' defaults, identical in
 // both), inline size (0: perftest does not enable it on rxe), the same
 // pinning (server on CPU 0, client on CPU 1 with taskset), runs interleaved
 // C, Go, C, Go for each cell, the client's figures compared: average
 // bandwidth, typical (median) latency and p99.9. Without -R on rxe0 over lo
 // (GID index 1), with -R on the first veth end, whose address makes the CM
-// use that device at both ends (testing.md: tests without the CM between
+// use that device at both ends (docs/testing.md §3: tests without the CM between
 // the two veth devices hang). Only ratios mean anything under TCG.
 package main
 
