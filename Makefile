@@ -8,6 +8,8 @@
 #                      machine, then rdma-perf against C perftest in the lab;
 #                      the ratios go into BENCHMARKS.md
 #   make demo          the programs, run in the lab
+#   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
+#                      their seed corpora also run as ordinary tests in make test
 #
 # Nothing needs installing by hand: Go modules come through the module proxy,
 # and the lab installs QEMU, the Debian kernels and rdma-core's tools itself.
@@ -30,7 +32,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench demo clean
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench demo fuzz clean
 
 all: build
 
@@ -96,6 +98,18 @@ demo: lab-bin
 		ibv_rc_pingpong -d rxe0 -g 1 -n 200 127.0.0.1; wait $$!; \
 		echo "== the tutorials: rdma-server and rdma-client"; \
 		$(CURDIR)/test/demo/tutorials.sh $(CURDIR)/bin 10.77.0.1'
+
+# Every fuzz target, one after another, on one core each (-parallel 1): the
+# decoders of what comes from outside the process (CM events and addresses,
+# netlink replies) and the verbs encoders.
+FUZZTIME ?= 2m
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg || exit 1; \
+		done; \
+	done
 
 clean:
 	rm -rf bin

@@ -1,10 +1,12 @@
 package nldev
 
 import (
+	"encoding/binary"
 	"fmt"
-	"github.com/goverbs/rdma/internal/abi"
 
 	"github.com/vishvananda/netlink/nl"
+
+	"github.com/goverbs/rdma/internal/abi"
 )
 
 // nlaTypeMask strips NLA_F_NESTED (1<<15) and NLA_F_NET_BYTEORDER (1<<14)
@@ -17,21 +19,26 @@ type attrs map[uint16][]byte
 
 // parseAttrs decodes the attribute stream of one reply payload. NETLINK_RDMA
 // replies have no family header: the nlattrs start right after nlmsghdr,
-// which nl.NetlinkRequest.Execute has already removed. Pad attributes
-// (RDMA_NLDEV_ATTR_PAD, type 0) that the kernel puts before u64 values for
-// alignment (nla_put_u64_64bit) are dropped.
+// which nl.NetlinkRequest.Execute has already removed. Each is struct nlattr
+// {u16 nla_len, header included; u16 nla_type} and its value, padded to 4
+// bytes (<linux/netlink.h>). A length that does not fit the payload is an
+// error: the reply is not trusted. (nl.ParseRouteAttr panics on some such
+// payloads.) Pad attributes (RDMA_NLDEV_ATTR_PAD, type 0) that the kernel
+// puts before u64 values for alignment (nla_put_u64_64bit) are dropped.
 func parseAttrs(payload []byte) (attrs, error) {
-	raw, err := nl.ParseRouteAttr(payload)
-	if err != nil {
-		return nil, fmt.Errorf("malformed RDMA netlink reply (%d bytes): %w", len(payload), err)
-	}
-	a := make(attrs, len(raw))
-	for _, r := range raw {
-		t := r.Attr.Type & nlaTypeMask
-		if t == abi.RDMA_NLDEV_ATTR_PAD {
-			continue
+	const hdr = 4
+	a := make(attrs)
+	// Fewer bytes than a header at the end are ignored, as the kernel's
+	// nla_for_each_attr ignores them.
+	for b := payload; len(b) >= hdr; {
+		n := int(binary.NativeEndian.Uint16(b))
+		if n < hdr || n > len(b) {
+			return nil, fmt.Errorf("malformed RDMA netlink reply (%d bytes): an attribute of %d bytes where %d are left", len(payload), n, len(b))
 		}
-		a[t] = r.Value
+		if t := binary.NativeEndian.Uint16(b[2:]) & nlaTypeMask; t != abi.RDMA_NLDEV_ATTR_PAD {
+			a[t] = b[hdr:n:n]
+		}
+		b = b[min((n+3)&^3, len(b)):]
 	}
 	return a, nil
 }
