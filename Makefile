@@ -6,7 +6,8 @@
 #   make bench         Go benchmarks in the lab (BENCH=regexp picks them, e.g.
 #                      BENCH=VersusRdmaCore), the library's own cost on this
 #                      machine, then rdma-perf against C perftest in the lab;
-#                      the ratios go into BENCHMARKS.md
+#                      the ratios go into BENCHMARKS.md; then cmd/cmtime against
+#                      rdma-core's cmtime (make bench-cmtime runs only that)
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test
@@ -32,7 +33,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench demo fuzz clean
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime demo fuzz clean
 
 all: build
 
@@ -72,6 +73,7 @@ test-kernels: unit
 
 # The lab writes only to /tmp, which it shares with this machine.
 BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md
+BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
 
 bench: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
@@ -79,9 +81,17 @@ bench: lab-bin
 	@# lab's TCG these would be emulated instructions).
 	$(GO) test -count=1 -run '^$$' -bench 'UserSpace|PollOne|PollEmpty' -benchmem ./uverbs > bin/bench-host.txt
 	@cat bin/bench-host.txt
-	$(GO) build -o bin/ ./cmd/rdma-perf ./test/perfbench
+	$(GO) build -o bin/ ./cmd/rdma-perf ./cmd/cmtime ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
-	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt BENCHMARKS.md
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) BENCHMARKS.md
+
+# Connection set-up only: our cmtime against rdma-core's, per step, into
+# BENCHMARKS.md (also part of make bench).
+bench-cmtime: lab-bin
+	$(GO) build -o bin/ ./cmd/cmtime ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
+	$(CURDIR)/bin/perfbench write -cmtime $(BENCH_CM_OUT) BENCHMARKS.md
 
 # The programs in the lab: list the links (rxe0 on lo, rxe1 and rxe2 on the
 # veth pair veth0/veth1 that the lab makes), describe rxe0 as `ibv_devinfo -v`

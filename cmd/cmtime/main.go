@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -58,6 +59,12 @@ func parse(args []string) (options, error) {
 }
 
 func main() {
+	// Two Ps at least: with one (a process pinned to one CPU), every command
+	// that blocks in the kernel hands the P to another thread and back,
+	// which costs more than the command under emulation.
+	if runtime.GOMAXPROCS(0) < 2 {
+		runtime.GOMAXPROCS(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -2,8 +2,9 @@
 // rxe lab, and writes the ratios into BENCHMARKS.md. `make bench` runs it.
 //
 //	perfbench run -rdma-perf PATH -out FILE   in the lab: run the matrix, write a Markdown section
-//	perfbench write -in FILE [-host FILE] BENCHMARKS.md
-//	                                          on the host: put the section (and the host
+//	perfbench cmtime -cmtime PATH -out FILE   in the lab: our cmtime against rdma-core's, per step
+//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] BENCHMARKS.md
+//	                                          on the host: put the sections (and the host
 //	                                          benchmarks' output) between their markers
 //
 // The method is docs/testing.md §5: the same guest, the same
@@ -34,13 +35,15 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perfbench run|write ...")
+		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|write ...")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "run":
 		err = runCmd(os.Args[2:])
+	case "cmtime":
+		err = cmtimeCmd(os.Args[2:])
 	case "write":
 		err = writeCmd(os.Args[2:])
 	default:
@@ -380,6 +383,8 @@ const (
 	perfEnd   = "<!-- rdma-perf table: end -->"
 	hostBegin = "<!-- host benchmarks: begin (written by make bench) -->"
 	hostEnd   = "<!-- host benchmarks: end -->"
+	cmBegin   = "<!-- cmtime table: begin (written by make bench) -->"
+	cmEnd     = "<!-- cmtime table: end -->"
 )
 
 // writeCmd puts the lab's section, and the host benchmarks' output, between
@@ -388,24 +393,30 @@ func writeCmd(args []string) error {
 	fs := flag.NewFlagSet("write", flag.ContinueOnError)
 	in := fs.String("in", "", "section written by run")
 	host := fs.String("host", "", "output of the host benchmarks (go test -bench)")
+	cm := fs.String("cmtime", "", "section written by cmtime")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *in == "" {
-		return fmt.Errorf("usage: perfbench write -in FILE [-host FILE] BENCHMARKS.md")
+	if fs.NArg() != 1 || *in == "" && *cm == "" {
+		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] BENCHMARKS.md")
 	}
 	md := fs.Arg(0)
 	doc, err := os.ReadFile(md)
 	if err != nil {
 		return err
 	}
-	sec, err := os.ReadFile(*in)
-	if err != nil {
-		return err
-	}
-	s, err := replace(string(doc), perfBegin, perfEnd, string(sec))
-	if err != nil {
-		return err
+	s := string(doc)
+	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}} {
+		if sec.file == "" {
+			continue
+		}
+		body, err := os.ReadFile(sec.file)
+		if err != nil {
+			return err
+		}
+		if s, err = replace(s, sec.begin, sec.end, string(body)); err != nil {
+			return err
+		}
 	}
 	if *host != "" {
 		h, err := os.ReadFile(*host)

@@ -48,3 +48,30 @@ func TestReplaceAndRatios(t *testing.T) {
 		t.Fatalf("line %q", l)
 	}
 }
+
+func TestParseCmtime(t *testing.T) {
+	out := []byte(`creating id
+resolving address
+step              total ms     max ms     min us  us / conn
+create id    :        1.06       0.08      11.00      21.24
+resolve addr :        8.58       7.54    4449.00     171.60
+resolve route:        3.26       1.42      42.00      65.26
+create qp    :       17.54       4.42     212.00     350.72
+connect      :      136.21     128.18   30566.00    2724.26
+disconnect   :       82.15      65.49   43272.00    1643.06
+destroy      :        1.74       0.32      16.00      34.76
+`)
+	s, err := parseCmtime(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s["connect"] != 2724.26 || s["destroy"] != 34.76 {
+		t.Errorf("parsed %v", s)
+	}
+	if want := 21.24 + 171.60 + 65.26 + 350.72 + 2724.26; s["set-up"] < want-0.01 || s["set-up"] > want+0.01 {
+		t.Errorf("set-up %v, want %v", s["set-up"], want)
+	}
+	if _, err := parseCmtime(out[:200]); err == nil {
+		t.Error("a table without all its rows parsed")
+	}
+}
