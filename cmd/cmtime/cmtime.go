@@ -35,11 +35,11 @@ var stepTitles = [numSteps]string{"creating id", "binding source address", "reso
 
 // conn is one connection of the client and the times of its steps.
 type conn struct {
-	id     *rdmacm.ID
-	cq     *uverbs.CQ
-	qp     *uverbs.QP
-	times  [numSteps][2]time.Time
-	err    error // the first step that failed; later steps but destroy skip it
+	id    *rdmacm.ID
+	cq    *uverbs.CQ
+	qp    *uverbs.QP
+	times [numSteps][2]time.Time
+	err   error // the first step that failed; later steps but destroy skip it
 }
 
 // pds opens each device the CM picks once, with one PD for all its
