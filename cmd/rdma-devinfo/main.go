@@ -17,11 +17,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// listDevices lists the devices; tests replace it to reach the no-device
-// path on a machine that has devices.
-var listDevices = uverbs.Devices
-
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(uverbs.Devices, args, stdout, stderr)
+}
+
+// runWith is run with the devices listed by listDevices (tests give a
+// lister of their own to reach the no-device path).
+func runWith(listDevices func() ([]uverbs.DeviceInfo, error), args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdma-devinfo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	devName := fs.String("d", "", "use RDMA device `DEVICE` (default: all devices)")

@@ -202,10 +202,10 @@ func mustGID(t *testing.T, s string) uverbs.GID {
 }
 
 func TestNoDeviceMessage(t *testing.T) {
-	check := func(t *testing.T) {
+	check := func(t *testing.T, devices func() ([]uverbs.DeviceInfo, error)) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if code := run(nil, &out, &errb); code == 0 {
+		if code := runWith(devices, nil, &out, &errb); code == 0 {
 			t.Fatal("exit 0 without a device")
 		}
 		if !strings.Contains(errb.String(), "rdma-link add rxe0 netdev eth0") || strings.Count(errb.String(), "\n") != 1 {
@@ -214,14 +214,12 @@ func TestNoDeviceMessage(t *testing.T) {
 	}
 	// The error discovery returns when there is no device, on any machine.
 	t.Run("no_device_error", func(t *testing.T) {
-		defer func(f func() ([]uverbs.DeviceInfo, error)) { listDevices = f }(listDevices)
-		listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, uverbs.ErrNoDevice }
-		check(t)
+		check(t, func() ([]uverbs.DeviceInfo, error) { return nil, uverbs.ErrNoDevice })
 	})
 	// The real discovery, on a machine that really has no RDMA device.
 	if !testutil.HaveRDMA() {
 		if _, err := os.Stat("/sys/class/infiniband_verbs"); err != nil {
-			t.Run("real_discovery", check)
+			t.Run("real_discovery", func(t *testing.T) { check(t, uverbs.Devices) })
 		}
 	}
 }

@@ -73,6 +73,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return start(ctx, o, stdout, stderr)
+}
+
+// start runs one side with parsed options.
+func start(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.events && runtime.GOMAXPROCS(0) < 2 {
 		// With one P (one CPU, e.g. under taskset), Go's sysmon takes
 		// the P of a thread blocked in a system call after 20 µs and
@@ -120,6 +125,11 @@ func (v verb) String() string {
 
 // options are the parsed command line, after perftest's force_dependecies.
 type options struct {
+	// beforeRuns, which the command line never sets, runs on the side
+	// that measures once its QP is connected, before the measured runs
+	// (the tests measure allocations there).
+	beforeRuns func(*session) error
+
 	test     string
 	verb     verb
 	lat      bool // a latency test; else bandwidth

@@ -428,8 +428,8 @@ func (s *session) sequence() error {
 	}
 
 	s.allocTimes()
-	if testHook != nil {
-		if err := testHook(s); err != nil {
+	if o.beforeRuns != nil {
+		if err := o.beforeRuns(s); err != nil {
 			return err
 		}
 	}
@@ -474,10 +474,6 @@ func (s *session) sequence() error {
 	}
 	return s.m.closeConnection(s.me)
 }
-
-// testHook, set by tests only, runs on the side that measures once its QP
-// is connected, before the measured runs.
-var testHook func(*session) error
 
 // iters is the number of iterations of one run; in duration mode the
 // arrays hold what a run can do in the duration at most (they are only

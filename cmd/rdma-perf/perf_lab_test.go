@@ -31,8 +31,9 @@ type perfCase struct {
 	args     []string
 	size     int
 	iters    int
-	sizes    int  // lines expected in the table (-a: 23)
-	duration bool // -D: iterations vary
+	sizes    int                  // lines expected in the table (-a: 23)
+	duration bool                 // -D: iterations vary
+	hook     func(*session) error // our sides' options.beforeRuns
 }
 
 func labTarget(t *testing.T, cm bool) (dev, host string, gid []string) {
@@ -116,7 +117,7 @@ func TestHotPathAllocs(t *testing.T) {
 	} {
 		t.Run(c.test+"_"+strings.Join(c.args, ""), func(t *testing.T) {
 			var allocs float64
-			testHook = func(s *session) error {
+			c.hook = func(s *session) error {
 				// The program's own context (the signal context) is kept:
 				// CompChannel.Wait registers it once, not per Wait.
 				s.prepSend(c.size)
@@ -133,7 +134,6 @@ func TestHotPathAllocs(t *testing.T) {
 				})
 				return err
 			}
-			defer func() { testHook = nil }()
 			c.server, c.client, c.sizes = "ours", "ours", 1
 			c.iters = 200
 			if c.size == 64 && c.test == "write_bw" {
@@ -168,11 +168,11 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 		}
 		return a
 	}
-	srv := startPerf(t, ctx, c.server, "server", c.test, args(c.server, "server"))
+	srv := startPerf(t, ctx, c.server, "server", c.test, args(c.server, "server"), c.hook)
 	if c.server == "theirs" {
 		time.Sleep(500 * time.Millisecond) // perftest's client does not wait for a late server
 	}
-	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"))
+	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"), c.hook)
 	for _, s := range []*testutil.Side{cli, srv} {
 		select {
 		case err := <-s.Done:
@@ -292,7 +292,7 @@ func checkTable(t *testing.T, c perfCase, role, out string, judge bool) {
 
 // startPerf runs one side: ours in the test's process, perftest's ib_TEST
 // as a process.
-func startPerf(t *testing.T, ctx context.Context, who, role, test string, args []string) *testutil.Side {
+func startPerf(t *testing.T, ctx context.Context, who, role, test string, args []string, hook func(*session) error) *testutil.Side {
 	t.Helper()
 	tool := "ib_" + test
 	if who != "ours" {
@@ -306,6 +306,11 @@ func startPerf(t *testing.T, ctx context.Context, who, role, test string, args [
 		tool = p
 	}
 	return testutil.StartSide(t, ctx, who, role, func(ctx context.Context, out, errOut io.Writer) error {
-		return run(ctx, args, out, errOut)
+		o, err := parseArgs(args)
+		if err != nil {
+			return err
+		}
+		o.beforeRuns = hook
+		return start(ctx, o, out, errOut)
 	}, tool, args)
 }

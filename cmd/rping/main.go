@@ -59,6 +59,10 @@ const (
 
 // options are the parsed command line.
 type options struct {
+	// devices lists the RDMA devices (uverbs.Devices); the command line
+	// never sets it, tests do.
+	devices func() ([]uverbs.DeviceInfo, error)
+
 	server     bool
 	persistent bool   // -P
 	addr       string // -a: the server's address, or the one to listen on
@@ -79,7 +83,7 @@ type options struct {
 // "a:I:Pp:C:S:scvVd"): flags may be grouped (-vV), an option's value may be
 // attached (-C10) or the next word, and "--" ends the options.
 func parseArgs(args []string) (options, error) {
-	o := options{size: defaultSize, port: defaultPort}
+	o := options{devices: uverbs.Devices, size: defaultSize, port: defaultPort}
 	role := ""
 	withValue := map[byte]bool{'a': true, 'I': true, 'p': true, 'C': true, 'S': true}
 	i := 0

@@ -44,6 +44,10 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("%q: %v", c.args, err)
 			continue
 		}
+		if got.devices == nil {
+			t.Errorf("%q: no device lister", c.args)
+		}
+		got.devices = nil // funcs do not compare
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: got %+v, want %+v", c.args, got, c.want)
 		}
@@ -135,10 +139,18 @@ func TestRDMAInfo(t *testing.T) {
 }
 
 func TestNoDeviceMessage(t *testing.T) {
+	var devices func() ([]uverbs.DeviceInfo, error) // nil: the machine's
 	check := func(t *testing.T, args ...string) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		if code := run(context.Background(), args, &out, &errb); code != exitNoDevice {
+		o, err := parseArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if devices != nil {
+			o.devices = devices
+		}
+		if code := execute(context.Background(), o, &out, &errb); code != exitNoDevice {
 			t.Errorf("exit code %d, want %d (ENODEV, as rping)", code, exitNoDevice)
 		}
 		if !strings.Contains(errb.String(), "rdma-link add rxe0 netdev eth0") || strings.Count(errb.String(), "\n") != 1 {
@@ -147,18 +159,17 @@ func TestNoDeviceMessage(t *testing.T) {
 	}
 	// The error device discovery returns when there is none, on any machine.
 	t.Run("no_device_error", func(t *testing.T) {
-		defer func(f func() ([]uverbs.DeviceInfo, error)) { listDevices = f }(listDevices)
-		listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, uverbs.ErrNoDevice }
+		devices = func() ([]uverbs.DeviceInfo, error) { return nil, uverbs.ErrNoDevice }
 		check(t, "-s")
 		check(t, "-c", "-a", "10.0.0.1")
 	})
 	// The CM's error when it is missing.
 	t.Run("no_cm_error", func(t *testing.T) {
-		defer func(f func() ([]uverbs.DeviceInfo, error)) { listDevices = f }(listDevices)
-		listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, rdmacm.ErrNoCM }
+		devices = func() ([]uverbs.DeviceInfo, error) { return nil, rdmacm.ErrNoCM }
 		check(t, "-s")
 	})
 	// The real discovery, on a machine that really has no RDMA device.
+	devices = nil
 	if !testutil.HaveRDMA() {
 		if _, err := os.Stat("/sys/class/infiniband_verbs"); err != nil {
 			t.Run("real_discovery", func(t *testing.T) {

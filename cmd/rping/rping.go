@@ -335,7 +335,7 @@ func cmConfig(o options, out *cmdline.LockedWriter) *rdmacm.Config {
 func rping(ctx context.Context, o options, out, errw *cmdline.LockedWriter) error {
 	// librdmacm refuses to start without a device ("No RDMA devices were
 	// detected"); without this check a server would listen for nothing.
-	if _, err := listDevices(); err != nil {
+	if _, err := o.devices(); err != nil {
 		return err
 	}
 	if o.server {
@@ -343,10 +343,6 @@ func rping(ctx context.Context, o options, out, errw *cmdline.LockedWriter) erro
 	}
 	return runClient(ctx, o, out, errw)
 }
-
-// listDevices lists the RDMA devices; tests replace it to reach the
-// no-device error.
-var listDevices = uverbs.Devices
 
 func runClient(ctx context.Context, o options, out, errw *cmdline.LockedWriter) (err error) {
 	cfg := cmConfig(o, out)

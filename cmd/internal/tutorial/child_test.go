@@ -23,14 +23,15 @@ func childMain() {
 		os.Stderr.WriteString("TUTORIAL_ARGS: " + err.Error() + "\n")
 		os.Exit(3)
 	}
+	e := machine
 	if os.Getenv("TUTORIAL_PAUSE") == "established" {
-		afterEstablished = func(ctx context.Context) {
+		e.afterEstablished = func(ctx context.Context) {
 			os.Stdout.WriteString("paused after ESTABLISHED\n")
 			<-ctx.Done()
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, role == "server", args, os.Stdout, os.Stderr)
+	code := e.main(ctx, role == "server", args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

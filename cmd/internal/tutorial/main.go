@@ -22,6 +22,10 @@ const (
 // arguments args and returns the exit code. Results go to stdout, the -v
 // trace and errors to stderr; an error is one line.
 func Main(ctx context.Context, server bool, args []string, stdout, stderr io.Writer) int {
+	return machine.main(ctx, server, args, stdout, stderr)
+}
+
+func (e system) main(ctx context.Context, server bool, args []string, stdout, stderr io.Writer) int {
 	prog := "rdma-client"
 	if server {
 		prog = "rdma-server"
@@ -35,6 +39,7 @@ func Main(ctx context.Context, server bool, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "%s: %v (%s -h explains the flags)\n", prog, err, prog)
 		return ExitUsage
 	}
+	o.sys = e
 	if server {
 		err = Server(ctx, o, stdout, stderr)
 	} else {

@@ -14,6 +14,8 @@ import (
 
 // Options are the command line of rdma-server and rdma-client.
 type Options struct {
+	sys system // the machine's, from ParseArgs
+
 	Server  bool
 	Proto   *Protocol
 	Mode    *Mode
@@ -53,7 +55,7 @@ func ParseArgs(server bool, args []string) (Options, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	o := Options{Server: server, Addr: *addr, Port: *port, Verbose: *verbose}
+	o := Options{sys: machine, Server: server, Addr: *addr, Port: *port, Verbose: *verbose}
 	p, err := LookupProtocol(*proto)
 	if err != nil {
 		return o, cmdline.Usagef("%v", err)

@@ -139,26 +139,25 @@ func TestUsageExit(t *testing.T) {
 
 // No RDMA device: one line saying how to make one, exit 1, on any machine.
 func TestNoDevice(t *testing.T) {
+	e := machine
 	check := func(t *testing.T, server bool, args ...string) {
 		t.Helper()
 		var out, errb bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if code := Main(ctx, server, args, &out, &errb); code != ExitFailed {
+		if code := e.main(ctx, server, args, &out, &errb); code != ExitFailed {
 			t.Errorf("%q: exit %d, want %d", args, code, ExitFailed)
 		}
 		if !strings.Contains(errb.String(), "rdma-link add rxe0 netdev eth0") || strings.Count(errb.String(), "\n") != 1 {
 			t.Errorf("%q: stderr %q, want one line saying how to make a device", args, errb.String())
 		}
 	}
-	for _, e := range []error{uverbs.ErrNoDevice, rdmacm.ErrNoCM} {
-		func() {
-			defer func(f func() ([]uverbs.DeviceInfo, error)) { listDevices = f }(listDevices)
-			listDevices = func() ([]uverbs.DeviceInfo, error) { return nil, e }
-			check(t, true, "-a", "10.0.0.1")
-			check(t, false, "write", "10.0.0.1")
-		}()
+	for _, err := range []error{uverbs.ErrNoDevice, rdmacm.ErrNoCM} {
+		e.devices = func() ([]uverbs.DeviceInfo, error) { return nil, err }
+		check(t, true, "-a", "10.0.0.1")
+		check(t, false, "write", "10.0.0.1")
 	}
+	e = machine
 	if !testutil.HaveRDMA() {
 		check(t, true)
 		check(t, false, "--proto", "roce-lab", "10.0.0.1")

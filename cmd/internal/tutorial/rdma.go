@@ -215,14 +215,21 @@ func cmConfig(o Options, tr *Trace) *rdmacm.Config {
 	return cfg
 }
 
-// listDevices lists the RDMA devices; tests replace it to reach the
-// no-device error.
-var listDevices = uverbs.Devices
+// system is what a run takes from the machine rather than from the
+// command line; tests give their own (Options.sys).
+type system struct {
+	devices          func() ([]uverbs.DeviceInfo, error) // the RDMA devices
+	afterEstablished func(ctx context.Context)           // runs once a client is connected; nil: nothing
+	linger           time.Duration                       // how long a server waits for its client to disconnect first
+}
+
+// machine is the system the programs run on.
+var machine = system{devices: uverbs.Devices, linger: 30 * time.Second}
 
 // needDevice refuses to start without an RDMA device, with the advice of
 // uverbs.ErrNoDevice.
-func needDevice() error {
-	devs, err := listDevices()
+func needDevice(e system) error {
+	devs, err := e.devices()
 	if err != nil {
 		return err
 	}
@@ -232,15 +239,10 @@ func needDevice() error {
 	return nil
 }
 
-// lingerLimit is how long a server connection waits, once its side of the
-// exchange is done, for the client to disconnect before disconnecting
-// itself.
-var lingerLimit = 30 * time.Second
-
 // Server listens and serves each connection in its own goroutine until ctx
 // ends; it then closes the listener and every connection and returns nil.
 func Server(ctx context.Context, o Options, stdout, stderr io.Writer) error {
-	if err := needDevice(); err != nil {
+	if err := needDevice(o.sys); err != nil {
 		return err
 	}
 	out := &cmdline.LockedWriter{W: stdout}
@@ -339,7 +341,7 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	case <-conn.Done():
 		tr.Slow("DISCONNECTED by the client")
 		ep.disconnected = true
-	case <-time.After(lingerLimit):
+	case <-time.After(o.sys.linger):
 		ep.disconnect(tr, 5*time.Second)
 	case <-ctx.Done():
 		ep.disconnect(tr, 5*time.Second)
@@ -347,13 +349,9 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	return nil
 }
 
-// afterEstablished, if set, runs when a client's connection is
-// established (tests stop a client there).
-var afterEstablished func(ctx context.Context)
-
 // Client connects and runs the client side.
 func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error) {
-	if err := needDevice(); err != nil {
+	if err := needDevice(o.sys); err != nil {
 		return err
 	}
 	var tw io.Writer
@@ -388,8 +386,8 @@ func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error
 	ep.connected = true
 	tr.Slow("ESTABLISHED with %v from %v, private data %s", conn.RemoteAddr(), conn.LocalAddr(), privateText(conn.PeerPrivateData()))
 	dumpQP(tr, conn.QP())
-	if afterEstablished != nil {
-		afterEstablished(ctx)
+	if o.sys.afterEstablished != nil {
+		o.sys.afterEstablished(ctx)
 	}
 	if err := s.run(ctx, tep); err != nil {
 		return err
