@@ -31,11 +31,11 @@ type Error = nldev.Error
 
 // Names of device identity.
 type (
-	GUID      = nldev.GUID
-	NodeType  = nldev.NodeType
-	DriverID  = nldev.DriverID
-	PortState = nldev.PortState
-	PhysState = nldev.PhysState
+	GUID      = rdmadev.GUID
+	NodeType  = rdmadev.NodeType
+	DriverID  = rdmadev.DriverID
+	PortState = rdmadev.PortState
+	PhysState = rdmadev.PhysState
 )
 
 // ParseGUID parses the sysfs form of a GUID, "5054:00ff:fe12:3456".

@@ -186,14 +186,7 @@ func TestDialPeerGoneBeforeRTU(t *testing.T) {
 	l := listenLab(ctx, t, nil)
 	for attempt := 1; ; attempt++ {
 		hook, replied, release := holdAt("event RDMA_CM_EVENT_CONNECT_RESPONSE")
-		dialed := make(chan error, 1)
-		go func() {
-			c, err := Dial(ctx, l.Addr().String(), &Config{Logf: hook.logf})
-			if err == nil {
-				c.Close()
-			}
-			dialed <- err
-		}()
+		dialed := dialAndClose(ctx, l, &Config{Logf: hook.logf})
 		c, err := l.GetRequest(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -229,6 +222,20 @@ func TestDialPeerGoneBeforeRTU(t *testing.T) {
 		t.Logf("Dial: %v", err)
 		return
 	}
+}
+
+// dialAndClose dials l in the background, closes what it gets and reports
+// how the Dial ended.
+func dialAndClose(ctx context.Context, l *Listener, cfg *Config) <-chan error {
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := Dial(ctx, l.Addr().String(), cfg)
+		if err == nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	return dialed
 }
 
 // readers counts the goroutines running an event channel's reader.
@@ -530,14 +537,7 @@ func TestShutdown(t *testing.T) {
 	}
 
 	// A request taken and never accepted is not connected.
-	dialed := make(chan error, 1)
-	go func() {
-		c, err := Dial(ctx, l.Addr().String(), nil)
-		if err == nil {
-			c.Close()
-		}
-		dialed <- err
-	}()
+	dialed := dialAndClose(ctx, l, nil)
 	r, err := l.GetRequest(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ type proc struct {
 	args []string
 	out  testutil.SyncBuffer
 	errb testutil.SyncBuffer
-	done chan int // the exit code
+	done <-chan int // the exit code
 	code int
 	stop context.CancelFunc
 }
@@ -82,13 +82,14 @@ func (e *rpingEnv) startOurs(t *testing.T, edit func(*options), args ...string) 
 	if edit != nil {
 		edit(&o)
 	}
-	p := &proc{who: "ours", args: args, done: make(chan int, 1)}
+	done := make(chan int, 1)
+	p := &proc{who: "ours", args: args, done: done}
 	ctx, cancel := context.WithCancel(e.ctx)
 	p.stop = cancel
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		p.done <- execute(ctx, o, &p.out, &p.errb)
+		done <- execute(ctx, o, &p.out, &p.errb)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -104,25 +105,12 @@ func (e *rpingEnv) startOurs(t *testing.T, edit func(*options), args ...string) 
 // startC runs rdma-core's rping.
 func (e *rpingEnv) startC(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{who: "rping", args: args, done: make(chan int, 1)}
+	p := &proc{who: "rping", args: args}
 	ctx, cancel := context.WithCancel(e.ctx)
 	p.stop = cancel
 	cmd := exec.CommandContext(ctx, e.cping, args...)
 	cmd.Stdout, cmd.Stderr = &p.out, &p.errb
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		cmd.Wait()
-		p.done <- cmd.ProcessState.ExitCode()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-finished
-	})
+	p.done = testutil.StartProcess(t, cmd)
 	return p
 }
 

@@ -44,8 +44,8 @@ type fakeDev struct {
 	name     string
 	netdev   string
 	driverID uint32
-	state    PortState
-	phys     PhysState
+	state    rdmadev.PortState
+	phys     rdmadev.PhysState
 	hidden   int // GET dumps that still omit this device
 }
 
@@ -282,10 +282,10 @@ func TestDevices(t *testing.T) {
 	}
 	want := []struct {
 		name, driver, netdev string
-		id                   DriverID
+		id                   rdmadev.DriverID
 		ifindex              uint32
-		state                PortState
-		phys                 PhysState
+		state                rdmadev.PortState
+		phys                 rdmadev.PhysState
 	}{
 		{"rxe0", "rxe", "lo", 14, 1, rdmadev.PortActive, rdmadev.PhysLinkUp},
 		{"mlx5_0", "mlx5", "eth0", 1, 2, rdmadev.PortDown, rdmadev.PhysDisabled},
@@ -297,7 +297,7 @@ func TestDevices(t *testing.T) {
 			t.Errorf("device %d: %+v, want %s driver %s (%d)", i, d, w.name, w.driver, w.id)
 		}
 		if d.NodeGUID.String() != "5054:00ff:fe12:3456" || d.Protocol != "roce" || d.NodeType != 1 {
-			t.Errorf("device %d: GUID %s protocol %q node type %d", i, d.NodeGUID, d.Protocol, d.NodeType)
+			t.Errorf("device %d: rdmadev.GUID %s protocol %q node type %d", i, d.NodeGUID, d.Protocol, d.NodeType)
 		}
 		wp := Port{Index: 1, State: w.state, PhysState: w.phys, Netdev: w.netdev, NetdevIndex: w.ifindex}
 		if len(d.Ports) != 1 || d.Ports[0] != wp {

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rxe0 on a netdev with MAC 52:54:00:12:34:56: node GUID EUI-64
+// rxe0 on a netdev with MAC 52:54:00:12:34:56: node rdmadev.GUID EUI-64
 // 50:54:00:ff:fe:12:34:56, which the kernel sends as be64_to_cpu() of it.
 const rxeGUID = 0x505400fffe123456
 
@@ -90,7 +90,7 @@ func TestParseMalformed(t *testing.T) {
 	if _, err := parseDevice(short); err == nil {
 		t.Error("2-byte DEV_INDEX accepted")
 	}
-	// A u64 GUID carrying 4 bytes.
+	// A u64 rdmadev.GUID carrying 4 bytes.
 	short = encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 1), tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
 		tU32(abi.RDMA_NLDEV_ATTR_NODE_GUID, 5))
 	if _, err := parseDevice(short); err == nil {
@@ -138,7 +138,7 @@ func TestParseAttrsFlagsAndPad(t *testing.T) {
 	}
 }
 
-func portReply(dev, port uint32, state PortState, phys PhysState, netdev string, ifindex uint32) []byte {
+func portReply(dev, port uint32, state rdmadev.PortState, phys rdmadev.PhysState, netdev string, ifindex uint32) []byte {
 	as := []tattr{
 		tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, dev),
 		tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),

@@ -60,3 +60,25 @@ func StartSide(t testing.TB, ctx context.Context, who, role string, run func(ctx
 	}()
 	return s
 }
+
+// StartProcess starts cmd and returns a channel that receives its exit
+// code. When the test ends the process is killed and waited for.
+func StartProcess(t testing.TB, cmd *exec.Cmd) <-chan int {
+	t.Helper()
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		cmd.Wait()
+		done <- cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	return done
+}

@@ -18,45 +18,45 @@ import (
 // medians of each step's µs per connection, and the whole set-up (create
 // id to connect).
 func cmtimeCmd(args []string) error {
+	var f struct {
+		bin, out, counts string
+		rounds           int
+	}
 	fs := flag.NewFlagSet("cmtime", flag.ContinueOnError)
-	bin := fs.String("cmtime", "", "path of our cmtime binary")
-	out := fs.String("out", "", "Markdown section to write")
-	rounds := fs.Int("rounds", 3, "C/Go pairs per connection count")
-	counts := fs.String("n", "100,1000", "connection counts")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&f.bin, "cmtime", "", "path of our cmtime binary")
+	fs.StringVar(&f.out, "out", "", "Markdown section to write")
+	fs.IntVar(&f.rounds, "rounds", 3, "C/Go pairs per connection count")
+	fs.StringVar(&f.counts, "n", "100,1000", "connection counts")
+	if err := fs.Parse(args); err != nil || f.bin == "" || f.out == "" {
+		return fmt.Errorf("usage: perfbench cmtime -cmtime PATH -out FILE [-rounds N] [-n COUNTS] (%v)", err)
+	}
+	_, addr, err := firstVethEnd()
+	if err != nil {
 		return err
-	}
-	if *bin == "" || *out == "" {
-		return fmt.Errorf("-cmtime and -out are required")
-	}
-	veth := strings.Split(os.Getenv("GOVERBS_LAB_VETH"), ",")
-	vf := strings.Split(veth[0], ":") // device:netdev:addr
-	if len(veth) != 2 || len(vf) != 3 {
-		return fmt.Errorf("run inside the lab (GOVERBS_LAB_VETH is not set)")
 	}
 	kernel, _ := exec.Command("uname", "-r").Output()
 	start := time.Now()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Kernel %s in one lab guest (QEMU TCG, 2 vCPUs), %s; %d interleaved C/Go rounds per count, took %%s.\n\n",
-		strings.TrimSpace(string(kernel)), time.Now().UTC().Format("2006-01-02 15:04 MST"), *rounds)
+		strings.TrimSpace(string(kernel)), time.Now().UTC().Format("2006-01-02 15:04 MST"), f.rounds)
 	fmt.Fprintln(&b, "| connections | step | C µs/conn | Go µs/conn | Go/C |")
 	fmt.Fprintln(&b, "|---:|---|---:|---:|---:|")
 	var failed []string
 	port := 7900
-	for _, ns := range strings.Split(*counts, ",") {
+	for _, ns := range strings.Split(f.counts, ",") {
 		n, err := strconv.Atoi(ns)
 		if err != nil {
-			return fmt.Errorf("-n %q: %w", *counts, err)
+			return fmt.Errorf("-n %q: %w", f.counts, err)
 		}
 		runs := map[bool][]map[string]float64{}
-		for r := 0; r < *rounds; r++ {
+		for r := 0; r < f.rounds; r++ {
 			for _, ours := range []bool{false, true} {
 				port++
 				tool := "cmtime"
 				if ours {
-					tool = *bin
+					tool = f.bin
 				}
-				steps, err := cmtimePair(tool, vf[2], port, n)
+				steps, err := cmtimePair(tool, addr, port, n)
 				if err != nil {
 					failed = append(failed, fmt.Sprintf("%s, %d connections: %v", tool, n, err))
 					fmt.Fprintln(os.Stderr, failed[len(failed)-1])
@@ -80,7 +80,7 @@ func cmtimeCmd(args []string) error {
 		}
 	}
 	sec := strings.Replace(b.String(), "%s", time.Since(start).Round(time.Second).String(), 1)
-	return os.WriteFile(*out, []byte(sec), 0o644)
+	return os.WriteFile(f.out, []byte(sec), 0o644)
 }
 
 // The steps of cmtime's table without -b.

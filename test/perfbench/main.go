@@ -134,13 +134,9 @@ func runCmd(args []string) error {
 		return fmt.Errorf("-rdma-perf and -out are required")
 	}
 	lo := os.Getenv("GOVERBS_LAB_LO_DEV")
-	veth := strings.Split(os.Getenv("GOVERBS_LAB_VETH"), ",")
-	if lo == "" || len(veth) != 2 {
+	vdev, vaddr, err := firstVethEnd()
+	if err != nil || lo == "" {
 		return fmt.Errorf("run inside the lab (GOVERBS_LAB_LO_DEV and GOVERBS_LAB_VETH are not set)")
-	}
-	vf := strings.Split(veth[0], ":") // device:netdev:addr
-	if len(vf) != 3 {
-		return fmt.Errorf("GOVERBS_LAB_VETH=%q", os.Getenv("GOVERBS_LAB_VETH"))
 	}
 	kernel, _ := exec.Command("uname", "-r").Output()
 	start := time.Now()
@@ -159,7 +155,7 @@ func runCmd(args []string) error {
 		for i := 0; i < *rounds; i++ {
 			for _, ours := range []bool{false, true} {
 				port++
-				res, err := runPair(c, ours, *bin, lo, vf[0], vf[2], port)
+				res, err := runPair(c, ours, *bin, lo, vdev, vaddr, port)
 				if err != nil {
 					who := "C perftest"
 					if ours {
@@ -204,6 +200,17 @@ func runCmd(args []string) error {
 		}
 	}
 	return os.WriteFile(*out, b.Bytes(), 0o644)
+}
+
+// firstVethEnd is the lab's first veth end: its rxe device and address
+// (GOVERBS_LAB_VETH is "device:netdev:addr,device:netdev:addr").
+func firstVethEnd() (dev, addr string, err error) {
+	veth := strings.Split(os.Getenv("GOVERBS_LAB_VETH"), ",")
+	f := strings.Split(veth[0], ":")
+	if len(veth) != 2 || len(f) != 3 {
+		return "", "", fmt.Errorf("run inside the lab (GOVERBS_LAB_VETH=%q)", os.Getenv("GOVERBS_LAB_VETH"))
+	}
+	return f[0], f[2], nil
 }
 
 func median(v []float64) float64 {

@@ -54,7 +54,7 @@ type proc struct {
 	name   string
 	out    testutil.SyncBuffer
 	errb   testutil.SyncBuffer
-	done   chan int
+	done   <-chan int
 	code   int
 	cancel context.CancelFunc
 	cmd    *exec.Cmd
@@ -67,13 +67,14 @@ func (p *proc) String() string {
 // start runs Main in a goroutine; cancelling is Ctrl-C.
 func (e *labEnv) start(t *testing.T, server bool, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: fmt.Sprintf("server=%v %q", server, args), done: make(chan int, 1)}
+	done := make(chan int, 1)
+	p := &proc{name: fmt.Sprintf("server=%v %q", server, args), done: done}
 	ctx, cancel := context.WithCancel(e.ctx)
 	p.cancel = cancel
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		p.done <- Main(ctx, server, args, &p.out, &p.errb)
+		done <- Main(ctx, server, args, &p.out, &p.errb)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -94,25 +95,12 @@ func (e *labEnv) child(t *testing.T, server bool, env []string, args ...string) 
 		role = "server"
 	}
 	j, _ := json.Marshal(args)
-	p := &proc{name: fmt.Sprintf("%s process %q", role, args), done: make(chan int, 1)}
+	p := &proc{name: fmt.Sprintf("%s process %q", role, args)}
 	cmd := exec.CommandContext(e.ctx, os.Args[0])
 	cmd.Env = append(append(os.Environ(), "TUTORIAL_CHILD="+role, "TUTORIAL_ARGS="+string(j)), env...)
 	cmd.Stdout, cmd.Stderr = &p.out, &p.errb
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	p.cmd = cmd
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		cmd.Wait()
-		p.done <- cmd.ProcessState.ExitCode()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
+	p.done = testutil.StartProcess(t, cmd)
 	return p
 }
 
