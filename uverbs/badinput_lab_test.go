@@ -191,8 +191,8 @@ func badKey(k uint32) uint32 { return k ^ 0x5a }
 // and the MR's rights (kernel: sw/rxe/rxe_resp.c check_rkey), answers with a
 // NAK "remote access error" and moves itself to ERR; the requester completes
 // the request with IBV_WC_REM_ACCESS_ERR and moves to ERR too, which flushes
-// everything behind it (docs/robustness.md §3, §1 items 1-2). Nothing is
-// written to the target.
+// everything behind it (docs/kernel-behaviour.md §2, docs/robustness.md §1
+// items 1-2). Nothing is written to the target.
 func TestBadRemoteAccess(t *testing.T) {
 	e := newVerbsEnv(t)
 	cases := []struct {
@@ -292,7 +292,7 @@ func TestBadRemoteAccess(t *testing.T) {
 // to ERR and flushes what follows; the follow-up request is fenced so that it
 // cannot leave before the failed READ or atomic has completed. What status
 // the failed request carries depends on where rxe notices, and on the kernel
-// (observed in the lab on 6.1.x and 6.12.x):
+// (observed in the lab on 6.1.x and 6.12.x; docs/kernel-behaviour.md §2):
 //
 //   - SEND/WRITE gather (kernel: sw/rxe/rxe_req.c finish_packet -> copy_data):
 //     on 6.1 an lkey that names no MR gives IBV_WC_LOC_QP_OP_ERR (copy_data
@@ -421,7 +421,7 @@ func TestBadLocalAccess(t *testing.T) {
 }
 
 // A receive whose SGE names no MR: the responder cannot place the incoming
-// SEND. Observed on 6.1 and 6.12 (kernel: sw/rxe/rxe_resp.c send_data_in ->
+// SEND. Observed on 6.1 and 6.12 (docs/kernel-behaviour.md §2; kernel: sw/rxe/rxe_resp.c send_data_in ->
 // RESPST_ERR_MALFORMED_WQE, a class A error): the receive completes with
 // IBV_WC_LOC_QP_OP_ERR, the responder answers NAK "remote operational
 // error" and both QPs go to ERR.
@@ -452,10 +452,10 @@ func TestBadRecvLKey(t *testing.T) {
 	}
 }
 
-// A SEND longer than the receive buffer (RC). docs/robustness.md §1 item 4
-// expected the length error path (NAK "invalid request"); what rxe does on
-// both 6.1 and 6.12 (observed in the lab) is the malformed-WQE path
-// (kernel: sw/rxe/rxe_resp.c send_data_in: copy_data fails ->
+// A SEND longer than the receive buffer (RC; docs/robustness.md §1 item 4).
+// One might expect the length error path (NAK "invalid request"); what rxe
+// does on both 6.1 and 6.12 (docs/kernel-behaviour.md §2) is the
+// malformed-WQE path (kernel: sw/rxe/rxe_resp.c send_data_in: copy_data fails ->
 // RESPST_ERR_MALFORMED_WQE, a class A error): the receive completes with
 // IBV_WC_LOC_QP_OP_ERR, the responder answers NAK "remote operational error",
 // so the SEND completes with IBV_WC_REM_OP_ERR, and both QPs go to ERR.

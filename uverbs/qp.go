@@ -388,7 +388,7 @@ var drainTimeout = 10 * time.Second
 //
 // Receives posted to an SRQ belong to the SRQ and stay there. The error
 // says so if the kernel did not retire everything within the drain timeout
-// (10 s); the QP is destroyed anyway.
+// (10 s; docs/kernel-behaviour.md §3); the QP is destroyed anyway.
 //
 // rdma-core: ibv_destroy_qp (which does not drain; the kernel's ib_drain_qp
 // does).

@@ -145,7 +145,7 @@ func TestModifyQPEncoding(t *testing.T) {
 		t.Fatalf("ib_uverbs_modify_qp is %d bytes, want 112", len(b))
 	}
 	le32 := func(off int) uint32 { return *(*uint32)(unsafe.Pointer(&b[off])) }
-	// Offsets from docs/abi.md §7 (ib_uverbs_modify_qp, ib_uverbs_qp_dest).
+	// Offsets from docs/abi.md §3.14 and §7 (ib_uverbs_modify_qp, ib_uverbs_qp_dest).
 	checks := []struct {
 		what      string
 		got, want uint32

@@ -19,7 +19,7 @@ import (
 // 4 KiB. The C and Go runs alternate (C Go C Go ...), three rounds each; it
 // prints the medians of the client's usec/iter and their ratio. Under the
 // lab's emulated CPUs only such same-guest ratios mean anything
-// (docs/testing.md §3). One call does the whole comparison, whatever b.N is.
+// (docs/testing.md §5). One call does the whole comparison, whatever b.N is.
 func BenchmarkVersusRdmaCore(b *testing.B) {
 	const iters, rounds = 2000, 3
 	dev := testutil.LoopbackDevice(b)
