@@ -70,7 +70,7 @@ func TestInteropCmtime(t *testing.T) {
 					t.Fatalf("cmtime (rdmacm-utils) is needed: %v", err)
 				}
 			}
-			port := strconv.Itoa(7800 + i)
+			port := 7800 + i
 			side := func(who, role string, args ...string) *testutil.Side {
 				return testutil.StartSide(t, ctx, who, role, func(ctx context.Context, out, errw io.Writer) error {
 					if code := run(ctx, args, out, errw); code != 0 {
@@ -79,9 +79,12 @@ func TestInteropCmtime(t *testing.T) {
 					return nil
 				}, "cmtime", args)
 			}
-			srv := side(c.server, "server", "-b", addr, "-p", port)
-			time.Sleep(time.Second) // cmtime's client does not wait for a late server
-			cli := side(c.client, "client", "-s", addr, "-p", port, "-c", strconv.Itoa(conns))
+			srv := side(c.server, "server", "-b", addr, "-p", strconv.Itoa(port))
+			// cmtime's client does not wait for a late server.
+			if err := testutil.WaitListening(ctx, port, true, srv.Done); err != nil {
+				t.Fatalf("%v\n%s%s", err, srv.Out, srv.Err)
+			}
+			cli := side(c.client, "client", "-s", addr, "-p", strconv.Itoa(port), "-c", strconv.Itoa(conns))
 			select {
 			case err := <-cli.Done:
 				if err != nil {
@@ -116,7 +119,9 @@ func TestClientBind(t *testing.T) {
 	srvDone := make(chan int, 1)
 	var srvErr testutil.SyncBuffer
 	go func() { srvDone <- run(ctx, []string{"-b", ends[0].Addr, "-p", "7810"}, io.Discard, &srvErr) }()
-	time.Sleep(500 * time.Millisecond)
+	if err := testutil.WaitListening(ctx, 7810, true, srvDone); err != nil {
+		t.Fatalf("%v\n%s", err, srvErr.String())
+	}
 	var out, errb testutil.SyncBuffer
 	if code := run(ctx, []string{"-s", ends[0].Addr, "-b", ends[0].Addr, "-p", "7810", "-c", "5"}, &out, &errb); code != 0 {
 		t.Fatalf("exit status %d\n%s%s", code, out.String(), errb.String())

@@ -3,37 +3,31 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 
 	"github.com/goverbs/rdma/internal/cmdline"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// RDMA_PERF_CPUPROFILE names a file for a CPU profile of the run (where
-	// BENCHMARKS.md's profiles come from).
+func main() { cmdline.Run(profiled) }
+
+// profiled is the program, with a CPU profile when RDMA_PERF_CPUPROFILE
+// names a file for one (where BENCHMARKS.md's profiles come from).
+func profiled(ctx context.Context) int {
 	if f := os.Getenv("RDMA_PERF_CPUPROFILE"); f != "" {
 		w, err := os.Create(f)
 		if err == nil {
 			err = pprof.StartCPUProfile(w)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "rdma-perf:", err)
-			os.Exit(1)
+			return cmdline.Status("rdma-perf", usageText, err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	pprof.StopCPUProfile()
-	cmdline.Exit("rdma-perf", usageText, err)
+	return cmdline.Status("rdma-perf", usageText, run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 const usageText = `Usage:

@@ -169,8 +169,10 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 		return a
 	}
 	srv := startPerf(t, ctx, c.server, "server", c.test, args(c.server, "server"), c.hook)
-	if c.server == "theirs" {
-		time.Sleep(500 * time.Millisecond) // perftest's client does not wait for a late server
+	// perftest's client gives up at once when nothing listens yet; ours
+	// retries, but under load a fixed pause is never sure to be enough.
+	if err := testutil.WaitListening(ctx, port, c.cm, srv.Done); err != nil {
+		t.Fatalf("%v\nserver (%s):\n%s%s", err, srv.Who, srv.Out, srv.Err)
 	}
 	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"), c.hook)
 	for _, s := range []*testutil.Side{cli, srv} {

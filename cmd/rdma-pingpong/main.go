@@ -4,19 +4,16 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 
 	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/uverbs"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout)
-	cmdline.Exit("rdma-pingpong", usageText, err)
+	cmdline.Run(func(ctx context.Context) int {
+		return cmdline.Status("rdma-pingpong", usageText, run(ctx, os.Args[1:], os.Stdout))
+	})
 }
 
 const usageText = `Usage:

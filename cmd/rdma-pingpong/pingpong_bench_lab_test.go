@@ -60,7 +60,7 @@ func BenchmarkVersusRdmaCore(b *testing.B) {
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- srv.Wait() }()
-		if err := waitListening(ctx, port, exited); err != nil {
+		if err := testutil.WaitListening(ctx, port, false, exited); err != nil {
 			b.Fatalf("server %v: %v\n%s", srv.Args, err, &srvOut)
 		}
 		cli := cmd(append(args, "127.0.0.1")...)

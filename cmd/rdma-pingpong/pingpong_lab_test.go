@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -124,8 +120,8 @@ func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int
 	}
 
 	srv := start(t, ctx, c.server, "server", tool, args(c.server, "server", c.srvOpt))
-	if err := waitListening(ctx, tcpPort, srv.Done); err != nil {
-		t.Fatalf("server did not listen on port %d: %v\nserver output:\n%s%s", tcpPort, err, srv.Out, srv.Err)
+	if err := testutil.WaitListening(ctx, tcpPort, false, srv.Done); err != nil {
+		t.Fatalf("%v\nserver output:\n%s%s", err, srv.Out, srv.Err)
 	}
 	cli := start(t, ctx, c.client, "client", tool, args(c.client, "client", c.cliOpt))
 
@@ -194,36 +190,6 @@ func names(m map[*testutil.Side]bool) []string {
 		n = append(n, s.Who+" "+s.Role)
 	}
 	return n
-}
-
-// waitListening waits until a socket listens on TCP port (the C server
-// accepts one connection, so probing it by connecting is not an option),
-// or the server ends.
-func waitListening(ctx context.Context, port int, exited <-chan error) error {
-	want := fmt.Sprintf(":%04X", port)
-	for {
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			sc := bufio.NewScanner(bytes.NewReader(b))
-			for sc.Scan() {
-				// sl local_address rem_address st ...; st 0A is LISTEN.
-				fs := strings.Fields(sc.Text())
-				if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
-					return nil
-				}
-			}
-		}
-		select {
-		case err := <-exited:
-			return fmt.Errorf("the server ended first: %v", err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 type address struct {

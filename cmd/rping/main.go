@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/uverbs"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	cmdline.Run(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 
 // Exit codes, those of rping.c: main returns EINVAL for a bad command line

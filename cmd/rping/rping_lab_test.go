@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -134,34 +133,15 @@ func (e *rpingEnv) wait(t *testing.T, p *proc) int {
 	return -1
 }
 
-// waitListening waits until a CM ID listens on port (`rdma resource show
-// cm_id` lists the listeners), or the server ends.
+// waitListening waits until server listens on port.
 func (e *rpingEnv) waitListening(t *testing.T, server *proc, port string) {
 	t.Helper()
-	for {
-		out, err := exec.CommandContext(e.ctx, "rdma", "-j", "resource", "show", "cm_id").Output()
-		if err != nil {
-			t.Fatalf("rdma resource show cm_id: %v", err)
-		}
-		var ids []struct {
-			State   string `json:"state"`
-			SrcAddr string `json:"src-addr"`
-		}
-		if err := json.Unmarshal(out, &ids); err != nil {
-			t.Fatalf("rdma resource show cm_id: %v in %q", err, out)
-		}
-		for _, id := range ids {
-			if id.State == "LISTEN" && strings.HasSuffix(id.SrcAddr, ":"+port) {
-				return
-			}
-		}
-		select {
-		case code := <-server.done:
-			t.Fatalf("%v ended with %d before listening\nstdout:\n%s\nstderr:\n%s", server, code, server.out.String(), server.errb.String())
-		case <-e.ctx.Done():
-			t.Fatalf("%v is not listening on port %s", server, port)
-		case <-time.After(20 * time.Millisecond):
-		}
+	n, err := strconv.Atoi(port)
+	if err == nil {
+		err = testutil.WaitListening(e.ctx, n, true, server.done)
+	}
+	if err != nil {
+		t.Fatalf("%v: %v\nstdout:\n%s\nstderr:\n%s", server, err, server.out.String(), server.errb.String())
 	}
 }
 

@@ -1,11 +1,14 @@
 package cmdline
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 // UsageError is a mistake on the command line: Exit prints it with the
@@ -40,22 +43,33 @@ func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// Exit ends a program whose run returned err: it returns on nil, prints
-// usage to stdout for flag.ErrHelp (status 0), the mistake and usage to
-// stderr for a *UsageError (status 2), and "prog: err" otherwise (status 1).
-func Exit(prog, usage string, err error) {
+// Run runs a program: main with a context that SIGINT and SIGTERM cancel,
+// then exit with the status main returns.
+func Run(main func(ctx context.Context) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := main(ctx)
+	stop()
+	os.Exit(code)
+}
+
+// Status reports how a program whose run returned err ended and returns
+// its exit status: 0 for nil; usage on stdout for flag.ErrHelp (0); the
+// mistake and usage on stderr for a *UsageError (2); "prog: err" on stderr
+// otherwise (1).
+func Status(prog, usage string, err error) int {
 	var uerr *UsageError
 	switch {
 	case err == nil:
+		return 0
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(os.Stdout, usage)
+		return 0
 	case errors.As(err, &uerr):
 		fmt.Fprintf(os.Stderr, "%s: %v\n\n%s", prog, err, usage)
-		os.Exit(2)
-	default:
-		fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
-		os.Exit(1)
+		return 2
 	}
+	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	return 1
 }
 
 // NewFlagSet returns a flag set that reports mistakes as errors and prints

@@ -39,3 +39,19 @@ func TestParse(t *testing.T) {
 		t.Errorf("-h: %v, want flag.ErrHelp", err)
 	}
 }
+
+func TestStatus(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{flag.ErrHelp, 0},
+		{Usagef("-n %d: too few", 0), 2},
+		{errors.New("no device"), 1},
+	} {
+		if got := Status("t", "usage\n", c.err); got != c.want {
+			t.Errorf("Status(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}

@@ -25,6 +25,8 @@
 // kernel's command line.
 //
 // The package's tests boot both kernels and need root to install QEMU and
-// the kernels; without root they skip unless GOVERBS_LAB_SELFTEST=1, which
-// make test sets, requires them to run.
+// the kernels, which takes minutes, so a plain `go test ./...` skips them,
+// as root too: they run only when GOVERBS_LAB_SELFTEST=1 asks (make test
+// and make unit set it), and then they fail rather than skip when the lab
+// cannot work. -short skips them even then.
 package main

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/goverbs/rdma/internal/cmdline"
 )
 
 // The lab tests run servers and clients as processes: this test binary
@@ -30,8 +30,5 @@ func childMain() {
 			<-ctx.Done()
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := e.main(ctx, role == "server", args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cmdline.Run(func(ctx context.Context) int { return e.main(ctx, role == "server", args, os.Stdout, os.Stderr) })
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/goverbs/rdma/internal/cmdline"
 )
 
 // Exit codes of rdma-server and rdma-client.
@@ -59,8 +59,5 @@ func (e system) main(ctx context.Context, server bool, args []string, stdout, st
 // Run is the whole program: Main with the process's arguments, standard
 // streams and a context that SIGINT and SIGTERM end, then exit.
 func Run(server bool) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, server, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	cmdline.Run(func(ctx context.Context) int { return Main(ctx, server, os.Args[1:], os.Stdout, os.Stderr) })
 }
