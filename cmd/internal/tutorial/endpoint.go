@@ -87,6 +87,17 @@ func wcError(what string, wc uverbs.WC) error {
 	return fmt.Errorf("%s failed: work completion status %s (%v), wr_id %d", what, wc.Status.Name(), wc.Status, wc.ID)
 }
 
+// postWait posts wr as a signaled work request and waits for its
+// completion (waitOne).
+func postWait(ctx context.Context, ep Endpoint, wr uverbs.SendWR, what string) error {
+	wr.Flags |= uverbs.SendSignaled
+	if err := ep.PostSend(wr); err != nil {
+		return err
+	}
+	_, err := waitOne(ctx, ep, wr.ID, what)
+	return err
+}
+
 // waitOne waits for the completion of work request id, which must succeed;
 // every other completion is an error (the protocols here have one request
 // in flight when they call it).

@@ -134,18 +134,12 @@ func (s *rdmaExample) runClient(ctx context.Context, ep Endpoint) error {
 		return fmt.Errorf("the server's buffer is %d bytes, the string %d", server.Length, len(s.message))
 	}
 	n := len(s.message)
-	if err := ep.PostSend(uverbs.SendWR{ID: rexWrite, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled,
-		SGEs: []uverbs.SGE{s.src.SGE(0, n)}, RemoteAddr: server.Addr, RKey: server.STag}); err != nil {
+	if err := postWait(ctx, ep, uverbs.SendWR{ID: rexWrite, Op: uverbs.OpWrite,
+		SGEs: []uverbs.SGE{s.src.SGE(0, n)}, RemoteAddr: server.Addr, RKey: server.STag}, "RDMA WRITE to the server"); err != nil {
 		return err
 	}
-	if _, err := waitOne(ctx, ep, rexWrite, "RDMA WRITE to the server"); err != nil {
-		return err
-	}
-	if err := ep.PostSend(uverbs.SendWR{ID: rexRead, Op: uverbs.OpRead, Flags: uverbs.SendSignaled,
-		SGEs: []uverbs.SGE{s.dst.SGE(0, n)}, RemoteAddr: server.Addr, RKey: server.STag}); err != nil {
-		return err
-	}
-	if _, err := waitOne(ctx, ep, rexRead, "RDMA READ from the server"); err != nil {
+	if err := postWait(ctx, ep, uverbs.SendWR{ID: rexRead, Op: uverbs.OpRead,
+		SGEs: []uverbs.SGE{s.dst.SGE(0, n)}, RemoteAddr: server.Addr, RKey: server.STag}, "RDMA READ from the server"); err != nil {
 		return err
 	}
 	s.tr.Data("source %s, destination %s", printable(s.src.Buf), printable(s.dst.Buf))

@@ -134,29 +134,20 @@ func (s *roceLab) runClient(ctx context.Context, ep Endpoint) error {
 	n := len(s.message) + 1
 	if s.imm {
 		s.tr.Data("RDMA_WRITE_WITH_IMM of %s, imm_data=%d", printable(s.tx.Buf), n)
-		if err := ep.PostSend(uverbs.SendWR{ID: roceLabWrite, Op: uverbs.OpWriteImm, Flags: uverbs.SendSignaled, Imm: uint32(n),
-			SGEs: []uverbs.SGE{s.tx.SGE(0, n)}, RemoteAddr: info.Addr, RKey: info.RKey}); err != nil {
-			return err
-		}
-		if _, err := waitOne(ctx, ep, roceLabWrite, "RDMA WRITE_WITH_IMM"); err != nil {
+		if err := postWait(ctx, ep, uverbs.SendWR{ID: roceLabWrite, Op: uverbs.OpWriteImm, Imm: uint32(n),
+			SGEs: []uverbs.SGE{s.tx.SGE(0, n)}, RemoteAddr: info.Addr, RKey: info.RKey}, "RDMA WRITE_WITH_IMM"); err != nil {
 			return err
 		}
 		s.out("RDMA_WRITE_WITH_IMM completed: %d bytes, imm_data=%d", n, n)
 		return nil
 	}
 	s.tr.Data("RDMA_WRITE of %s", printable(s.tx.Buf))
-	if err := ep.PostSend(uverbs.SendWR{ID: roceLabWrite, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled,
-		SGEs: []uverbs.SGE{s.tx.SGE(0, n)}, RemoteAddr: info.Addr, RKey: info.RKey}); err != nil {
+	if err := postWait(ctx, ep, uverbs.SendWR{ID: roceLabWrite, Op: uverbs.OpWrite,
+		SGEs: []uverbs.SGE{s.tx.SGE(0, n)}, RemoteAddr: info.Addr, RKey: info.RKey}, "RDMA WRITE"); err != nil {
 		return err
 	}
-	if _, err := waitOne(ctx, ep, roceLabWrite, "RDMA WRITE"); err != nil {
-		return err
-	}
-	if err := ep.PostSend(uverbs.SendWR{ID: roceLabRead, Op: uverbs.OpRead, Flags: uverbs.SendSignaled,
-		SGEs: []uverbs.SGE{s.rx.SGE(0, roceLabBufSize)}, RemoteAddr: info.Addr, RKey: info.RKey}); err != nil {
-		return err
-	}
-	if _, err := waitOne(ctx, ep, roceLabRead, "RDMA READ"); err != nil {
+	if err := postWait(ctx, ep, uverbs.SendWR{ID: roceLabRead, Op: uverbs.OpRead,
+		SGEs: []uverbs.SGE{s.rx.SGE(0, roceLabBufSize)}, RemoteAddr: info.Addr, RKey: info.RKey}, "RDMA READ"); err != nil {
 		return err
 	}
 	s.tr.Data("readback %s", printable(s.rx.Buf))
