@@ -1,0 +1,690 @@
+package rsocket
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/goverbs/rdma/internal/mmio"
+	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// Conn is an rsocket stream: a net.Conn over an RC connection that speaks
+// rsocket's protocol, so the peer may be a program on librdmacm's rsocket
+// (rstream, LD_PRELOAD=librspreload.so) or on this package.
+//
+// Read and Write may be called from two goroutines at once; two Reads (or
+// two Writes) at once take turns. Close unblocks both. Errors are
+// *net.OpError values: a deadline that passed matches os.ErrDeadlineExceeded,
+// a closed Conn net.ErrClosed, a peer that went away without a shutdown
+// syscall.ECONNRESET; io.EOF ends a stream the peer shut down in order.
+type Conn struct {
+	cm           *rdmacm.Conn
+	qp           *uverbs.QP
+	cq           *uverbs.CQ
+	set          settings
+	laddr, raddr *Addr
+
+	readMu  sync.Mutex // one Read or WriteTo at a time
+	writeMu sync.Mutex // one Write or ReadFrom at a time
+
+	// mu guards the protocol state below and the CQ: whoever holds it polls.
+	mu          sync.Mutex
+	connected   bool // control messages and credits may still be sent
+	readable    bool // the peer may still send: it has not shut down its side
+	writable    bool // we may still send: no CloseWrite, the connection has not ended
+	readClosed  bool // CloseRead
+	writeClosed bool // CloseWrite
+	reset       bool // the connection ended without the peer's shutdown
+	// borrowers counts ReadFrom and WriteTo calls using the buffers
+	// outside mu; the last one frees them if Close came meanwhile.
+	borrowers int
+	freeLater bool
+	err       error // fatal: a failed work request or a protocol violation
+	closed    bool
+
+	// Receive side (rsocket: rbuf, rmsg, rseq_no, rseq_comp, ...).
+	rbuf       *uverbs.Buffer
+	rmr        *uverbs.MR
+	rbufSize   uint32
+	rbufOffset uint32   // where the next unread byte is
+	rbufAvail  uint32   // consumed or never published bytes not yet published
+	rbufFree   uint32   // where the next published segment starts
+	rbufQueued uint32   // received bytes not yet read
+	rmsg       []uint32 // lengths of received messages not yet read, a ring
+	rmsgHead   int
+	rmsgLen    int
+	rseqNo     uint16 // messages fully read
+	rseqComp   uint16 // when to grant credits next
+	remoteSGL  rsSGE  // the peer's target slot array
+	remoteSlot uint32 // the next of the peer's slots to publish a segment in
+	peerOrder  binary.ByteOrder
+	recvs      []uverbs.RecvWR // rq receives with no SGE, reposted as consumed
+
+	// Send side (rsocket: sbuf, ssgl, sseq_no, sseq_comp, target_sgl, ...).
+	sbuf      *uverbs.Buffer // the send ring, then ctrlInFlight control scratch areas
+	smr       *uverbs.MR
+	sbufSize  uint32
+	sbufHead  uint32 // where the next write is copied to
+	sbufAvail uint32
+	sseqNo    uint16 // data messages sent
+	sseqComp  uint16 // the peer's limit for sseqNo
+	sqeAvail  int    // send work requests free for data
+	ctrlSeqno uint16 // control messages posted
+	ctrlMax   uint16 // control messages allowed: completed + ctrlInFlight
+	tbuf      *uverbs.Buffer
+	tmr       *uverbs.MR
+	slot      int // the target slot data goes to next
+	inline    uint32
+	wr        [1]uverbs.SendWR
+	sges      [2]uverbs.SGE
+	wcs       [32]uverbs.WC
+
+	// Wake-ups from the goroutine that sleeps on the completion channel;
+	// each holds at most one token.
+	rwake, wwake, cwake chan struct{}
+	closing             chan struct{} // closed by Close: Read and Write return
+	rdl, wdl            *deadline
+	stopLoops           context.CancelFunc
+	loops               sync.WaitGroup
+	closeOnce           sync.Once
+	closeErr            error
+}
+
+// Work request IDs: the kind in the high 32 bits, bytes or the control
+// code below.
+const (
+	wrRecv uint64 = 1 << 62
+	wrData uint64 = 1 << 32
+	wrSGL  uint64 = 2 << 32
+	wrCtrl uint64 = 3 << 32
+)
+
+// newConn builds the buffers of a connection whose QP the CM made, and
+// posts its receives: rsocket posts them before CONNECT or ACCEPT (rs_create_ep).
+func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
+	c = &Conn{cm: cm, qp: cm.QP(), cq: cm.CQ(), set: s,
+		rbufSize: s.rbufSize, sbufSize: s.sbufSize,
+		rwake: make(chan struct{}, 1), wwake: make(chan struct{}, 1), cwake: make(chan struct{}, 1),
+		closing: make(chan struct{}), rdl: newDeadline(), wdl: newDeadline()}
+	c.laddr, c.raddr = &Addr{cm.LocalAddr()}, &Addr{cm.RemoteAddr()}
+	defer func() {
+		if err != nil {
+			c.freeBuffers()
+			c = nil
+		}
+	}()
+	if c.rbuf, err = uverbs.AllocBuffer(int(s.rbufSize)); err != nil {
+		return c, err
+	}
+	if c.sbuf, err = uverbs.AllocBuffer(int(s.sbufSize) + ctrlInFlight*ctrlMsgSize); err != nil {
+		return c, err
+	}
+	if c.tbuf, err = uverbs.AllocBuffer(targetSGEs * sgeSize); err != nil {
+		return c, err
+	}
+	remote := uverbs.AccessLocalWrite | uverbs.AccessRemoteWrite
+	if c.rmr, err = cm.RegMR(c.rbuf.Bytes(), remote); err != nil {
+		return c, err
+	}
+	if c.tmr, err = cm.RegMR(c.tbuf.Bytes(), remote); err != nil {
+		return c, err
+	}
+	if c.smr, err = cm.RegMR(c.sbuf.Bytes(), uverbs.AccessLocalWrite); err != nil {
+		return c, err
+	}
+	c.inline = uint32(c.qp.Cap().MaxInline)
+	c.rmsg = make([]uint32, s.RQSize)
+	c.recvs = make([]uverbs.RecvWR, s.RQSize)
+	for i := range c.recvs {
+		c.recvs[i].ID = wrRecv
+	}
+	c.rbufFree, c.rbufAvail = c.rbufSize/2, c.rbufSize/2
+	c.rseqComp = uint16(s.RQSize / 2)
+	c.sbufAvail = c.sbufSize
+	c.sqeAvail = s.SQSize
+	c.ctrlMax = ctrlInFlight
+	return c, c.qp.PostRecv(c.recvs)
+}
+
+// freeBuffers frees the memory of a connection whose CM Conn is closed or
+// was never made (the MRs went with it).
+func (c *Conn) freeBuffers() {
+	c.rbuf.Close()
+	c.sbuf.Close()
+	c.tbuf.Close()
+}
+
+// connData is what this side tells the peer: little-endian, no iomap, two
+// target slots, the first half of the receive buffer.
+func (c *Conn) connData() []byte {
+	d := connData{
+		Version:   protocolVersion,
+		Flags:     connFlagIOMap, // with 0 slots, as rsocket without RDMA_IOMAPSIZE
+		Credits:   uint16(c.set.RQSize),
+		TargetSGL: rsSGE{Addr: c.tmr.Addr(), Key: c.tmr.RKey(), Length: targetSGEs},
+		DataBuf:   rsSGE{Addr: c.rmr.Addr(), Key: c.rmr.RKey(), Length: c.rbufSize / 2},
+	}
+	b := make([]byte, connDataLen)
+	d.marshal(b)
+	return b
+}
+
+// start takes the peer's connection data (rs_save_conn_data), starts the
+// goroutines that wait for completions and CM events, and grants the first
+// credits, which publish the second half of the receive buffer.
+func (c *Conn) start(peer connData) {
+	c.remoteSGL = peer.TargetSGL
+	c.remoteSlot = 1 % peer.TargetSGL.Length
+	c.peerOrder = peer.peerOrder()
+	c.setSlot(0, peer.DataBuf)
+	c.setSlot(1, rsSGE{})
+	c.sseqComp = peer.Credits
+	c.connected, c.readable, c.writable = true, true, true
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopLoops = cancel
+	c.loops.Add(2)
+	go c.completions(ctx)
+	go c.watchCM(ctx)
+	c.mu.Lock()
+	c.updateCreditsLocked()
+	c.mu.Unlock()
+}
+
+// Target slots live in registered memory the peer writes; we read and
+// write them with atomic word accesses. They are little-endian: we declare
+// RS_CONN_FLAG_NET clear, and the peer swaps to that order.
+func (c *Conn) slotSGE(i int) rsSGE {
+	b := c.tbuf.Bytes()
+	return rsSGE{Addr: mmio.U64(b, i*sgeSize).Load(), Key: mmio.U32(b, i*sgeSize+8).Load(), Length: mmio.U32(b, i*sgeSize+12).Load()}
+}
+
+func (c *Conn) setSlot(i int, s rsSGE) {
+	b := c.tbuf.Bytes()
+	mmio.U64(b, i*sgeSize).Store(s.Addr)
+	mmio.U32(b, i*sgeSize+8).Store(s.Key)
+	mmio.U32(b, i*sgeSize+12).Store(s.Length)
+}
+
+func (c *Conn) slotLength() uint32 { return mmio.U32(c.tbuf.Bytes(), c.slot*sgeSize+12).Load() }
+
+// completions sleeps on the completion channel and processes what wakes
+// it, for Reads and Writes that wait and for credits owed to the peer.
+func (c *Conn) completions(ctx context.Context) {
+	defer c.loops.Done()
+	ch := c.cq.Channel()
+	for {
+		if err := c.cq.ReqNotify(false); err != nil {
+			c.fail(err)
+			return
+		}
+		c.mu.Lock()
+		c.pollLocked()
+		c.mu.Unlock()
+		c.wake()
+		if _, err := ch.Wait(ctx); err != nil {
+			if ctx.Err() == nil {
+				c.fail(err)
+			}
+			return
+		}
+	}
+}
+
+// watchCM ends the connection when the CM reports that it ended
+// (DISCONNECTED: the peer destroyed its ID or its host went away).
+func (c *Conn) watchCM(ctx context.Context) {
+	defer c.loops.Done()
+	select {
+	case <-c.cm.Done():
+	case <-ctx.Done():
+		return
+	}
+	c.mu.Lock()
+	c.pollLocked() // what the peer sent before it left
+	if c.connected {
+		c.connected, c.writable = false, false
+		c.reset = c.readable // no in-band DISCONNECT or SHUTDOWN came first
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+func (c *Conn) wake() {
+	for _, ch := range [...]chan struct{}{c.rwake, c.wwake, c.cwake} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// fail records a fatal error and ends the connection.
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	c.failLocked(err)
+	c.mu.Unlock()
+	c.wake()
+}
+
+func (c *Conn) failLocked(err error) {
+	if c.err == nil && !c.closed {
+		c.err = err
+		c.set.logf("rsocket %v: %v", c.raddr, err)
+	}
+	c.connected, c.writable = false, false
+}
+
+// pollLocked takes every completion on the CQ (rs_poll_cq), reposts a
+// receive for each message received, and grants credits if they are due.
+func (c *Conn) pollLocked() {
+	if c.closed {
+		return
+	}
+	received := 0
+	for {
+		n, err := c.cq.Poll(c.wcs[:])
+		if err != nil {
+			c.failLocked(err)
+			return
+		}
+		for i := range c.wcs[:n] {
+			wc := &c.wcs[i]
+			if wc.ID&wrRecv != 0 {
+				if wc.Status == uverbs.WCSuccess {
+					received++
+					c.receivedLocked(wc)
+				}
+				continue
+			}
+			c.sentLocked(wc)
+		}
+		if n < len(c.wcs) {
+			break
+		}
+	}
+	if received > 0 && c.connected {
+		if err := c.qp.PostRecv(c.recvs[:received]); err != nil {
+			c.failLocked(err)
+		}
+	}
+	c.updateCreditsLocked()
+}
+
+// receivedLocked handles one message from the peer.
+func (c *Conn) receivedLocked(wc *uverbs.WC) {
+	if wc.Flags&uverbs.WCWithImm == 0 {
+		c.failLocked(fmt.Errorf("%w: a message without immediate data (%v)", ErrProtocol, wc.Opcode))
+		return
+	}
+	v := immValue(wc.Imm)
+	switch immOp(wc.Imm) {
+	case opSGL:
+		c.sseqComp = uint16(v)
+	case opIOMapSGL:
+		c.failLocked(ErrIOMap)
+	case opCtrl:
+		switch v {
+		case ctrlDisconnect:
+
+			c.connected, c.writable, c.readable = false, false, false
+		case ctrlShutdown:
+
+			if c.writable {
+				c.readable = false
+			} else {
+				c.connected, c.readable = false, false
+			}
+		}
+		// Other codes are ignored, as rsocket does.
+	case opWrite:
+		// Not sent by rsocket; ignored as rsocket does.
+	default: // data; rsocket takes the reserved ops 1, 3 and 5 as data too
+		published := c.rbufSize - c.rbufAvail
+		switch {
+		case v == 0:
+			c.failLocked(fmt.Errorf("%w: a data message of 0 bytes", ErrProtocol))
+		case c.rmsgLen == len(c.rmsg):
+			c.failLocked(fmt.Errorf("%w: more than %d unread messages (credits exceeded)", ErrProtocol, len(c.rmsg)))
+		case uint64(c.rbufQueued)+uint64(v) > uint64(published):
+			c.failLocked(fmt.Errorf("%w: %d bytes written beyond the %d bytes published", ErrProtocol, v, published-c.rbufQueued))
+		default:
+			c.rmsg[(c.rmsgHead+c.rmsgLen)%len(c.rmsg)] = v
+			c.rmsgLen++
+			c.rbufQueued += v
+		}
+	}
+}
+
+// sentLocked handles the completion of one of our sends.
+func (c *Conn) sentLocked(wc *uverbs.WC) {
+	switch wc.ID &^ (1<<32 - 1) {
+	case wrData:
+		c.sqeAvail++
+		c.sbufAvail += uint32(wc.ID)
+	case wrSGL:
+		c.ctrlMax++
+	case wrCtrl:
+		c.ctrlMax++
+		if uint32(wc.ID) == ctrlDisconnect {
+			c.connected, c.writable = false, false
+		}
+	}
+	if wc.Status != uverbs.WCSuccess && c.connected {
+		c.failLocked(fmt.Errorf("%w: %v", ErrQP, wc.Status))
+	}
+}
+
+// updateCreditsLocked grants the peer credits and publishes a segment of
+// the receive buffer when half of it is free or half the credits are used
+// (rs_give_credits, rs_send_credits).
+func (c *Conn) updateCreditsLocked() {
+	half := c.rbufSize / 2
+	if !c.connected || c.ctrlSeqno == c.ctrlMax ||
+		c.rbufAvail < half && int16(c.rseqNo-c.rseqComp) < 0 {
+		return
+	}
+	c.rseqComp = c.rseqNo + uint16(c.set.RQSize/2)
+	limit := uint32(c.rseqNo + uint16(c.set.RQSize))
+	wr := &c.wr[0]
+	*wr = uverbs.SendWR{Op: uverbs.OpWriteImm, Flags: uverbs.SendSignaled, Imm: immediate(opSGL, limit)}
+	if c.rbufAvail >= half {
+		scratch := c.sbufSize + uint32(c.ctrlSeqno%ctrlInFlight)*ctrlMsgSize
+		rsSGE{Addr: c.rmr.Addr() + uint64(c.rbufFree), Key: c.rmr.RKey(), Length: half}.
+			put(c.sbuf.Bytes()[scratch:scratch+sgeSize], c.peerOrder)
+		c.sges[0] = c.smr.SGE(int(scratch), sgeSize)
+		wr.ID, wr.SGEs = wrSGL, c.sges[:1]
+		wr.RemoteAddr = c.remoteSGL.Addr + uint64(c.remoteSlot)*sgeSize
+		wr.RKey = c.remoteSGL.Key
+		c.rbufAvail -= half
+		c.rbufFree = (c.rbufFree + half) % c.rbufSize
+		c.remoteSlot = (c.remoteSlot + 1) % c.remoteSGL.Length
+	} else {
+		wr.ID = wrSGL // credits only: no SGE, no target (rs_post_msg)
+	}
+	c.ctrlSeqno++
+	if err := c.qp.PostSend(c.wr[:]); err != nil {
+		c.ctrlSeqno--
+		c.failLocked(err)
+	}
+}
+
+// sendCtrlLocked posts a control message; the caller checked that a
+// control slot is free.
+func (c *Conn) sendCtrlLocked(code uint32) error {
+	c.wr[0] = uverbs.SendWR{ID: wrCtrl | uint64(code), Op: uverbs.OpWriteImm, Flags: uverbs.SendSignaled, Imm: immediate(opCtrl, code)}
+	c.ctrlSeqno++
+	if err := c.qp.PostSend(c.wr[:]); err != nil {
+		c.ctrlSeqno--
+		return err
+	}
+	return nil
+}
+
+func (c *Conn) allSentLocked() bool {
+	return !c.connected || c.ctrlMax-c.ctrlSeqno == ctrlInFlight && c.sqeAvail == c.set.SQSize
+}
+
+// canSendLocked is rs_can_send: a free work request, RS_SNDLOWAT bytes of
+// send buffer, a credit, and room in the current target slot.
+func (c *Conn) canSendLocked() bool {
+	return c.sqeAvail > 0 && c.sbufAvail >= min(sndLowat, c.sbufSize) && c.sseqNo != c.sseqComp && c.slotLength() != 0
+}
+
+// sendLimitLocked is how much the next write may carry: want, within the
+// free send buffer and the current target slot.
+func (c *Conn) sendLimitLocked(want int) uint32 {
+	n := uint32(min(want, maxTransfer))
+	return min(n, c.sbufAvail, c.slotLength())
+}
+
+// postDataLocked posts n bytes already in the send ring at sbufHead as one
+// data message into the current target slot (rs_write_data). The slot is
+// advanced in registered memory before the post, as rsocket does, so that
+// an emptied slot reads 0 until the peer publishes the next segment there.
+func (c *Conn) postDataLocked(n uint32) error {
+	s := c.slotSGE(c.slot)
+	c.setSlot(c.slot, rsSGE{Addr: s.Addr + uint64(n), Key: s.Key, Length: s.Length - n})
+	if s.Length == n {
+		c.slot = (c.slot + 1) % targetSGEs
+	}
+	nsge := 1
+	if first := c.sbufSize - c.sbufHead; n > first {
+		c.sges[0] = c.smr.SGE(int(c.sbufHead), int(first))
+		c.sges[1] = c.smr.SGE(0, int(n-first))
+		nsge = 2
+	} else {
+		c.sges[0] = c.smr.SGE(int(c.sbufHead), int(n))
+	}
+	flags := uverbs.SendSignaled
+	if n <= c.inline {
+		flags |= uverbs.SendInline
+	}
+	c.wr[0] = uverbs.SendWR{ID: wrData | uint64(n), Op: uverbs.OpWriteImm, Flags: flags,
+		SGEs: c.sges[:nsge], Imm: immediate(opData, n), RemoteAddr: s.Addr, RKey: s.Key}
+	c.sseqNo++
+	c.sqeAvail--
+	c.sbufAvail -= n
+	c.sbufHead = (c.sbufHead + n) % c.sbufSize
+	if err := c.qp.PostSend(c.wr[:]); err != nil {
+		c.failLocked(err)
+		return err
+	}
+	return nil
+}
+
+// copyToRing copies p into the send ring at sbufHead, wrapping.
+func (c *Conn) copyToRing(p []byte) {
+	b := c.sbuf.Bytes()[:c.sbufSize]
+	k := copy(b[c.sbufHead:], p)
+	copy(b, p[k:])
+}
+
+// Read reads data the peer wrote. It returns io.EOF once the peer shut
+// down or closed its side and everything it sent has been read.
+func (c *Conn) Read(p []byte) (int, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	var n int
+	err := c.waitRead(func() { n = c.readLocked(p) })
+	return n, err
+}
+
+// waitRead waits until data can be read and calls take with mu held, or
+// returns why it cannot (EOF, deadline, close, failure).
+func (c *Conn) waitRead(take func()) error {
+	spin := c.set.Spin
+	for {
+		dl := c.rdl.wait()
+		if isClosed(dl) {
+			return c.opError("read", os.ErrDeadlineExceeded)
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return c.opError("read", errClosed)
+		}
+		if c.rmsgLen == 0 {
+			c.pollLocked()
+		}
+		if c.rmsgLen > 0 && !c.readClosed {
+			take()
+			c.updateCreditsLocked()
+			c.mu.Unlock()
+			return nil
+		}
+		if err := c.readEndLocked(); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		c.mu.Unlock()
+		if spin > 0 {
+			spin--
+			continue
+		}
+		select {
+		case <-c.rwake:
+		case <-dl:
+		case <-c.closing:
+		}
+	}
+}
+
+// readEndLocked says why nothing more will come, or nil to wait.
+func (c *Conn) readEndLocked() error {
+	switch {
+	case c.readClosed:
+		return io.EOF
+	case c.err != nil:
+		return c.opError("read", c.err)
+	case c.reset:
+		return c.opError("read", errReset)
+	case !c.readable:
+
+		return io.EOF
+	}
+	return nil
+}
+
+// readLocked copies queued data into p (rrecv) and counts the messages
+// read in full.
+func (c *Conn) readLocked(p []byte) int {
+	n := 0
+	for n < len(p) && c.rmsgLen > 0 {
+		m := &c.rmsg[c.rmsgHead]
+		k := min(uint32(len(p)-n), *m)
+		c.consumeLocked(p[n:n+int(k)], k)
+		n += int(k)
+	}
+	return n
+}
+
+// consumeLocked copies k bytes of the first queued message into dst (if
+// not nil) and gives their room back.
+func (c *Conn) consumeLocked(dst []byte, k uint32) {
+	m := &c.rmsg[c.rmsgHead]
+	if dst != nil {
+		rb := c.rbuf.Bytes()
+		first := copy(dst, rb[c.rbufOffset:min(c.rbufOffset+k, c.rbufSize)])
+		copy(dst[first:], rb[:int(k)-first])
+	}
+	c.rbufOffset = (c.rbufOffset + k) % c.rbufSize
+	c.rbufAvail += k
+	c.rbufQueued -= k
+	if *m -= k; *m == 0 {
+		c.rseqNo++
+		c.rmsgHead = (c.rmsgHead + 1) % len(c.rmsg)
+		c.rmsgLen--
+	}
+}
+
+// Write writes p to the peer and returns once all of it is in flight (the
+// send buffer holds what the peer has not acknowledged yet). It blocks
+// while the peer's receive buffer is full.
+func (c *Conn) Write(p []byte) (int, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	n := 0
+	size := olapStart // rsend: the first write small, each next one twice as big
+	for n < len(p) {
+		err := c.waitWrite("write", func() error {
+			k := c.sendLimitLocked(min(size, len(p)-n))
+			c.copyToRing(p[n : n+int(k)])
+			n += int(k)
+			size = min(size*2, maxTransfer)
+			return c.postDataLocked(k)
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// waitWrite waits until a data message can be sent and calls send with mu
+// held, or returns why it cannot.
+func (c *Conn) waitWrite(op string, send func() error) error {
+	spin := c.set.Spin
+	for {
+		dl := c.wdl.wait()
+		if isClosed(dl) {
+			return c.opError(op, os.ErrDeadlineExceeded)
+		}
+		c.mu.Lock()
+		if err := c.writeEndLocked(op); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		if !c.canSendLocked() {
+			c.pollLocked()
+		}
+		if c.writable && c.canSendLocked() {
+			err := send()
+			c.mu.Unlock()
+			if err != nil {
+				return c.opError(op, err)
+			}
+			return nil
+		}
+		c.mu.Unlock()
+		if spin > 0 {
+			spin--
+			continue
+		}
+		select {
+		case <-c.wwake:
+		case <-dl:
+		case <-c.closing:
+		}
+	}
+}
+
+func (c *Conn) writeEndLocked(op string) error {
+	switch {
+	case c.closed:
+		return c.opError(op, errClosed)
+	case c.err != nil:
+		return c.opError(op, c.err)
+	case c.writeClosed:
+		return c.opError(op, errPipe)
+	case !c.writable:
+		return c.opError(op, errReset)
+	}
+	return nil
+}
+
+func (c *Conn) opError(op string, err error) error {
+	if err == io.EOF {
+		return err
+	}
+	return &net.OpError{Op: op, Net: Network, Source: c.laddr, Addr: c.raddr, Err: err}
+}
+
+// LocalAddr returns the local address (an *Addr).
+func (c *Conn) LocalAddr() net.Addr { return c.laddr }
+
+// RemoteAddr returns the peer's address (an *Addr).
+func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
+
+// SetDeadline sets the read and write deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.rdl.set(t)
+	c.wdl.set(t)
+	return nil
+}
+
+// SetReadDeadline sets the deadline of Read and WriteTo, waiting ones
+// included; the zero time means none.
+func (c *Conn) SetReadDeadline(t time.Time) error { c.rdl.set(t); return nil }
+
+// SetWriteDeadline sets the deadline of Write and ReadFrom, waiting ones
+// included; the zero time means none. A Write that times out has written
+// part of its data: the count says how much.
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.wdl.set(t); return nil }

@@ -1,0 +1,30 @@
+package rsocket
+
+import (
+	"errors"
+	"net"
+	"syscall"
+)
+
+var (
+	// ErrProtocol: the peer broke the rsocket protocol (bad private data, a
+	// message beyond its credits or beyond the buffer it was given). The
+	// connection is ended; the peer is not an rsocket or is misbehaving.
+	ErrProtocol = errors.New("rsocket protocol violation by the peer")
+	// ErrIOMap: the peer uses rsocket's direct placement (riomap/riowrite,
+	// as riostream does), which this package does not offer. We advertise
+	// no iomap slots, so the peer's riomap fails (ENOMEM) and the connection
+	// ends.
+	ErrIOMap = errors.New("the peer uses riomap/riowrite (rsocket iomap), which is not supported: use plain streams")
+	// ErrQP: a work request failed on the connection's QP (the peer's host
+	// or device went away, or the peer's memory was not where it said).
+	ErrQP = errors.New("RDMA transfer failed")
+)
+
+// Errors of a connection that ended are those of a TCP socket, so code
+// written for net.Conn can test them the same way.
+var (
+	errReset  = syscall.ECONNRESET // the peer ended the connection without a shutdown
+	errPipe   = syscall.EPIPE      // Write after CloseWrite, or after the peer disconnected
+	errClosed = net.ErrClosed
+)
