@@ -183,8 +183,10 @@ func (c *Conn) start(peer connData) {
 	c.remoteSGL = peer.TargetSGL
 	c.remoteSlot = 1 % peer.TargetSGL.Length
 	c.peerOrder = peer.peerOrder()
+	// Slot 1 is left as it is: it starts zeroed, and the peer may have
+	// published its second half there already (its first credit update
+	// can arrive before our side of the CM handshake ends).
 	c.setSlot(0, peer.DataBuf)
-	c.setSlot(1, rsSGE{})
 	c.sseqComp = peer.Credits
 	c.connected, c.readable, c.writable = true, true, true
 
@@ -193,6 +195,10 @@ func (c *Conn) start(peer connData) {
 	c.loops.Add(2)
 	go c.completions(ctx)
 	go c.watchCM(ctx)
+	if c.set.KeepAlive > 0 {
+		c.loops.Add(1)
+		go c.keepAlive(ctx)
+	}
 	c.mu.Lock()
 	c.updateCreditsLocked()
 	c.mu.Unlock()
@@ -255,6 +261,36 @@ func (c *Conn) watchCM(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	c.wake()
+}
+
+// keepAlive sends a keepalive each period in which nothing was sent
+// (rsocket: tcp_svc_send_keepalive): a 0-byte RDMA WRITE with no
+// immediate, address and key 0, on a control slot.
+func (c *Conn) keepAlive(ctx context.Context) {
+	defer c.loops.Done()
+	t := time.NewTicker(c.set.KeepAlive)
+	defer t.Stop()
+	c.mu.Lock()
+	last := c.sseqNo
+	c.mu.Unlock()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		if c.connected && c.sseqNo == last && c.ctrlSeqno != c.ctrlMax {
+			c.wr[0] = uverbs.SendWR{ID: wrCtrl | ctrlKeepalive, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled}
+			c.ctrlSeqno++
+			if err := c.qp.PostSend(c.wr[:]); err != nil {
+				c.ctrlSeqno--
+				c.failLocked(err)
+			}
+		}
+		last = c.sseqNo
+		c.mu.Unlock()
+	}
 }
 
 func (c *Conn) wake() {

@@ -29,11 +29,18 @@ type Options struct {
 	SQSize int
 	RQSize int
 	// Inline is the largest write sent inline (copied into the work
-	// request); default 64. The device may give more.
+	// request); default 64, negative for none (rsocket's RDMA_INLINE 0).
+	// The device may give more.
 	Inline int
 	// IOMapSize is rsocket's RDMA_IOMAPSIZE (slots for riomap). Direct
 	// placement is not offered: any value but 0 is refused with ErrIOMap.
 	IOMapSize int
+	// KeepAlive, if positive, is the period of keepalives on an idle
+	// connection: a 0-byte RDMA WRITE the peer's device acknowledges and its
+	// program never sees, as rsocket sends with SO_KEEPALIVE and
+	// TCP_KEEPIDLE. A peer that is gone then ends the connection (the write
+	// fails after the transport's retries) instead of leaving Read waiting.
+	KeepAlive time.Duration
 	// Spin is how often Read and Write poll the completion queue before
 	// they sleep; default 64. rsocket polls for 10 µs (polling_time).
 	// Negative: never spin.
@@ -93,9 +100,10 @@ func (o *Options) settings() (settings, error) {
 		return s, fmt.Errorf("RecvBuffer %d: give 0 for the default or up to %d bytes", s.RecvBuffer, maxBuffer)
 	case s.SQSize < 0 || s.SQSize > maxQueueSize, s.RQSize < 0 || s.RQSize > maxQueueSize:
 		return s, fmt.Errorf("SQSize %d, RQSize %d: give 0 for the default (%d) or %d to %d", s.SQSize, s.RQSize, DefaultQueueSize, minQueueSize, maxQueueSize)
-	case s.Inline < 0:
-		return s, fmt.Errorf("Inline %d: give 0 for the default (%d) or a positive size", s.Inline, DefaultInline)
+	case s.KeepAlive < 0:
+		return s, fmt.Errorf("KeepAlive %v: give 0 for none or a period", s.KeepAlive)
 	}
+	s.Inline = max(s.Inline, 0)
 	s.SendBuffer = max(s.SendBuffer, minBuffer)
 	s.RecvBuffer = (max(s.RecvBuffer, minBuffer) + 63) &^ 63
 	s.SQSize = max(s.SQSize, minQueueSize)

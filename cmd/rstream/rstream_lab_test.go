@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goverbs/rdma/internal/testutil"
+)
+
+// Our rstream against rdma-core's (rdmacm-utils) in both roles, in custom
+// mode (one connection, exit status 0 or 255), with verified data, blocking
+// and non-blocking, at 64 B to 1 MiB. Of the C side we judge its exit
+// status and that it reports no verification failure, never its timing.
+
+var customRow = regexp.MustCompile(`(?m)^custom +(\S+) +(\S+) +(\S+) +(\S+) +[0-9.]+s +[0-9.]+ +[0-9.]+$`)
+
+func TestInteropRstream(t *testing.T) {
+	if _, err := exec.LookPath("rstream"); err != nil {
+		t.Fatalf("rstream (rdmacm-utils) is needed: %v", err)
+	}
+	ends := testutil.VethPair(t)
+	addr := ends[0].Addr
+	sizes := []struct {
+		size, count, iters int
+		str, cnt            string
+	}{
+		{64, 100, 2, "64", "100"},
+		{4096, 50, 1, "4k", "50"},
+		{65536, 20, 1, "64k", "20"},
+		{1 << 20, 4, 1, "1m", "4"},
+	}
+	port := 7900
+	for _, pair := range []struct{ server, client string }{{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"}} {
+		for _, mode := range []string{"b", "n"} {
+			for _, sz := range sizes {
+				if pair.client == pair.server && (mode == "n" || sz.size == 64) {
+					continue
+				}
+				port++
+				name := fmt.Sprintf("%s-server_%s-client/T%s/%s", pair.server, pair.client, mode, sz.str)
+				t.Run(name, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+					defer cancel()
+					args := []string{"-p", strconv.Itoa(port), "-S", strconv.Itoa(sz.size), "-C", strconv.Itoa(sz.count),
+						"-I", strconv.Itoa(sz.iters), "-T", mode, "-T", "v"}
+					side := func(who, role string, args ...string) *testutil.Side {
+						return testutil.StartSide(t, ctx, who, role, func(ctx context.Context, out, errw io.Writer) error {
+							if code := run(ctx, args, out, errw); code != 0 {
+								return fmt.Errorf("exit status %d", code)
+							}
+							return nil
+						}, "rstream", args)
+					}
+					srv := side(pair.server, "server", append([]string{"-b", addr}, args...)...)
+					if err := testutil.WaitListening(ctx, port, true, srv.Done); err != nil {
+						t.Fatalf("%v\n%s%s", err, srv.Out, srv.Err)
+					}
+					cli := side(pair.client, "client", append([]string{"-s", addr}, args...)...)
+					for _, s := range []*testutil.Side{cli, srv} {
+						select {
+						case err := <-s.Done:
+							if err != nil {
+								t.Fatalf("%s %s: %v\n%s%s\nother side:\n%s%s", s.Who, s.Role, err, s.Out, s.Err, other(s, cli, srv).Out, other(s, cli, srv).Err)
+							}
+						case <-ctx.Done():
+							t.Fatalf("%s %s did not finish\n%s%s\nother side:\n%s%s", s.Who, s.Role, s.Out, s.Err, other(s, cli, srv).Out, other(s, cli, srv).Err)
+						}
+						out := s.Out.String()
+						if strings.Contains(out, "verification failed") {
+							t.Errorf("%s %s: %s", s.Who, s.Role, out)
+						}
+						if s.Who != "ours" {
+							continue
+						}
+						m := customRow.FindStringSubmatch(out)
+						total := int64(sz.size) * int64(sz.count) * int64(sz.iters) * 2
+						if m == nil || m[1] != sz.str || m[2] != sz.cnt || m[3] != strconv.Itoa(sz.iters) || m[4] != sizeStr(total, 31) {
+							t.Errorf("our %s printed %q, want a custom row of %s %s %d %s", s.Role, out, sz.str, sz.cnt, sz.iters, sizeStr(total, 31))
+						}
+						if s.Err.Len() > 0 {
+							t.Errorf("our %s reported: %s", s.Role, s.Err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func other(s, a, b *testutil.Side) *testutil.Side {
+	if s == a {
+		return b
+	}
+	return a
+}
