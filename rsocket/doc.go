@@ -1,0 +1,28 @@
+// Package rsocket provides streams over RDMA as net.Conn and net.Listener,
+// speaking the wire protocol of librdmacm's rsocket (rdma-core). A peer may
+// be another program on this package or a C program on rsocket: rstream,
+// or any program run under LD_PRELOAD=librspreload.so.
+//
+//	l, err := rsocket.Listen(ctx, "rdma", "10.0.0.1:7471")
+//	...
+//	c, err := rsocket.Dial(ctx, "rdma", "10.0.0.1:7471")
+//
+// Each connection is an RC queue pair made through the RDMA CM (package
+// rdmacm) with two registered buffers: the peer writes data straight into
+// our receive buffer with RDMA WRITE WITH IMMEDIATE, and the immediate says
+// how much arrived. Credits and halves of the receive buffer flow back the
+// same way; docs/rsocket.md §2 describes the protocol.
+//
+// A Conn is safe for one reader and one writer at a time (more are
+// serialized). Read, Write, ReadFrom and WriteTo sleep on the connection's
+// completion channel after a short spin (Options.Spin); a goroutine per
+// connection takes completions while no call waits, and one watches the CM
+// for the end of the connection. Deadlines behave as in package net.
+//
+// Differences from TCP: every connection pins its buffers (SendBuffer plus
+// RecvBuffer, 128 KiB each by default) and a queue pair; a peer that
+// vanishes is noticed when the transport's retries run out or the CM reports
+// the disconnect (Options.KeepAlive probes idle connections); there is no
+// urgent data and no socket options beyond Options. Direct placement
+// (rsocket's riomap and riowrite) is not offered (docs/rsocket.md §5).
+package rsocket
