@@ -93,6 +93,9 @@ func (l *Listener) serve() {
 			if ctx.Err() == nil && !errors.Is(err, rdmacm.ErrClosed) {
 				l.err = err
 			}
+			// Answers in flight still send on conns (or, once the
+			// Listener closes, close what they made).
+			l.setups.Wait()
 			close(l.conns)
 			return
 		}

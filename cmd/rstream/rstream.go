@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goverbs/rdma/rsocket"
@@ -54,10 +55,37 @@ type tester struct {
 
 	sendPattern, recvPattern byte  // format_buf's and verify_buf's running bytes
 	received                 int64 // verify_buf's byte count
+
+	// The listener and connections to close when ctx ends (Ctrl-C), so
+	// that Accept, Read and Write waiting on them return.
+	mu      sync.Mutex
+	closers []io.Closer
+	aborted bool
+}
+
+// track closes c when the run's context ends.
+func (t *tester) track(c io.Closer) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.aborted {
+		c.Close()
+		return
+	}
+	t.closers = append(t.closers, c)
+}
+
+func (t *tester) abort() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.aborted = true
+	for _, c := range t.closers {
+		c.Close()
+	}
 }
 
 func (t *tester) run(ctx context.Context) error {
 	o := t.o
+	defer context.AfterFunc(ctx, t.abort)()
 	if o.custom {
 		t.buf = make([]byte, o.size)
 	} else {
@@ -142,8 +170,10 @@ func (t *tester) listen(ctx context.Context) error {
 	}
 	if err != nil {
 		fmt.Fprintf(t.errOut, "rlisten: %v\n", err)
+		return err
 	}
-	return err
+	t.track(t.ln)
+	return nil
 }
 
 // connect makes the test's connection: accepts one (server) or dials
@@ -177,6 +207,7 @@ func (t *tester) connect(ctx context.Context, inline int) error {
 		fmt.Fprintf(t.errOut, "rconnect: %v\n", err)
 		return err
 	}
+	t.track(t.conn)
 	if tc, ok := t.conn.(*net.TCPConn); ok {
 		b := t.o.buffer
 		if b == 0 {
