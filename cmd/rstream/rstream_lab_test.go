@@ -29,7 +29,7 @@ func TestInteropRstream(t *testing.T) {
 	addr := ends[0].Addr
 	sizes := []struct {
 		size, count, iters int
-		str, cnt            string
+		str, cnt           string
 	}{
 		{64, 100, 2, "64", "100"},
 		{4096, 50, 1, "4k", "50"},
