@@ -18,10 +18,12 @@ func (c *Conn) Close() error {
 func (c *Conn) close() error {
 	c.mu.Lock()
 	send := c.connected
+	c.closeStarted = true // waiting and later Reads and Writes end now, not after the shutdown
 	c.mu.Unlock()
+	c.wake()
 	if send {
 		c.set.logf("rsocket %v: disconnect", c.raddr)
-		c.shutdown(ctrlDisconnect)
+		c.shutdown(func() uint32 { return ctrlDisconnect })
 	}
 	c.mu.Lock()
 	c.closed = true
@@ -43,10 +45,11 @@ func (c *Conn) close() error {
 	return nil
 }
 
-// shutdown sends the control message code once a control slot is free and
-// waits until all our sends have completed (rshutdown), for at most
-// CloseTimeout. A connection that ends meanwhile ends the wait.
-func (c *Conn) shutdown(code uint32) {
+// shutdown sends the control message code picks, with mu held, once a
+// control slot is free, and waits until all our sends have completed
+// (rshutdown), for at most CloseTimeout. A connection that ends meanwhile
+// ends the wait.
+func (c *Conn) shutdown(code func() uint32) {
 	timer := time.NewTimer(c.set.CloseTimeout)
 	defer timer.Stop()
 	c.mu.Lock()
@@ -71,7 +74,7 @@ func (c *Conn) shutdown(code uint32) {
 	if !wait(func() bool { return !c.connected || c.ctrlSeqno != c.ctrlMax }) || !c.connected {
 		return
 	}
-	if err := c.sendCtrlLocked(code); err != nil {
+	if err := c.sendCtrlLocked(code()); err != nil {
 		c.failLocked(err)
 		return
 	}
@@ -92,17 +95,28 @@ func (c *Conn) CloseWrite() error {
 		c.mu.Unlock()
 		return nil
 	}
-	c.writeClosed, c.writable = true, false
-	code := uint32(ctrlShutdown)
-	if !c.readable || c.readClosed {
-		code = ctrlDisconnect
-	}
+	c.writeClosed = true // Writes fail from now on
 	send := c.connected
 	c.mu.Unlock()
 	c.wake()
 	if send {
-		c.shutdown(code)
+		// SHUTDOWN or DISCONNECT is picked, and writable cleared, under mu
+		// as the message is posted (as rshutdown does): a SHUTDOWN from the
+		// peer before that leaves us not readable, so we send DISCONNECT;
+		// one after it ends the connection (docs/rsocket.md §4). Clearing
+		// writable earlier lets a SHUTDOWN arriving in between end the
+		// connection with ours never sent: the peer's Read waits for ever.
+		c.shutdown(func() uint32 {
+			c.writable = false
+			if !c.readable || c.readClosed {
+				return ctrlDisconnect
+			}
+			return ctrlShutdown
+		})
 	}
+	c.mu.Lock()
+	c.writable = false
+	c.mu.Unlock()
 	return nil
 }
 
@@ -120,7 +134,7 @@ func (c *Conn) CloseRead() error {
 	c.mu.Unlock()
 	c.wake()
 	if send {
-		c.shutdown(ctrlDisconnect)
+		c.shutdown(func() uint32 { return ctrlDisconnect })
 	}
 	return nil
 }

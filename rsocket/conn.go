@@ -48,6 +48,9 @@ type Conn struct {
 	freeLater bool
 	err       error // fatal: a failed work request or a protocol violation
 	closed    bool
+	// closeStarted: Close was called; Read and Write return net.ErrClosed
+	// while it sends its disconnect and waits.
+	closeStarted bool
 
 	// Receive side (rsocket: rbuf, rmsg, rseq_no, rseq_comp, ...).
 	rbuf       *uverbs.Buffer
@@ -346,7 +349,10 @@ func (c *Conn) pollLocked() {
 			break
 		}
 	}
-	if received > 0 && c.connected {
+	// Not once the CM reported the end: the QP is then in the error state,
+	// and a receive posted to it may stay unflushed, holding up Close
+	// (docs/kernel-behaviour.md §3).
+	if received > 0 && c.connected && !isClosed(c.cm.Done()) {
 		if err := c.qp.PostRecv(c.recvs[:received]); err != nil {
 			c.failLocked(err)
 		}
@@ -414,7 +420,10 @@ func (c *Conn) sentLocked(wc *uverbs.WC) {
 		}
 	}
 	if wc.Status != uverbs.WCSuccess && c.connected {
-		c.failLocked(fmt.Errorf("%w: %v", ErrQP, wc.Status))
+		// The connection is gone, as with a CM DISCONNECTED: a killed
+		// peer's kernel may free its memory (remote access error) before
+		// its CM ID goes, so either can come first.
+		c.failLocked(fmt.Errorf("%w (%v): %w", ErrQP, wc.Status, errReset))
 	}
 }
 
@@ -543,7 +552,7 @@ func (c *Conn) waitRead(take func()) error {
 			return c.opError("read", os.ErrDeadlineExceeded)
 		}
 		c.mu.Lock()
-		if c.closed {
+		if c.closeStarted {
 			c.mu.Unlock()
 			return c.opError("read", errClosed)
 		}
@@ -684,7 +693,7 @@ func (c *Conn) waitWrite(op string, send func() error) error {
 
 func (c *Conn) writeEndLocked(op string) error {
 	switch {
-	case c.closed:
+	case c.closeStarted:
 		return c.opError(op, errClosed)
 	case c.err != nil:
 		return c.opError(op, c.err)

@@ -11,7 +11,8 @@ import (
 )
 
 // Dialer connects to rsocket servers, with the Options of its connections.
-// Its DialContext fits grpc.WithContextDialer and http.Transport.DialContext.
+// Its DialContext fits http.Transport.DialContext as it is, and
+// grpc.WithContextDialer with the network added (examples/grpc).
 type Dialer struct {
 	Options
 	// Timeout bounds the whole of a Dial, as net.Dialer.Timeout does; 0
@@ -23,8 +24,8 @@ type Dialer struct {
 }
 
 // Dial connects to address ("10.0.0.1:7471", "[fd00::1]:7471",
-// "host:7471") on network "rdma", "rdma4" or "rdma6" with the default
-// Options.
+// "host:7471") on network "rdma", "rdma4" or "rdma6" ("tcp", "tcp4" and
+// "tcp6" mean the same) with the default Options.
 func Dial(ctx context.Context, network, address string) (*Conn, error) {
 	var d Dialer
 	return d.Dial(ctx, network, address)

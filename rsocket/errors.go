@@ -17,7 +17,9 @@ var (
 	// ends.
 	ErrIOMap = errors.New("the peer uses riomap/riowrite (rsocket iomap), which is not supported: use plain streams")
 	// ErrQP: a work request failed on the connection's QP (the peer's host
-	// or device went away, or the peer's memory was not where it said).
+	// or device went away, its process died, or its memory was not where
+	// it said). An error with it also matches syscall.ECONNRESET, since
+	// the connection is gone as surely as after the CM's DISCONNECTED.
 	ErrQP = errors.New("RDMA transfer failed")
 )
 

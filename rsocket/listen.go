@@ -109,9 +109,10 @@ func (l *Listener) serve() {
 		go func() {
 			defer l.setups.Done()
 			defer func() { <-slots }()
+			from := req.RemoteAddr() // gone once answer rejects and closes req
 			c, err := l.answer(ctx, req)
 			if err != nil {
-				l.set.logf("rsocket: connection request from %v: %v", req.RemoteAddr(), err)
+				l.set.logf("rsocket: connection request from %v: %v", from, err)
 				return
 			}
 			select {
@@ -150,7 +151,11 @@ func (l *Listener) answer(ctx context.Context, req *rdmacm.Conn) (*Conn, error) 
 
 // Accept returns the next established connection (net.Listener).
 func (l *Listener) Accept() (net.Conn, error) {
-	return l.AcceptConn(context.Background())
+	c, err := l.AcceptConn(context.Background())
+	if err != nil {
+		return nil, err // not a net.Conn holding a nil *Conn
+	}
+	return c, nil
 }
 
 // AcceptConn waits for the next established connection, or until ctx ends.

@@ -461,10 +461,15 @@ func (qp *QP) drain() error {
 	if s+r == 0 {
 		return nil
 	}
-	if QPState(qp.state.Load()) != QPStateError {
-		if err := qp.modifyLocked(&QPAttr{State: QPStateError}, QPAttrState); err != nil {
-			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: could not move the QP to the error state, %d send and %d receive work requests may not complete: %w", s, r, err)}
-		}
+	// Also when the QP is in the error state already: rxe flushes a ring
+	// only when something runs the QP's tasks, and work posted after the
+	// kernel's own move to ERR wakes nothing (posting is not a system call
+	// here). ERR to ERR is a legal change, and rxe answers it by flushing
+	// again (kernel: rxe_qp_from_attr calls rxe_qp_error;
+	// docs/kernel-behaviour.md §3).
+	wasError := QPState(qp.state.Load()) == QPStateError
+	if err := qp.modifyLocked(&QPAttr{State: QPStateError}, QPAttrState); err != nil && !wasError {
+		return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: could not move the QP to the error state, %d send and %d receive work requests may not complete: %w", s, r, err)}
 	}
 	deadline := time.Now().Add(drainTimeout)
 	pause := 50 * time.Microsecond
