@@ -7,7 +7,9 @@
 #                      BENCH=VersusRdmaCore), the library's own cost on this
 #                      machine, then rdma-perf against C perftest in the lab;
 #                      the ratios go into BENCHMARKS.md; then cmd/cmtime against
-#                      rdma-core's cmtime (make bench-cmtime runs only that)
+#                      rdma-core's cmtime (make bench-cmtime runs only that),
+#                      then cmd/rstream against rdma-core's rstream, over
+#                      rsocket and over TCP (make bench-rstream runs only that)
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test
@@ -33,7 +35,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime demo fuzz clean
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream demo fuzz clean
 
 all: build
 
@@ -56,6 +58,7 @@ nocgo:
 # skip, so a run without root fails instead of passing without them.
 unit: nocgo vet build
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
+	cd examples/grpc && $(GO) vet ./... && $(GO) build -o $(CURDIR)/bin/ ./...
 
 lab-bin:
 	$(GO) build -o $(LAB) ./test/rxelab
@@ -63,6 +66,7 @@ lab-bin:
 lab: lab-bin
 	$(GO) test -count=1 -p 1 -skip '$(TWO_GUEST)' -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
 	$(GO) test -count=1 -p 1 -run '$(TWO_GUEST)' -exec "$(LAB) -kernel $(KERNEL) -guests 2" $(TWO_GUEST_PKGS)
+	cd examples/grpc && $(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL)" ./...
 
 test: unit
 	$(MAKE) lab KERNEL=6.1
@@ -74,6 +78,7 @@ test-kernels: unit
 # The lab writes only to /tmp, which it shares with this machine.
 BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md
 BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
+BENCH_RS_OUT ?= /tmp/goverbs-rstream-$(shell id -u).md
 
 bench: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
@@ -81,10 +86,11 @@ bench: lab-bin
 	@# lab's TCG these would be emulated instructions).
 	$(GO) test -count=1 -run '^$$' -bench 'UserSpace|PollOne|PollEmpty' -benchmem ./uverbs > bin/bench-host.txt
 	@cat bin/bench-host.txt
-	$(GO) build -o bin/ ./cmd/rdma-perf ./cmd/cmtime ./test/perfbench
+	$(GO) build -o bin/ ./cmd/rdma-perf ./cmd/cmtime ./cmd/rstream ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
-	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) BENCHMARKS.md
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) BENCHMARKS.md
 
 # Connection set-up only: our cmtime against rdma-core's, per step, into
 # BENCHMARKS.md (also part of make bench).
@@ -92,6 +98,15 @@ bench-cmtime: lab-bin
 	$(GO) build -o bin/ ./cmd/cmtime ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
 	$(CURDIR)/bin/perfbench write -cmtime $(BENCH_CM_OUT) BENCHMARKS.md
+
+# Streams: our rstream (package rsocket) against rdma-core's, and both over
+# kernel TCP, bandwidth and round trips at 64 B to 1 MiB, into BENCHMARKS.md
+# (also part of make bench). perfbench starts no round that would end after
+# 16 of the lab's 20 minutes.
+bench-rstream: lab-bin
+	$(GO) build -o bin/ ./cmd/rstream ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
+	$(CURDIR)/bin/perfbench write -rstream $(BENCH_RS_OUT) BENCHMARKS.md
 
 # The programs in the lab: list the links (rxe0 on lo, rxe1 and rxe2 on the
 # veth pair veth0/veth1 that the lab makes), describe rxe0 as `ibv_devinfo -v`

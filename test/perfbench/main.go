@@ -3,7 +3,9 @@
 //
 //	perfbench run -rdma-perf PATH -out FILE   in the lab: run the matrix, write a Markdown section
 //	perfbench cmtime -cmtime PATH -out FILE   in the lab: our cmtime against rdma-core's, per step
-//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] BENCHMARKS.md
+//	perfbench rstream -rstream PATH -out FILE in the lab: our rstream against rdma-core's,
+//	                                          over rsocket and over TCP
+//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] BENCHMARKS.md
 //	                                          on the host: put the sections (and the host
 //	                                          benchmarks' output) between their markers
 //
@@ -35,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|write ...")
+		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|rstream|write ...")
 		os.Exit(2)
 	}
 	var err error
@@ -44,6 +46,8 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "cmtime":
 		err = cmtimeCmd(os.Args[2:])
+	case "rstream":
+		err = rstreamCmd(os.Args[2:])
 	case "write":
 		err = writeCmd(os.Args[2:])
 	default:
@@ -392,6 +396,8 @@ const (
 	hostEnd   = "<!-- host benchmarks: end -->"
 	cmBegin   = "<!-- cmtime table: begin (written by make bench) -->"
 	cmEnd     = "<!-- cmtime table: end -->"
+	rsBegin   = "<!-- rstream table: begin (written by make bench) -->"
+	rsEnd     = "<!-- rstream table: end -->"
 )
 
 // writeCmd puts the lab's section, and the host benchmarks' output, between
@@ -401,11 +407,12 @@ func writeCmd(args []string) error {
 	in := fs.String("in", "", "section written by run")
 	host := fs.String("host", "", "output of the host benchmarks (go test -bench)")
 	cm := fs.String("cmtime", "", "section written by cmtime")
+	rs := fs.String("rstream", "", "section written by rstream")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *in == "" && *cm == "" {
-		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] BENCHMARKS.md")
+	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" {
+		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] BENCHMARKS.md")
 	}
 	md := fs.Arg(0)
 	doc, err := os.ReadFile(md)
@@ -413,7 +420,7 @@ func writeCmd(args []string) error {
 		return err
 	}
 	s := string(doc)
-	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}} {
+	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}} {
 		if sec.file == "" {
 			continue
 		}
