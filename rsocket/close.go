@@ -61,6 +61,7 @@ func (c *Conn) shutdown(code func() uint32) {
 				return true
 			}
 			c.mu.Unlock()
+			c.sleeping()
 			select {
 			case <-c.cwake:
 			case <-timer.C:

@@ -90,8 +90,10 @@ type Conn struct {
 	wcs       [32]uverbs.WC
 
 	// Wake-ups from the goroutine that sleeps on the completion channel;
-	// each holds at most one token.
+	// each holds at most one token. need asks that goroutine to arm the CQ
+	// and wait for an event: a Read, Write or Close is about to sleep.
 	rwake, wwake, cwake chan struct{}
+	need                chan struct{}
 	closing             chan struct{} // closed by Close: Read and Write return
 	rdl, wdl            *deadline
 	stopLoops           context.CancelFunc
@@ -115,6 +117,7 @@ func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 	c = &Conn{cm: cm, qp: cm.QP(), cq: cm.CQ(), set: s,
 		rbufSize: s.rbufSize, sbufSize: s.sbufSize,
 		rwake: make(chan struct{}, 1), wwake: make(chan struct{}, 1), cwake: make(chan struct{}, 1),
+		need:  make(chan struct{}, 1),
 		closing: make(chan struct{}), rdl: newDeadline(), wdl: newDeadline()}
 	c.laddr, c.raddr = &Addr{cm.LocalAddr()}, &Addr{cm.RemoteAddr()}
 	defer func() {
@@ -224,16 +227,25 @@ func (c *Conn) setSlot(i int, s rsSGE) {
 
 func (c *Conn) slotLength() uint32 { return mmio.U32(c.tbuf.Bytes(), c.slot*sgeSize+12).Load() }
 
-// completions sleeps on the completion channel and processes what wakes
-// it, for Reads and Writes that wait and for credits owed to the peer.
+// completions sleeps on the completion channel for Reads, Writes and
+// Closes that sleep, and processes what wakes it. The CQ is armed only
+// when one of them asks (need), as rsocket arms it only before it blocks
+// (rs_get_comp): a CQ armed all the time costs an event, a wake-up and two
+// system calls per completion while the callers are busy polling anyway.
 func (c *Conn) completions(ctx context.Context) {
 	defer c.loops.Done()
 	ch := c.cq.Channel()
 	for {
+		select {
+		case <-c.need:
+		case <-ctx.Done():
+			return
+		}
 		if err := c.cq.ReqNotify(false); err != nil {
 			c.fail(err)
 			return
 		}
+		// What came before the arm raises no event.
 		c.mu.Lock()
 		c.pollLocked()
 		c.mu.Unlock()
@@ -244,6 +256,19 @@ func (c *Conn) completions(ctx context.Context) {
 			}
 			return
 		}
+		c.mu.Lock()
+		c.pollLocked()
+		c.mu.Unlock()
+		c.wake()
+	}
+}
+
+// sleeping asks the completions goroutine for an event; the caller then
+// waits for its wake-up channel.
+func (c *Conn) sleeping() {
+	select {
+	case c.need <- struct{}{}:
+	default:
 	}
 }
 
@@ -283,6 +308,7 @@ func (c *Conn) keepAlive(ctx context.Context) {
 		case <-t.C:
 		}
 		c.mu.Lock()
+		c.pollLocked() // frees the control slots of earlier keepalives
 		if c.connected && c.sseqNo == last && c.ctrlSeqno != c.ctrlMax {
 			c.wr[0] = uverbs.SendWR{ID: wrCtrl | ctrlKeepalive, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled}
 			c.ctrlSeqno++
@@ -574,6 +600,7 @@ func (c *Conn) waitRead(take func()) error {
 			spin--
 			continue
 		}
+		c.sleeping()
 		select {
 		case <-c.rwake:
 		case <-dl:
@@ -683,6 +710,7 @@ func (c *Conn) waitWrite(op string, send func() error) error {
 			spin--
 			continue
 		}
+		c.sleeping()
 		select {
 		case <-c.wwake:
 		case <-dl:

@@ -1160,6 +1160,7 @@ func faultDiff(a, b []byte) int {
 func faultQueued(c *Conn) uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.pollLocked() // completions are taken by calls, as a Read would
 	return c.rbufQueued
 }
 

@@ -247,18 +247,30 @@ func dialHostile(t *testing.T, ctx context.Context, addr string) *hostilePeer {
 // successfully: the messages are in our side's memory and queue.
 func (p *hostilePeer) send(ctx context.Context, wrs []uverbs.SendWR) {
 	p.t.Helper()
+	p.post(wrs)
+	p.waitSent(ctx, len(wrs))
+}
+
+// post posts wrs, each signalled.
+func (p *hostilePeer) post(wrs []uverbs.SendWR) {
+	p.t.Helper()
 	for i := range wrs {
 		wrs[i].ID, wrs[i].Flags = uint64(i+1), wrs[i].Flags|uverbs.SendSignaled
 	}
 	if err := p.cm.QP().PostSend(wrs); err != nil {
 		p.t.Fatal(err)
 	}
-	for done := 0; done < len(wrs); {
-		n, err := p.cm.CQ().PollWait(ctx, p.wcs[:])
+}
+
+// waitSent waits for n successful send completions.
+func (p *hostilePeer) waitSent(ctx context.Context, n int) {
+	p.t.Helper()
+	for done := 0; done < n; {
+		got, err := p.cm.CQ().PollWait(ctx, p.wcs[:])
 		if err != nil {
-			p.t.Fatalf("%d of %d sends completed: %v", done, len(wrs), err)
+			p.t.Fatalf("%d of %d sends completed: %v", done, n, err)
 		}
-		for _, wc := range p.wcs[:n] {
+		for _, wc := range p.wcs[:got] {
 			if wc.Opcode.IsRecv() {
 				continue // a credit update of ours
 			}
@@ -268,6 +280,35 @@ func (p *hostilePeer) send(ctx context.Context, wrs []uverbs.SendWR) {
 			done++
 		}
 	}
+}
+
+// hostileTake polls c's completions, as its calls do, while wait runs
+// and once after.
+func hostileTake(c *Conn, wait func()) {
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c.mu.Lock()
+			c.pollLocked()
+			c.mu.Unlock()
+		}
+	}()
+	wait()
+	close(stop)
+	<-stopped
+	// The receive completions of what the peer saw acknowledged are on
+	// the CQ already (rxe completes a receive before it acknowledges).
+	c.mu.Lock()
+	c.pollLocked()
+	c.mu.Unlock()
 }
 
 func (p *hostilePeer) close() {
@@ -337,12 +378,13 @@ func TestHostileMessages(t *testing.T) {
 			if want := p.cm.LocalAddr().String(); s.RemoteAddr().String() != want {
 				t.Fatalf("accepted %v; the peer is %v", s.RemoteAddr(), want)
 			}
-			p.send(ctx, tc.wrs(p))
-			// Our side logs the violation when it takes the completions
-			// (all of them: every message was acknowledged), without a Read.
-			if _, err := logs.wait(ctx, s.RemoteAddr().String(), tc.wantErr.Error(), tc.wantText); err != nil {
-				t.Fatal(err)
-			}
+			// Our side takes completions when it is called, as rsocket
+			// does; here it takes them as a Write would, with nothing
+			// read, until every message was acknowledged (one beyond the
+			// receives it posted waits, RNR, until they are reposted).
+			wrs := tc.wrs(p)
+			p.post(wrs)
+			hostileTake(s, func() { p.waitSent(ctx, len(wrs)) })
 
 			// Read what came before, then the error; a hang ends at the
 			// deadline with an error that does not match.
@@ -364,6 +406,11 @@ func TestHostileMessages(t *testing.T) {
 			}
 			if string(got) != tc.wantData {
 				t.Errorf("Read returned %q before the error; the peer sent %q in good order", got, tc.wantData)
+			}
+			// The violation was logged with the peer's address when our
+			// side took the completions.
+			if _, err := logs.wait(ctx, s.RemoteAddr().String(), tc.wantErr.Error(), tc.wantText); err != nil {
+				t.Fatal(err)
 			}
 			if _, err := s.Write([]byte("x")); !errors.Is(err, tc.wantErr) {
 				t.Errorf("Write after the violation: %v; want %v", err, tc.wantErr)
