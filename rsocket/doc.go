@@ -14,10 +14,11 @@
 // same way; docs/rsocket.md §2 describes the protocol.
 //
 // A Conn is safe for one reader and one writer at a time (more are
-// serialized). Read, Write, ReadFrom and WriteTo sleep on the connection's
-// completion channel after a short spin (Options.Spin); a goroutine per
-// connection takes completions while no call waits, and one watches the CM
-// for the end of the connection. Deadlines behave as in package net.
+// serialized). Read, Write, ReadFrom and WriteTo take completions
+// themselves, as rsocket's calls do; after a short spin (Options.Spin) they
+// sleep, and a goroutine per connection arms the CQ and waits on its
+// completion channel for them. Another watches the CM for the end of the
+// connection. Deadlines behave as in package net.
 //
 // Differences from TCP: every connection pins its buffers (SendBuffer plus
 // RecvBuffer, 128 KiB each by default) and a queue pair; a peer that
