@@ -117,7 +117,7 @@ func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 	c = &Conn{cm: cm, qp: cm.QP(), cq: cm.CQ(), set: s,
 		rbufSize: s.rbufSize, sbufSize: s.sbufSize,
 		rwake: make(chan struct{}, 1), wwake: make(chan struct{}, 1), cwake: make(chan struct{}, 1),
-		need:  make(chan struct{}, 1),
+		need:    make(chan struct{}, 1),
 		closing: make(chan struct{}), rdl: newDeadline(), wdl: newDeadline()}
 	c.laddr, c.raddr = &Addr{cm.LocalAddr()}, &Addr{cm.RemoteAddr()}
 	defer func() {
