@@ -50,6 +50,9 @@ func (c *Conn) close() error {
 // (rshutdown), for at most CloseTimeout. A connection that ends meanwhile
 // ends the wait.
 func (c *Conn) shutdown(code func() uint32) {
+	// One at a time (Close with CloseWrite, say): cwake holds one token.
+	c.shutMu.Lock()
+	defer c.shutMu.Unlock()
 	timer := time.NewTimer(c.set.CloseTimeout)
 	defer timer.Stop()
 	c.mu.Lock()

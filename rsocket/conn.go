@@ -99,6 +99,7 @@ type Conn struct {
 	stopLoops           context.CancelFunc
 	loops               sync.WaitGroup
 	closeOnce           sync.Once
+	shutMu              sync.Mutex // one shutdown wait at a time
 	closeErr            error
 }
 
@@ -122,6 +123,12 @@ func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 	c.laddr, c.raddr = &Addr{cm.LocalAddr()}, &Addr{cm.RemoteAddr()}
 	defer func() {
 		if err != nil {
+			// The MRs first: a registered buffer refuses to be freed.
+			for _, mr := range [...]*uverbs.MR{c.rmr, c.tmr, c.smr} {
+				if mr != nil {
+					mr.Close()
+				}
+			}
 			c.freeBuffers()
 			c = nil
 		}
@@ -345,6 +352,7 @@ func (c *Conn) failLocked(err error) {
 		c.set.logf("rsocket %v: %v", c.raddr, err)
 	}
 	c.connected, c.writable = false, false
+	c.wake() // a call asleep in the other direction learns of it
 }
 
 // pollLocked takes every completion on the CQ (rs_poll_cq), reposts a
@@ -401,10 +409,8 @@ func (c *Conn) receivedLocked(wc *uverbs.WC) {
 	case opCtrl:
 		switch v {
 		case ctrlDisconnect:
-
 			c.connected, c.writable, c.readable = false, false, false
 		case ctrlShutdown:
-
 			if c.writable {
 				c.readable = false
 			} else {
@@ -619,7 +625,6 @@ func (c *Conn) readEndLocked() error {
 	case c.reset:
 		return c.opError("read", errReset)
 	case !c.readable:
-
 		return io.EOF
 	}
 	return nil
@@ -669,9 +674,12 @@ func (c *Conn) Write(p []byte) (int, error) {
 		err := c.waitWrite("write", func() error {
 			k := c.sendLimitLocked(min(size, len(p)-n))
 			c.copyToRing(p[n : n+int(k)])
+			if err := c.postDataLocked(k); err != nil {
+				return err
+			}
 			n += int(k)
 			size = min(size*2, maxTransfer)
-			return c.postDataLocked(k)
+			return nil
 		})
 		if err != nil {
 			return n, err

@@ -26,7 +26,7 @@ var (
 // Errors of a connection that ended are those of a TCP socket, so code
 // written for net.Conn can test them the same way.
 var (
-	errReset  = syscall.ECONNRESET // the peer ended the connection without a shutdown
-	errPipe   = syscall.EPIPE      // Write after CloseWrite, or after the peer disconnected
+	errReset  = syscall.ECONNRESET // Write once the connection ended; Read once it ended without the peer's shutdown
+	errPipe   = syscall.EPIPE      // Write after CloseWrite
 	errClosed = net.ErrClosed
 )

@@ -9,7 +9,7 @@ import (
 
 // TestKeepAlive: with Options.KeepAlive an idle connection sends keepalives
 // (0-byte RDMA WRITEs on control slots, which the peer's program never
-// sees) and stays usable; one that sends data sends none.
+// sees) and stays usable both ways.
 func TestKeepAlive(t *testing.T) {
 	c, s := pair(t, &Dialer{Options: Options{KeepAlive: 20 * time.Millisecond}}, nil)
 	ctrlSent := func() uint16 {

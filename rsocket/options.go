@@ -48,7 +48,7 @@ type Options struct {
 
 	// ResolveTimeout bounds address and route resolution (Dial); default
 	// 2 s each. ConnectTimeout bounds the connection handshake; default
-	// 30 s. CloseTimeout bounds how long Close and CloseWrite wait for data
+	// 30 s. CloseTimeout bounds how long Close, CloseWrite and CloseRead wait for data
 	// already written to reach the peer; default 10 s.
 	ResolveTimeout time.Duration
 	ConnectTimeout time.Duration
