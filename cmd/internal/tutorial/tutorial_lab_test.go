@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -239,6 +240,11 @@ func checkTrace(t *testing.T, who, trace string, fast bool) {
 	}
 	if fast {
 		want = append(want, "FAST  post ", "sge={addr=", "FAST  WC wr_id=", "status=IBV_WC_SUCCESS", "qp_num=")
+	} else {
+		// A side that posts nothing may dump its QP after the peer, done
+		// with its one-sided work, has disconnected (state=ERR then): on a
+		// loaded machine the client can finish before the server traces.
+		want[slices.Index(want, "state=RTS")] = "state="
 	}
 	for _, want := range want {
 		if !strings.Contains(trace, want) {
