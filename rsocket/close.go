@@ -19,8 +19,8 @@ func (c *Conn) close() error {
 	c.mu.Lock()
 	send := c.connected
 	c.closeStarted = true // waiting and later Reads and Writes end now, not after the shutdown
+	c.interruptLocked()
 	c.mu.Unlock()
-	c.wake()
 	if send {
 		c.set.logf("rsocket %v: disconnect", c.raddr)
 		c.shutdown(func() uint32 { return ctrlDisconnect })
@@ -29,8 +29,11 @@ func (c *Conn) close() error {
 	c.closed = true
 	c.writable, c.readable = false, false
 	c.freeLater = c.borrowers > 0
+	c.interruptLocked()
+	for c.asleep > 0 { // interrupted above, they leave at once
+		c.idle.Wait()
+	}
 	c.mu.Unlock()
-	close(c.closing)
 	c.stopLoops()
 	c.loops.Wait()
 	err := c.cm.Close() // QP first: no more access to the buffers
@@ -50,29 +53,34 @@ func (c *Conn) close() error {
 // (rshutdown), for at most CloseTimeout. A connection that ends meanwhile
 // ends the wait.
 func (c *Conn) shutdown(code func() uint32) {
-	// One at a time (Close with CloseWrite, say): cwake holds one token.
 	c.shutMu.Lock()
 	defer c.shutMu.Unlock()
-	timer := time.NewTimer(c.set.CloseTimeout)
-	defer timer.Stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	timedOut := false
+	timer := time.AfterFunc(c.set.CloseTimeout, func() {
+		c.mu.Lock()
+		timedOut = true
+		c.interruptLocked()
+		c.mu.Unlock()
+	})
+	defer timer.Stop()
 	wait := func(done func() bool) bool {
+		armed := false
 		for {
+			ctx := c.wakeCtxLocked()
 			c.pollLocked()
 			if done() {
 				return true
 			}
-			c.mu.Unlock()
-			c.sleeping()
-			select {
-			case <-c.cwake:
-			case <-timer.C:
-				c.mu.Lock()
+			if c.closed { // a CloseWrite's wait, ended by Close
+				return false
+			}
+			if timedOut {
 				c.set.logf("rsocket %v: sends still in flight after %v", c.raddr, c.set.CloseTimeout)
 				return false
 			}
-			c.mu.Lock()
+			armed = c.sleepLocked(ctx, armed)
 		}
 	}
 	if !wait(func() bool { return !c.connected || c.ctrlSeqno != c.ctrlMax }) || !c.connected {
@@ -100,9 +108,9 @@ func (c *Conn) CloseWrite() error {
 		return nil
 	}
 	c.writeClosed = true // Writes fail from now on
+	c.interruptLocked()
 	send := c.connected
 	c.mu.Unlock()
-	c.wake()
 	if send {
 		// SHUTDOWN or DISCONNECT is picked, and writable cleared, under mu
 		// as the message is posted (as rshutdown does): a SHUTDOWN from the
@@ -134,9 +142,9 @@ func (c *Conn) CloseRead() error {
 		return c.opError("close", errClosed)
 	}
 	c.readClosed = true
+	c.interruptLocked()
 	send := c.connected && c.writeClosed
 	c.mu.Unlock()
-	c.wake()
 	if send {
 		c.shutdown(func() uint32 { return ctrlDisconnect })
 	}

@@ -89,18 +89,24 @@ type Conn struct {
 	sges      [2]uverbs.SGE
 	wcs       [32]uverbs.WC
 
-	// Wake-ups from the goroutine that sleeps on the completion channel;
-	// each holds at most one token. need asks that goroutine to arm the CQ
-	// and wait for an event: a Read, Write or Close is about to sleep.
-	rwake, wwake, cwake chan struct{}
-	need                chan struct{}
-	closing             chan struct{} // closed by Close: Read and Write return
-	rdl, wdl            *deadline
-	stopLoops           context.CancelFunc
-	loops               sync.WaitGroup
-	closeOnce           sync.Once
-	shutMu              sync.Mutex // one shutdown wait at a time
-	closeErr            error
+	// A Read, Write or shutdown that finds nothing to do sleeps on the
+	// completion channel itself (see sleepLocked). wakeCtx, under mu, is
+	// the context of those waits: interruptLocked cancels it when
+	// something other than a completion should wake them (a deadline,
+	// Close, the end of the connection), and the next sleeper makes a new
+	// one. asleep counts the sleepers; Close waits for them to leave
+	// (idle) before it destroys the CQ.
+	wakeCtx    context.Context
+	wakeCancel context.CancelFunc
+	asleep     int
+	idle       sync.Cond
+
+	rdl, wdl  *deadline
+	stopLoops context.CancelFunc
+	loops     sync.WaitGroup
+	closeOnce sync.Once
+	shutMu    sync.Mutex // one shutdown wait at a time
+	closeErr  error
 }
 
 // Work request IDs: the kind in the high 32 bits, bytes or the control
@@ -117,9 +123,9 @@ const (
 func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 	c = &Conn{cm: cm, qp: cm.QP(), cq: cm.CQ(), set: s,
 		rbufSize: s.rbufSize, sbufSize: s.sbufSize,
-		rwake: make(chan struct{}, 1), wwake: make(chan struct{}, 1), cwake: make(chan struct{}, 1),
-		need:    make(chan struct{}, 1),
-		closing: make(chan struct{}), rdl: newDeadline(), wdl: newDeadline()}
+		rdl: newDeadline(), wdl: newDeadline()}
+	c.idle.L = &c.mu
+	c.rdl.onExpire, c.wdl.onExpire = c.interrupt, c.interrupt
 	c.laddr, c.raddr = &Addr{cm.LocalAddr()}, &Addr{cm.RemoteAddr()}
 	defer func() {
 		if err != nil {
@@ -205,8 +211,7 @@ func (c *Conn) start(peer connData) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopLoops = cancel
-	c.loops.Add(2)
-	go c.completions(ctx)
+	c.loops.Add(1)
 	go c.watchCM(ctx)
 	if c.set.KeepAlive > 0 {
 		c.loops.Add(1)
@@ -234,49 +239,57 @@ func (c *Conn) setSlot(i int, s rsSGE) {
 
 func (c *Conn) slotLength() uint32 { return mmio.U32(c.tbuf.Bytes(), c.slot*sgeSize+12).Load() }
 
-// completions sleeps on the completion channel for Reads, Writes and
-// Closes that sleep, and processes what wakes it. The CQ is armed only
-// when one of them asks (need), as rsocket arms it only before it blocks
-// (rs_get_comp): a CQ armed all the time costs an event, a wake-up and two
-// system calls per completion while the callers are busy polling anyway.
-func (c *Conn) completions(ctx context.Context) {
-	defer c.loops.Done()
-	ch := c.cq.Channel()
-	for {
-		select {
-		case <-c.need:
-		case <-ctx.Done():
-			return
-		}
-		if err := c.cq.ReqNotify(false); err != nil {
-			c.fail(err)
-			return
-		}
-		// What came before the arm raises no event.
-		c.mu.Lock()
-		c.pollLocked()
-		c.mu.Unlock()
-		c.wake()
-		if _, err := ch.Wait(ctx); err != nil {
-			if ctx.Err() == nil {
-				c.fail(err)
-			}
-			return
-		}
-		c.mu.Lock()
-		c.pollLocked()
-		c.mu.Unlock()
-		c.wake()
+// sleepLocked is one step of a wait for completions, taken with mu held
+// by a caller that polled and found nothing to do. Like rsocket
+// (rs_get_comp), it arms the CQ only when about to block: a CQ armed all
+// the time costs an event, a wake-up and two system calls per completion
+// while the callers are busy polling anyway. Not armed: it arms, and the
+// caller polls again, since what came before the arm raises no event.
+// Armed: it waits for the CQ's event on this goroutine (the kernel wakes
+// its thread, as it wakes a C program blocked in ibv_get_cq_event), or
+// until ctx, taken from wakeCtxLocked before the caller looked at its
+// state, is cancelled. It returns whether the CQ is now armed.
+func (c *Conn) sleepLocked(ctx context.Context, armed bool) bool {
+	c.asleep++
+	c.mu.Unlock()
+	var err error
+	if armed {
+		err = c.cq.WaitNotify(ctx)
+	} else {
+		err = c.cq.ReqNotify(false)
+	}
+	c.mu.Lock()
+	if c.asleep--; c.asleep == 0 && c.closeStarted {
+		c.idle.Broadcast()
+	}
+	if err != nil && ctx.Err() == nil {
+		c.failLocked(err)
+	}
+	return !armed && err == nil
+}
+
+// wakeCtxLocked returns the context sleepers wait under. Take it before
+// looking at the state a wait depends on: a change after that cancels it.
+func (c *Conn) wakeCtxLocked() context.Context {
+	if c.wakeCtx == nil {
+		c.wakeCtx, c.wakeCancel = context.WithCancel(context.Background())
+	}
+	return c.wakeCtx
+}
+
+// interruptLocked wakes every sleeper: a change they must see that no
+// completion reports.
+func (c *Conn) interruptLocked() {
+	if c.wakeCtx != nil {
+		c.wakeCancel()
+		c.wakeCtx, c.wakeCancel = nil, nil
 	}
 }
 
-// sleeping asks the completions goroutine for an event; the caller then
-// waits for its wake-up channel.
-func (c *Conn) sleeping() {
-	select {
-	case c.need <- struct{}{}:
-	default:
-	}
+func (c *Conn) interrupt() {
+	c.mu.Lock()
+	c.interruptLocked()
+	c.mu.Unlock()
 }
 
 // watchCM ends the connection when the CM reports that it ended
@@ -294,8 +307,8 @@ func (c *Conn) watchCM(ctx context.Context) {
 		c.connected, c.writable = false, false
 		c.reset = c.readable // no in-band DISCONNECT or SHUTDOWN came first
 	}
+	c.interruptLocked()
 	c.mu.Unlock()
-	c.wake()
 }
 
 // keepAlive sends a keepalive each period in which nothing was sent
@@ -329,21 +342,11 @@ func (c *Conn) keepAlive(ctx context.Context) {
 	}
 }
 
-func (c *Conn) wake() {
-	for _, ch := range [...]chan struct{}{c.rwake, c.wwake, c.cwake} {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // fail records a fatal error and ends the connection.
 func (c *Conn) fail(err error) {
 	c.mu.Lock()
 	c.failLocked(err)
 	c.mu.Unlock()
-	c.wake()
 }
 
 func (c *Conn) failLocked(err error) {
@@ -352,7 +355,7 @@ func (c *Conn) failLocked(err error) {
 		c.set.logf("rsocket %v: %v", c.raddr, err)
 	}
 	c.connected, c.writable = false, false
-	c.wake() // a call asleep in the other direction learns of it
+	c.interruptLocked() // a call asleep in the other direction learns of it
 }
 
 // pollLocked takes every completion on the CQ (rs_poll_cq), reposts a
@@ -577,15 +580,15 @@ func (c *Conn) Read(p []byte) (int, error) {
 // waitRead waits until data can be read and calls take with mu held, or
 // returns why it cannot (EOF, deadline, close, failure).
 func (c *Conn) waitRead(take func()) error {
-	spin := c.set.Spin
+	spin, armed := c.set.Spin, false
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for {
-		dl := c.rdl.wait()
-		if isClosed(dl) {
+		ctx := c.wakeCtxLocked()
+		if isClosed(c.rdl.wait()) {
 			return c.opError("read", os.ErrDeadlineExceeded)
 		}
-		c.mu.Lock()
 		if c.closeStarted {
-			c.mu.Unlock()
 			return c.opError("read", errClosed)
 		}
 		if c.rmsgLen == 0 {
@@ -594,24 +597,18 @@ func (c *Conn) waitRead(take func()) error {
 		if c.rmsgLen > 0 && !c.readClosed {
 			take()
 			c.updateCreditsLocked()
-			c.mu.Unlock()
 			return nil
 		}
 		if err := c.readEndLocked(); err != nil {
-			c.mu.Unlock()
 			return err
 		}
-		c.mu.Unlock()
 		if spin > 0 {
 			spin--
+			c.mu.Unlock()
+			c.mu.Lock()
 			continue
 		}
-		c.sleeping()
-		select {
-		case <-c.rwake:
-		case <-dl:
-		case <-c.closing:
-		}
+		armed = c.sleepLocked(ctx, armed)
 	}
 }
 
@@ -691,39 +688,33 @@ func (c *Conn) Write(p []byte) (int, error) {
 // waitWrite waits until a data message can be sent and calls send with mu
 // held, or returns why it cannot.
 func (c *Conn) waitWrite(op string, send func() error) error {
-	spin := c.set.Spin
+	spin, armed := c.set.Spin, false
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for {
-		dl := c.wdl.wait()
-		if isClosed(dl) {
+		ctx := c.wakeCtxLocked()
+		if isClosed(c.wdl.wait()) {
 			return c.opError(op, os.ErrDeadlineExceeded)
 		}
-		c.mu.Lock()
 		if err := c.writeEndLocked(op); err != nil {
-			c.mu.Unlock()
 			return err
 		}
 		if !c.canSendLocked() {
 			c.pollLocked()
 		}
 		if c.writable && c.canSendLocked() {
-			err := send()
-			c.mu.Unlock()
-			if err != nil {
+			if err := send(); err != nil {
 				return c.opError(op, err)
 			}
 			return nil
 		}
-		c.mu.Unlock()
 		if spin > 0 {
 			spin--
+			c.mu.Unlock()
+			c.mu.Lock()
 			continue
 		}
-		c.sleeping()
-		select {
-		case <-c.wwake:
-		case <-dl:
-		case <-c.closing:
-		}
+		armed = c.sleepLocked(ctx, armed)
 	}
 }
 

@@ -311,6 +311,26 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
 	}
 }
 
+// WaitNotify waits until the notification requested with ReqNotify has
+// been delivered, read by this call or by another WaitNotify, PollWait or
+// CompChannel.Wait on the channel, and returns at once if the CQ is not
+// armed. It is the wait of PollWait for callers that poll under a lock of
+// their own: arm with ReqNotify, poll (what came before the arm raises no
+// event), and only if that found nothing, WaitNotify. It returns ctx.Err()
+// when ctx ends first, and an error matching ErrClosed when the channel is
+// closed. It allocates nothing when CompChannel.Wait would not.
+//
+// rdma-core: ibv_get_cq_event, for one CQ of a channel.
+func (cq *CQ) WaitNotify(ctx context.Context) error {
+	if cq == nil {
+		return closedErr(readEventOp)
+	}
+	if cq.ch == nil {
+		return &OpError{Op: readEventOp, Err: fmt.Errorf("the CQ has no completion channel to wait on: create it with CQInit.Channel")}
+	}
+	return cq.ch.waitFor(ctx, cq)
+}
+
 // Resize changes the CQ to hold at least n completions (write() command
 // RESIZE_CQ). The kernel moves the completions not yet polled to the new
 // ring; it refuses (EINVAL) a size smaller than their number.

@@ -166,3 +166,71 @@ func TestCQPollWaitAllocs(t *testing.T) {
 		}
 	}
 }
+
+// WaitNotify returns at once on a CQ that is not armed, ends with its
+// context on an armed CQ with nothing to report, and returns once a
+// completion that comes while it sleeps raises the event; two goroutines
+// waiting on one armed CQ both return with that one event. A CQ without a
+// channel is refused.
+func TestCQWaitNotify(t *testing.T) {
+	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
+	ch := e.channel()
+	cq := e.cq(64, ch)
+	a, b := e.rcPair(cq, defaultCap)
+	bg := context.Background()
+	if err := e.cq(4, nil).WaitNotify(bg); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
+		t.Errorf("WaitNotify on a CQ without a channel: %v, want an error naming CQInit.Channel", err)
+	}
+	wcs := make([]WC, 4)
+	for _, mode := range waitModes {
+		if err := ch.SetWaitMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		// Not armed: nothing to wait for, even with a context that ended.
+		ended, cancel := context.WithCancel(bg)
+		cancel()
+		if err := cq.WaitNotify(ended); err != nil {
+			t.Fatalf("%v: WaitNotify on a CQ that is not armed: %v, want nil at once", mode, err)
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+		err := cq.WaitNotify(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%v: WaitNotify on an armed, idle CQ: %v, want deadline exceeded", mode, err)
+		}
+		// Still armed: the send posted now raises the event both wake on.
+		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel = context.WithTimeout(bg, 20*time.Second)
+		woke := make(chan error, 2)
+		for range 2 {
+			go func() { woke <- cq.WaitNotify(ctx) }()
+		}
+		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := <-woke; err != nil {
+				t.Fatalf("%v: WaitNotify with a completion coming: %v", mode, err)
+			}
+		}
+		cancel()
+		// Both completions are there to poll.
+		got := 0
+		for deadline := time.Now().Add(20 * time.Second); got < 2 && time.Now().Before(deadline); {
+			n, err := cq.Poll(wcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+		if got != 2 {
+			t.Fatalf("%v: %d completions after the event, want 2", mode, got)
+		}
+	}
+}
