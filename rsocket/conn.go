@@ -196,7 +196,7 @@ func (c *Conn) connData() []byte {
 }
 
 // start takes the peer's connection data (rs_save_conn_data), starts the
-// goroutines that wait for completions and CM events, and grants the first
+// goroutines that watch the CM (and send keepalives), and grants the first
 // credits, which publish the second half of the receive buffer.
 func (c *Conn) start(peer connData) {
 	c.remoteSGL = peer.TargetSGL

@@ -16,9 +16,10 @@
 // A Conn is safe for one reader and one writer at a time (more are
 // serialized). Read, Write, ReadFrom and WriteTo take completions
 // themselves, as rsocket's calls do; after a short spin (Options.Spin) they
-// sleep, and a goroutine per connection arms the CQ and waits on its
-// completion channel for them. Another watches the CM for the end of the
-// connection. Deadlines behave as in package net.
+// arm the CQ and sleep on its completion channel, the kernel waking their
+// thread as it wakes a C caller blocked in ibv_get_cq_event. A goroutine
+// per connection watches the CM for the end of the connection. Deadlines
+// behave as in package net.
 //
 // Differences from TCP: every connection pins its buffers (SendBuffer plus
 // RecvBuffer, 128 KiB each by default) and a queue pair; a peer that
