@@ -78,6 +78,18 @@ func perf(ctx context.Context, o options, stdout, stderr io.Writer) (err error) 
 	s := &session{o: o, out: stdout, errOut: stderr, ctx: ctx, clk: startClock(), ibPort: o.ibPort}
 	defer func() { err = errors.Join(err, s.close()) }()
 
+	// The device, port and GID index first, so that a wrong -d, -i or -x
+	// fails at once rather than after the peer came (with -R the CM picks
+	// the device, and a -d, when given, must still exist).
+	if !o.cm || o.dev != "" {
+		gid := o.gidIdx
+		if o.cm {
+			gid = -1
+		}
+		if err := device.Check(o.dev, o.ibPort, gid); err != nil {
+			return err
+		}
+	}
 	if o.server == "" {
 		fmt.Fprintf(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
 	}
