@@ -94,6 +94,13 @@ func TestInteropPerftest(t *testing.T) {
 				args: tc.args, size: size, iters: iters, sizes: 1})
 		}
 	}
+	// -a: every size from 2 B to 8 MiB, 5 iterations each.
+	for _, test := range []string{"write_bw", "send_bw"} {
+		for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}} {
+			cases = append(cases, perfCase{name: fmt.Sprintf("%s_all_sizes_%s-server_%s-client", test, roles[0], roles[1]), test: test,
+				server: roles[0], client: roles[1], args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23})
+		}
+	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runPerfCase(t, c, 19300+i) })
 	}
