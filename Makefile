@@ -9,7 +9,9 @@
 #                      the ratios go into BENCHMARKS.md; then cmd/cmtime against
 #                      rdma-core's cmtime (make bench-cmtime runs only that),
 #                      then cmd/rstream against rdma-core's rstream, over
-#                      rsocket and over TCP (make bench-rstream runs only that)
+#                      rsocket and over TCP (make bench-rstream runs only that),
+#                      then write_bw and send_bw with 1, 8 and 64 QPs against
+#                      perftest's -q (make bench-scale runs only that)
 #   make bench-native  the user-space cost of posting and polling, natively
 #                      here: rdma-core's rxe provider (v44.0 and v64.0, built
 #                      with gcc from a fetched checkout) against uverbs, the
@@ -40,7 +42,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream bench-native demo fuzz clean
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean
 
 all: build
 
@@ -84,6 +86,7 @@ test-kernels: unit
 BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md
 BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
 BENCH_RS_OUT ?= /tmp/goverbs-rstream-$(shell id -u).md
+BENCH_SC_OUT ?= /tmp/goverbs-scale-$(shell id -u).md
 
 bench: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
@@ -95,7 +98,15 @@ bench: lab-bin
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
-	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) BENCHMARKS.md
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_SC_OUT)
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) BENCHMARKS.md
+
+# Scaling only: write_bw and send_bw with 1, 8 and 64 QPs, rdma-perf against
+# perftest's -q, into BENCHMARKS.md (also part of make bench).
+bench-scale: lab-bin
+	$(GO) build -o bin/ ./cmd/rdma-perf ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_SC_OUT)
+	$(CURDIR)/bin/perfbench write -scale $(BENCH_SC_OUT) BENCHMARKS.md
 
 # Connection set-up only: our cmtime against rdma-core's, per step, into
 # BENCHMARKS.md (also part of make bench).
