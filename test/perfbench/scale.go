@@ -43,7 +43,7 @@ func scaleCmd(args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	bin := fs.String("rdma-perf", "", "path of the rdma-perf binary")
 	out := fs.String("out", "", "Markdown section to write")
-	rounds := fs.Int("rounds", 3, "C/Go pairs per line (the table has their medians)")
+	rounds := fs.Int("rounds", 5, "C/Go pairs per line (the table has their medians)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
