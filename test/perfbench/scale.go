@@ -92,7 +92,7 @@ func scaleCmd(args []string) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Kernel %s in one lab guest (QEMU TCG, 2 vCPUs), %s; %d interleaved C/Go rounds per line, took %s.\n\n",
 		strings.TrimSpace(string(kernel)), time.Now().UTC().Format("2006-01-02 15:04 MST"), *rounds, time.Since(start).Round(time.Second))
-	fmt.Fprintf(&b, "Settings, identical for both: rxe0 on lo (-x 1), 64 B messages, %d in all per line (-n %d/%d/%d per QP with -q %d/%d/%d), the tools' other defaults (TX depth 128 per QP, one signaled send in 100 per QP, inline 0); -F; server on CPU 0, client on CPU 1. Figures are the client's average MB/s, each the median of the rounds; \"vs 1 QP\" is the line's figure over the same program's one-QP figure.\n\n",
+	fmt.Fprintf(&b, "Settings, identical for both: rxe0 on lo (-x 1), 64 B messages, %d in all per line (-n %d/%d/%d per QP with -q %d/%d/%d), the tools' other defaults (TX depth 128 per QP, capped at -n, one signaled send in 100 per QP, inline 0); -F; server on CPU 0, client on CPU 1. Figures are the client's average MB/s, each the median of the rounds; \"vs 1 QP\" is the line's figure over the same program's one-QP figure.\n\n",
 		scaleMessages, scaleMessages/scaleQPs[0], scaleMessages/scaleQPs[1], scaleMessages/scaleQPs[2], scaleQPs[0], scaleQPs[1], scaleQPs[2])
 	fmt.Fprintln(&b, "| test | QPs | C perftest | rdma-perf | ours/C | C vs 1 QP | ours vs 1 QP |")
 	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
