@@ -126,6 +126,8 @@ func TestGoToGo(t *testing.T) {
 		{name: "send_bw_bidirectional_q2_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5", "-b", "-q", "2"}, iters: 10, sizes: 23},
 		{name: "send_bw_q4_events", test: "send_bw", args: []string{"-s", "4096", "-n", "200", "-q", "4", "-e"}, size: 4096, iters: 800},
 		{name: "write_bw_q4_duration", test: "write_bw", args: []string{"-s", "4096", "-D", "2", "-q", "4"}, size: 4096, duration: true},
+		{name: "send_bw_cm_bidirectional", test: "send_bw", cm: true, args: []string{"-s", "4096", "-n", "300", "-b"}, size: 4096, iters: 300},
+		{name: "write_bw_cm_bidirectional", test: "write_bw", cm: true, args: []string{"-s", "64", "-n", "300", "-b"}, size: 64, iters: 300},
 		{name: "read_bw_q8", test: "read_bw", args: []string{"-s", "64", "-n", "200", "-q", "8"}, size: 64, iters: 1600},
 		{name: "send_bw_q3_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5", "-q", "3"}, iters: 15, sizes: 23},
 		{name: "write_lat_all_sizes", test: "write_lat", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
