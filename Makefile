@@ -9,7 +9,14 @@
 #                      the ratios go into BENCHMARKS.md; then cmd/cmtime against
 #                      rdma-core's cmtime (make bench-cmtime runs only that),
 #                      then cmd/rstream against rdma-core's rstream, over
-#                      rsocket and over TCP (make bench-rstream runs only that)
+#                      rsocket and over TCP (make bench-rstream runs only that),
+#                      then write_bw and send_bw with 1, 8 and 64 QPs against
+#                      perftest's -q (make bench-scale runs only that)
+#   make bench-native  the user-space cost of posting and polling, natively
+#                      here: rdma-core's rxe provider (v44.0 and v64.0, built
+#                      with gcc from a fetched checkout) against uverbs, the
+#                      same work requests, WQE bytes checked identical; into
+#                      BENCHMARKS.md (not part of make test; needs gcc)
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test
@@ -35,7 +42,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream demo fuzz clean
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean
 
 all: build
 
@@ -79,6 +86,7 @@ test-kernels: unit
 BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md
 BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
 BENCH_RS_OUT ?= /tmp/goverbs-rstream-$(shell id -u).md
+BENCH_SC_OUT ?= /tmp/goverbs-scale-$(shell id -u).md
 
 bench: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
@@ -90,7 +98,15 @@ bench: lab-bin
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
-	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) BENCHMARKS.md
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_SC_OUT)
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) BENCHMARKS.md
+
+# Scaling only: write_bw and send_bw with 1, 8 and 64 QPs, rdma-perf against
+# perftest's -q, into BENCHMARKS.md (also part of make bench).
+bench-scale: lab-bin
+	$(GO) build -o bin/ ./cmd/rdma-perf ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_SC_OUT)
+	$(CURDIR)/bin/perfbench write -scale $(BENCH_SC_OUT) BENCHMARKS.md
 
 # Connection set-up only: our cmtime against rdma-core's, per step, into
 # BENCHMARKS.md (also part of make bench).
@@ -107,6 +123,20 @@ bench-rstream: lab-bin
 	$(GO) build -o bin/ ./cmd/rstream ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
 	$(CURDIR)/bin/perfbench write -rstream $(BENCH_RS_OUT) BENCHMARKS.md
+
+# rdma-core's rxe provider against uverbs, natively on this machine (no lab):
+# test/nativebench builds providers/rxe/rxe.c of each tag in NATIVE_TAGS
+# into a C harness with gcc, checks that every post writes the same WQE
+# bytes as ours, then runs C and Go in turn, NATIVE_ROUNDS rounds, and
+# writes the medians into BENCHMARKS.md. The checkouts are cached in
+# $GOVERBS_RDMA_CORE_CACHE (~/.cache/goverbs-rdma-core), fetched from
+# $GOVERBS_RDMA_CORE_REPO (GitHub unless set) when missing.
+# NATIVE_PROFILE=DIR also writes a CPU profile of each Go row there.
+NATIVE_TAGS    ?= v44.0,v64.0
+NATIVE_ROUNDS  ?= 5
+NATIVE_PROFILE ?=
+bench-native:
+	$(GO) run ./test/nativebench -go $(GO) -tags $(NATIVE_TAGS) -rounds $(NATIVE_ROUNDS) -profile "$(NATIVE_PROFILE)" -out BENCHMARKS.md
 
 # The programs in the lab: list the links (rxe0 on lo, rxe1 and rxe2 on the
 # veth pair veth0/veth1 that the lab makes), describe rxe0 as `ibv_devinfo -v`

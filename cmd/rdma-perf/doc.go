@@ -14,7 +14,8 @@
 // atomic_lat (an "ib_" prefix is accepted). The options have perftest's
 // letters and meanings: -d device, -i port, -x GID index, -s size, -n
 // iterations, -D duration (with -f margin), -a all sizes from 2 to 8 MiB,
-// -t TX depth, -r RX depth, -Q CQ moderation, -I inline size, -o
+// -q number of QPs (bandwidth tests; not with -R), -b bidirectional
+// (bandwidth tests: both sides send and each prints the sum), -t TX depth, -r RX depth, -Q CQ moderation, -I inline size, -o
 // outstanding READs, -m MTU, -u QP timeout, -R connect through the RDMA CM,
 // -e sleep on completion events, -p port, --report_gbits; -F is accepted
 // and ignored. Defaults and dependencies are perftest's (v4.5-0.17): for
@@ -27,7 +28,8 @@
 // and converted with a rate measured against the wall clock over the run.
 //
 //   - Bandwidth (client): size × iterations from the first post to the last
-//     completion; the peak is the best rate over spans that end on a
+//     completion (with -q the iterations of every QP, posted to each QP in
+//     turn and completed on one CQ); the peak is the best rate over spans that end on a
 //     signaled completion; MsgRate in millions of messages per second. MB is
 //     2^20 bytes; --report_gbits gives 10^9 bits.
 //   - Latency: the deltas between consecutive posts, sorted, the two worst

@@ -19,12 +19,22 @@ import (
 // errTimeUp ends a loop in duration mode.
 var errTimeUp = errors.New("duration over")
 
-// prepSend sets the send work request for messages of size bytes.
+// prepSend sets the send work requests for messages of size bytes: the
+// session's (the first QP's, for the latency loops) and each QP's.
 func (s *session) prepSend(size int) {
-	o := s.o
 	s.size = size
-	s.sge[0] = uverbs.SGE{Addr: s.local, Length: uint32(size), LKey: s.mr.LKey()}
-	wr := uverbs.SendWR{SGEs: s.sge[:], RemoteAddr: s.peer.VAddr, RKey: s.peer.RKey}
+	s.swr[0] = s.sendWR(size, s.local, s.peer, s.sge[:])
+	for _, st := range s.qps {
+		st.swr[0] = s.sendWR(size, st.local, st.peer, st.sge[:])
+	}
+}
+
+// sendWR is the work request of the test's verb from local to peer, its SGE
+// in sge.
+func (s *session) sendWR(size int, local uint64, peer dest, sge []uverbs.SGE) uverbs.SendWR {
+	o := s.o
+	sge[0] = uverbs.SGE{Addr: local, Length: uint32(size), LKey: s.mr.LKey()}
+	wr := uverbs.SendWR{SGEs: sge, RemoteAddr: peer.VAddr, RKey: peer.RKey}
 	switch o.verb {
 	case write:
 		wr.Op = uverbs.OpWrite
@@ -38,27 +48,34 @@ func (s *session) prepSend(size int) {
 	if size <= o.inline {
 		wr.Flags = uverbs.SendInline
 	}
-	s.swr[0] = wr
+	return wr
 }
 
-// postRecvs posts n receives of size bytes into the second half of the
-// buffer (perftest: ctx_set_recv_wqes).
+// postRecvs posts n receives of size bytes on each QP, into its receive
+// half of the buffer; a receive's ID is its QP's index (perftest:
+// ctx_set_recv_wqes).
 func (s *session) postRecvs(size, n int) error {
-	s.rsge[0] = uverbs.SGE{Addr: s.recvBuf, Length: uint32(size), LKey: s.mr.LKey()}
-	s.rwr[0] = uverbs.RecvWR{ID: 0, SGEs: s.rsge[:]}
-	s.rposted, s.rcnt = 0, 0
-	for i := 0; i < n; i++ {
-		if err := s.qp.PostRecv(s.rwr[:]); err != nil {
-			return fmt.Errorf("couldn't post receive %d of %d: %w", i+1, n, err)
+	s.rcnt = 0
+	for i, st := range s.qps {
+		st.rsge[0] = uverbs.SGE{Addr: st.recvBuf, Length: uint32(size), LKey: s.mr.LKey()}
+		st.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGEs: st.rsge[:]}
+		st.rposted = 0
+		for j := 0; j < n; j++ {
+			if err := st.qp.PostRecv(st.rwr[:]); err != nil {
+				return fmt.Errorf("couldn't post receive %d of %d on QP %d: %w", j+1, n, i, err)
+			}
+			st.rposted++
 		}
-		s.rposted++
 	}
 	return nil
 }
 
 // reap polls the CQ once and accounts its completions: a send's ID is its
-// index, and its completion means every send before it is done too; a
-// receive is counted and replaced while the run needs more.
+// QP's index (above bit 32) and its number on that QP, and its completion
+// means every send of that QP before it is done too; ccnt counts the sends
+// known complete on all QPs, and comps[ccnt-1] is when that became known
+// (perftest: run_iter_bw's totccnt and tcompleted). A receive's ID is its
+// QP's index; it is counted and replaced while the run needs more.
 func (s *session) reap() (int, error) {
 	n, err := s.cq.Poll(s.wcs[:])
 	if err != nil {
@@ -71,18 +88,21 @@ func (s *session) reap() (int, error) {
 		}
 		if wc.Opcode.IsRecv() {
 			s.rcnt++
-			if s.rposted < s.iters() {
-				if err := s.qp.PostRecv(s.rwr[:]); err != nil {
+			if st := s.qps[wc.ID]; st.rposted < s.iters() {
+				if err := st.qp.PostRecv(st.rwr[:]); err != nil {
 					return n, fmt.Errorf("couldn't post a receive after %d: %w", s.rcnt, err)
 				}
-				s.rposted++
+				st.rposted++
 			}
 			continue
 		}
-		id := int(wc.ID)
-		s.ccnt = id + 1
-		if id < len(s.comps) {
-			s.comps[id] = cycles()
+		st := s.qps[wc.ID>>32]
+		if done := int(wc.ID&0xffffffff) + 1; done > st.ccnt {
+			s.ccnt += done - st.ccnt
+			st.ccnt = done
+		}
+		if i := s.ccnt - 1; i < len(s.comps) {
+			s.comps[i] = cycles()
 		}
 	}
 	return n, nil
@@ -157,6 +177,10 @@ func (s *session) waitCount(count *int, n int) error {
 // progress line's first time.
 func (s *session) beginRun() {
 	s.ccnt, s.spin, s.count = 0, 0, 0
+	for _, st := range s.qps {
+		st.scnt, st.ccnt, st.off = 0, 0, 0
+	}
+	clear(s.comps)
 	s.started = time.Now()
 	s.sampleFrom, s.sampleTo = -1, -1
 	if s.o.duration > 0 {
@@ -201,7 +225,7 @@ func (s *session) runOne(size int) (bwResult, error) {
 	var err error
 	var r bwResult
 	switch {
-	case !o.lat && o.server == "":
+	case !o.lat && o.server == "" && !o.duplex:
 		r, err = s.runBWServer(size)
 	case !o.lat:
 		r, err = s.runBW(size)
@@ -228,58 +252,77 @@ func (s *session) runOne(size int) (bwResult, error) {
 		}
 		return r, nil
 	}
-	r.print(s.out)
+	if !o.duplex {
+		r.print(s.out) // -b prints both sides' sum once the reports are swapped
+	}
 	return r, nil
 }
 
-// runBW is the bandwidth client (run_iter_bw): up to -t requests in
-// flight, one in -Q signaled (and the last), a completion of request j
-// meaning all before it are done. Addresses step through a page for
-// messages up to half a page, as perftest's increase_loc_addr and
-// increase_rem_addr do.
+// runBW is the bandwidth client (run_iter_bw): for each QP in turn, post
+// while it has fewer than -t requests in flight, one in -Q signaled (and
+// its last), then take the completions there are; a completion of a QP's
+// request j means all of that QP's before it are done. Addresses step
+// through a page for messages up to half a page, as perftest's
+// increase_loc_addr and increase_rem_addr do. With -b on send_bw both
+// sides also receive as many messages as they send, and the server sends
+// only once the first has arrived (run_iter_bi).
 func (s *session) runBW(size int) (bwResult, error) {
 	o := s.o
 	iters := s.iters()
-	wr := &s.swr[0]
-	base := wr.Flags
+	total := iters * len(s.qps)
+	if o.duration > 0 {
+		total = iters // no end but the time
+	}
+	recvs := o.duplex && o.verb == send
+	waitFirst := recvs && o.server == ""
+	base := s.swr[0].Flags
 	step := uint64(roundUp(size, 64))
 	cycle := size <= 4096/2
-	var off uint64
-	scnt := 0
+	totscnt := 0
 	s.beginRun()
-	for scnt < iters || s.ccnt < iters {
-		for scnt < iters && scnt-s.ccnt < o.txDepth {
-			now := cycles()
-			if s.posts != nil {
-				s.posts[scnt] = now
+	for totscnt < total || s.ccnt < total || (recvs && s.rcnt < total) {
+		if waitFirst && s.rcnt > 0 {
+			waitFirst = false
+		}
+		for i, st := range s.qps {
+			if waitFirst {
+				break
 			}
-			wr.ID = uint64(scnt)
-			wr.Flags = base
-			if scnt%o.cqMod == o.cqMod-1 || scnt == iters-1 {
-				wr.Flags |= uverbs.SendSignaled
-			}
-			if err := s.qp.PostSend(s.swr[:]); err != nil {
-				return bwResult{}, fmt.Errorf("couldn't post send %d: %w", scnt, err)
-			}
-			if cycle {
-				if off += step; off >= 4096 {
-					off = 0
+			wr := &st.swr[0]
+			for st.scnt < iters && st.scnt-st.ccnt < o.txDepth {
+				now := cycles()
+				if s.posts != nil {
+					s.posts[totscnt] = now
 				}
-				s.sge[0].Addr = s.local + off
-				if o.verb != send {
-					wr.RemoteAddr = s.peer.VAddr + off
+				wr.ID = uint64(i)<<32 | uint64(st.scnt)
+				wr.Flags = base
+				if st.scnt%o.cqMod == o.cqMod-1 || st.scnt == iters-1 {
+					wr.Flags |= uverbs.SendSignaled
 				}
-			}
-			scnt++
-			s.count = s.ccnt
-			if now >= s.nextPrint {
-				s.progress()
+				if err := st.qp.PostSend(st.swr[:]); err != nil {
+					return bwResult{}, fmt.Errorf("couldn't post send %d on QP %d: %w", st.scnt, i, err)
+				}
+				if cycle {
+					if st.off += step; st.off >= 4096 {
+						st.off = 0
+					}
+					st.sge[0].Addr = st.local + st.off
+					if o.verb != send {
+						wr.RemoteAddr = st.peer.VAddr + st.off
+					}
+				}
+				st.scnt++
+				totscnt++
+				s.count = s.ccnt
+				if now >= s.nextPrint {
+					s.progress()
+				}
 			}
 		}
 		if o.duration > 0 && s.durationOver() {
 			break
 		}
-		if s.ccnt >= scnt {
+		if s.ccnt >= totscnt && !(recvs && s.rcnt < total) {
 			continue
 		}
 		if _, stop, err := s.reapOrIdle(); stop || err != nil {
@@ -291,6 +334,14 @@ func (s *session) runBW(size int) (bwResult, error) {
 	}
 	if o.duration > 0 {
 		return s.durationBW(size), nil
+	}
+	// With several QPs a completion may account for requests up to a
+	// number that is not a multiple of -Q; the requests in between were
+	// known complete by the time of the next completion.
+	for j := len(s.comps) - 2; j >= 0; j-- {
+		if s.comps[j] == 0 {
+			s.comps[j] = s.comps[j+1]
+		}
 	}
 	return bwStats(size, o.cqMod, s.posts, s.comps, s.clk.perUsec, o.gbits), nil
 }
@@ -343,6 +394,9 @@ func (s *session) durationBW(size int) bwResult {
 func (s *session) runBWServer(size int) (bwResult, error) {
 	o := s.o
 	iters := s.iters()
+	if o.duration == 0 {
+		iters *= len(s.qps) // each QP's receives
+	}
 	s.beginRun()
 	var first, last int64
 	for s.rcnt < iters {

@@ -100,7 +100,8 @@ const (
 	cqModSizeLimit = 8192  // MSG_SIZE_CQ_MOD_LIMIT: above it, every send is signaled
 	defQPTimeout   = 14    // DEF_QP_TIME
 	maxSize        = 8388608
-	minRNRTimer    = 12 // MIN_RNR_TIMER
+	maxQPs         = 16384 // MAX_QP_NUM
+	minRNRTimer    = 12    // MIN_RNR_TIMER
 )
 
 // verb is what a test posts.
@@ -135,6 +136,8 @@ type options struct {
 	duration int // seconds; 0: -n iterations
 	margin   int
 	all      bool
+	qps      int  // -q: QPs of a bandwidth test
+	duplex   bool // -b: both sides send (bandwidth tests)
 	txDepth  int
 	rxDepth  int
 	cqMod    int
@@ -187,6 +190,8 @@ func parseArgs(args []string) (options, error) {
 	both("D", "duration", &o.duration, 0)
 	both("f", "margin", &o.margin, -1)
 	bothBool("a", "all", &o.all)
+	both("q", "qp", &o.qps, 1)
+	bothBool("b", "bidirectional", &o.duplex)
 	both("t", "tx-depth", &o.txDepth, -1)
 	both("r", "rx-depth", &o.rxDepth, -1)
 	both("Q", "cq-mod", &o.cqMod, -1)
@@ -227,6 +232,16 @@ func (o *options) finish() error {
 		return cmdline.Usagef("-o %d: outstanding reads are 1..255", o.outReads)
 	case o.timeout < 0 || o.timeout > 31:
 		return cmdline.Usagef("-u %d: the timeout exponent is 0..31", o.timeout)
+	case o.qps < 1 || o.qps > maxQPs:
+		return cmdline.Usagef("-q %d: 1 to %d QPs", o.qps, maxQPs)
+	case o.qps > 1 && o.lat:
+		return cmdline.Usagef("-q %d: several QPs are for bandwidth tests (perftest refuses them in latency tests too)", o.qps)
+	case o.duplex && o.lat:
+		return cmdline.Usagef("-b: bidirectional runs are for bandwidth tests")
+	case o.duplex && o.duration > 0:
+		return cmdline.Usagef("-b with -D: bidirectional runs count iterations only")
+	case o.qps > 1 && o.cm:
+		return cmdline.Usagef("-q %d with -R: several QPs are supported without -R only", o.qps)
 	case o.mtu != 0 && (o.mtu < 256 || o.mtu > 4096 || o.mtu&(o.mtu-1) != 0):
 		return cmdline.Usagef("-m %d: the path MTU is 256, 512, 1024, 2048 or 4096", o.mtu)
 	}

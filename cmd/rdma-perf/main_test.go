@@ -48,6 +48,10 @@ func TestParseArgs(t *testing.T) {
 	if o.duration != 8 || o.margin != 2 {
 		t.Fatalf("read_lat -D 8: %+v", o)
 	}
+	o, _ = parseArgs([]string{"write_bw", "-q", "8"})
+	if o.qps != 8 {
+		t.Fatalf("write_bw -q 8: %+v", o)
+	}
 	if _, err := parseArgs([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
@@ -66,6 +70,9 @@ func TestParseArgs(t *testing.T) {
 		{"send_bw", "-p", "0"},
 		{"send_bw", "-n", "2"},
 		{"send_bw", "h1", "h2"},
+		{"write_bw", "-q", "0"},
+		{"write_lat", "-q", "2"}, // perftest: several QPs in bandwidth tests only
+		{"send_bw", "-q", "2", "-R"},
 	} {
 		var uerr *cmdline.UsageError
 		if _, err := parseArgs(args); !errors.As(err, &uerr) {

@@ -42,11 +42,13 @@ type session struct {
 	local   uint64 // address of the first half
 	recvBuf uint64 // address of the second half
 
+	// qps are the test's QPs (-q), each with its own part of the buffer;
+	// the first is qp, me, peer, local and recvBuf above.
+	qps []*qpState
+
 	// Preallocated for the loops: nothing below allocates per iteration.
 	swr   [1]uverbs.SendWR
 	sge   [1]uverbs.SGE
-	rwr   [1]uverbs.RecvWR
-	rsge  [1]uverbs.SGE
 	wcs   [16]uverbs.WC
 	posts []int64 // time of each post (tposted)
 	comps []int64 // time of each signaled completion (tcompleted)
@@ -54,7 +56,6 @@ type session struct {
 	// Completion counters of the running test.
 	ccnt    int   // sends known complete (the ID of the last signaled one + 1)
 	rcnt    int   // receives completed
-	rposted int   // receives posted in this run
 	size    int   // message size of the running test
 	spin    int   // empty polls, to look at the clock now and then
 	yieldAt int64 // cycles() after which a polling loop yields (see idle)
@@ -73,11 +74,41 @@ type session struct {
 	printed                bool
 }
 
+// qpState is one QP of a test and what its loops keep of it: perftest
+// keeps the same per QP (my_dest, rem_dest, scnt, ccnt and the work
+// request of each index).
+type qpState struct {
+	qp       *uverbs.QP
+	me, peer dest
+	local    uint64 // this QP's send half of the buffer
+	recvBuf  uint64 // its receive half, where the peer writes
+	swr      [1]uverbs.SendWR
+	sge      [1]uverbs.SGE
+	rwr      [1]uverbs.RecvWR
+	rsge     [1]uverbs.SGE
+	scnt     int    // sends posted in this run
+	ccnt     int    // sends known complete
+	rposted  int    // receives posted in this run
+	off      uint64 // where the addresses are in their page (runBW)
+}
+
 // perf runs one side of the test described by o.
 func perf(ctx context.Context, o options, stdout, stderr io.Writer) (err error) {
 	s := &session{o: o, out: stdout, errOut: stderr, ctx: ctx, clk: startClock(), ibPort: o.ibPort}
 	defer func() { err = errors.Join(err, s.close()) }()
 
+	// The device, port and GID index first, so that a wrong -d, -i or -x
+	// fails at once rather than after the peer came (with -R the CM picks
+	// the device, and a -d, when given, must still exist).
+	if !o.cm || o.dev != "" {
+		gid := o.gidIdx
+		if o.cm {
+			gid = -1
+		}
+		if err := device.Check(o.dev, o.ibPort, gid); err != nil {
+			return err
+		}
+	}
 	if o.server == "" {
 		fmt.Fprintf(stdout, "\n************************************\n* Waiting for client to connect... *\n************************************\n")
 	}
@@ -219,15 +250,18 @@ func (s *session) outReads(c *uverbs.Device) (int, error) {
 // the last byte of a message.
 func (s *session) allocMemory() (err error) {
 	s.half = roundUp(max(s.o.size, 4096), 4096) + 4096
-	if s.buf, err = uverbs.AllocBuffer(2 * s.half); err != nil {
+	if s.buf, err = uverbs.AllocBuffer(2 * s.half * len(s.qps)); err != nil {
 		return err
 	}
 	s.mr, err = s.pd.RegMR(s.buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite|uverbs.AccessRemoteRead|uverbs.AccessRemoteAtomic)
 	if err != nil {
 		return err
 	}
-	s.local = s.buf.Addr()
-	s.recvBuf = s.local + uint64(s.half)
+	for i, st := range s.qps {
+		st.local = s.buf.Addr() + uint64(2*s.half*i)
+		st.recvBuf = st.local + uint64(s.half)
+	}
+	s.local, s.recvBuf = s.qps[0].local, s.qps[0].recvBuf
 	return nil
 }
 
@@ -240,6 +274,10 @@ func (s *session) createQP() (err error) {
 			return err
 		}
 	}
+	s.qps = make([]*qpState, o.qps)
+	for i := range s.qps {
+		s.qps[i] = &qpState{}
+	}
 	if err := s.allocMemory(); err != nil {
 		return err
 	}
@@ -247,16 +285,24 @@ func (s *session) createQP() (err error) {
 	if o.verb == send {
 		recv = o.rxDepth
 	}
-	if s.cq, err = s.vdev.CreateCQ(uverbs.CQInit{Depth: o.txDepth + recv + 1, Channel: s.ch}); err != nil {
+	// One CQ for every QP's sends and receives (perftest: tx_depth and
+	// rx_depth times the number of QPs, create_reg_cqs).
+	if s.cq, err = s.vdev.CreateCQ(uverbs.CQInit{Depth: (o.txDepth+recv)*o.qps + 1, Channel: s.ch}); err != nil {
 		return err
 	}
-	s.qp, err = s.pd.CreateQP(uverbs.QPInit{Type: uverbs.RC, SendCQ: s.cq, RecvCQ: s.cq,
-		Cap: uverbs.QPCap{MaxSendWR: o.txDepth, MaxRecvWR: recv, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: o.inline}})
-	if err != nil {
-		return err
+	for _, st := range s.qps {
+		st.qp, err = s.pd.CreateQP(uverbs.QPInit{Type: uverbs.RC, SendCQ: s.cq, RecvCQ: s.cq,
+			Cap: uverbs.QPCap{MaxSendWR: o.txDepth, MaxRecvWR: recv, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: o.inline}})
+		if err != nil {
+			return err
+		}
+		if err := st.qp.ToInit(uverbs.InitAttr{Port: uint8(o.ibPort),
+			Access: uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteAtomic}); err != nil {
+			return err
+		}
 	}
-	return s.qp.ToInit(uverbs.InitAttr{Port: uint8(o.ibPort),
-		Access: uverbs.AccessRemoteWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteAtomic})
+	s.qp = s.qps[0].qp
+	return nil
 }
 
 // cmConnect connects the QP through the CM: the server takes the request
@@ -282,6 +328,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 		}
 	}
 	s.pd, s.qp, s.cq = s.conn.PD(), s.conn.QP(), s.conn.CQ()
+	s.qps = []*qpState{{qp: s.qp}}
 	if o.events {
 		s.ch = s.conn.Channel()
 	}
@@ -311,6 +358,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 			return err
 		}
 		s.pd, s.qp, s.cq = s.conn.PD(), s.conn.QP(), s.conn.CQ()
+		s.qps = []*qpState{{qp: s.qp}}
 		if o.events {
 			s.ch = s.conn.Channel()
 		}
@@ -327,8 +375,7 @@ func (s *session) fillDest() error {
 	if err != nil {
 		return err
 	}
-	s.me = dest{LID: s.port.LID, OutReads: uint16(n), QPN: s.qp.QPN(), PSN: rand.Uint32() & 0xffffff,
-		RKey: s.mr.RKey(), VAddr: s.recvBuf}
+	s.me = dest{LID: s.port.LID, OutReads: uint16(n), RKey: s.mr.RKey()}
 	if s.o.cm {
 		if s.o.gidIdx >= 0 {
 			s.gidIdx = s.o.gidIdx
@@ -344,6 +391,12 @@ func (s *session) fillDest() error {
 			return fmt.Errorf("GID index %d: %w", s.gidIdx, err)
 		}
 	}
+	// Per QP its number, a PSN and its receive half (set_up_connection).
+	for _, st := range s.qps {
+		st.me = s.me
+		st.me.QPN, st.me.PSN, st.me.VAddr = st.qp.QPN(), rand.Uint32()&0xffffff, st.recvBuf
+	}
+	s.me = s.qps[0].me
 	return nil
 }
 
@@ -351,30 +404,42 @@ func (s *session) fillDest() error {
 // (ctx_modify_qp_to_rtr/rts: hop limit 0xFF, min RNR timer 12, 7 retries
 // of each kind, the peer's READ depth).
 func (s *session) connect() error {
-	p := s.peer
-	av := uverbs.AHAttr{DLID: p.LID, Port: uint8(s.o.ibPort)}
-	if s.port.LinkLayer == uverbs.LinkLayerEthernet || !p.GID.IsZero() {
-		av.DGID, av.SGIDIndex, av.HopLimit = p.GID, uint8(max(s.gidIdx, 0)), 0xff
+	for _, st := range s.qps {
+		p := st.peer
+		av := uverbs.AHAttr{DLID: p.LID, Port: uint8(s.o.ibPort)}
+		if s.port.LinkLayer == uverbs.LinkLayerEthernet || !p.GID.IsZero() {
+			av.DGID, av.SGIDIndex, av.HopLimit = p.GID, uint8(max(s.gidIdx, 0)), 0xff
+		}
+		if err := st.qp.ToRTR(uverbs.RTRAttr{PathMTU: s.mtu, DestQPN: p.QPN, RQPSN: p.PSN,
+			MaxDestRDAtomic: uint8(min(int(st.me.OutReads), 255)), MinRNRTimer: minRNRTimer, AH: av}); err != nil {
+			return err
+		}
+		if err := st.qp.ToRTS(uverbs.RTSAttr{SQPSN: st.me.PSN, Timeout: uint8(s.o.timeout), RetryCount: 7, RNRRetry: 7,
+			MaxRDAtomic: uint8(min(max(int(p.OutReads), 1), 255))}); err != nil {
+			return err
+		}
 	}
-	if err := s.qp.ToRTR(uverbs.RTRAttr{PathMTU: s.mtu, DestQPN: p.QPN, RQPSN: p.PSN,
-		MaxDestRDAtomic: uint8(min(int(s.me.OutReads), 255)), MinRNRTimer: minRNRTimer, AH: av}); err != nil {
-		return err
-	}
-	return s.qp.ToRTS(uverbs.RTSAttr{SQPSN: s.me.PSN, Timeout: uint8(s.o.timeout), RetryCount: 7, RNRRetry: 7,
-		MaxRDAtomic: uint8(min(max(int(p.OutReads), 1), 255))})
+	return nil
 }
 
-// handshakes runs n key exchanges; the first answer is the peer's address.
+// handshakes runs n key exchanges, the i-th with the address of QP i
+// (then of the first QP again): with keep the answers are the peer's QPs'
+// addresses, in the same order (perftest: ctx_hand_shake per QP).
 func (s *session) handshakes(n int, keep bool) error {
 	for i := 0; i < n; i++ {
-		p, err := s.m.handshake(s.me)
+		me := s.me
+		if i < len(s.qps) {
+			me = s.qps[i].me
+		}
+		p, err := s.m.handshake(me)
 		if err != nil {
 			return err
 		}
-		if keep && i == 0 {
-			s.peer = p
+		if keep && i < len(s.qps) {
+			s.qps[i].peer = p
 		}
 	}
+	s.peer = s.qps[0].peer
 	return nil
 }
 
@@ -384,7 +449,7 @@ func (s *session) handshakes(n int, keep bool) error {
 // connection, the test, and the closing exchange.
 func (s *session) sequence() error {
 	o := s.o
-	pre := 1 // handshakes before connecting
+	pre := o.qps // handshakes before connecting: one per QP
 	if o.lat && o.verb != send {
 		pre = 2
 	}
@@ -397,7 +462,7 @@ func (s *session) sequence() error {
 		}
 	}
 	s.printHeader()
-	if err := s.handshakes(2, false); err != nil {
+	if err := s.handshakes(o.qps+1, false); err != nil {
 		return err
 	}
 	if o.events {
@@ -414,7 +479,7 @@ func (s *session) sequence() error {
 	}
 	server := o.server == ""
 	switch {
-	case !o.lat && o.verb != send && server:
+	case !o.lat && o.verb != send && server && !o.duplex:
 		// write_bw, read_bw: the server only waits for the client.
 		if _, err := s.m.handshake(s.me); err != nil {
 			return err
@@ -439,12 +504,17 @@ func (s *session) sequence() error {
 			// Receives: both sides of send_lat, the server of send_bw
 			// (ctx_set_recv_wqes).
 			n := min(o.rxDepth, s.iters())
-			if !o.lat && !server {
+			if !o.lat && !server && !o.duplex {
 				n = 0
 			}
 			if err := s.postRecvs(size, n); err != nil {
 				return err
 			}
+			if _, err := s.m.handshake(s.me); err != nil {
+				return err
+			}
+		} else if o.duplex {
+			// Both sides start each size together (write_bw.c, read_bw.c).
 			if _, err := s.m.handshake(s.me); err != nil {
 				return err
 			}
@@ -454,6 +524,11 @@ func (s *session) sequence() error {
 			return err
 		}
 		last = r
+		if o.duplex {
+			if err := s.duplexReport(r); err != nil {
+				return err
+			}
+		}
 		if o.all && !o.lat && o.verb == send {
 			if _, err := s.m.handshake(s.me); err != nil {
 				return err
@@ -464,7 +539,7 @@ func (s *session) sequence() error {
 	switch {
 	case o.lat && o.verb == write:
 		return nil // write_lat ends without an exchange
-	case !o.lat && o.verb != send:
+	case !o.lat && o.verb != send && !o.duplex:
 		if _, err := s.m.handshake(s.me); err != nil {
 			return err
 		}
@@ -473,6 +548,27 @@ func (s *session) sequence() error {
 		}
 	}
 	return s.m.closeConnection(s.me)
+}
+
+// duplexReport ends a size of a -b run as perftest does: write_bw and
+// read_bw with -a first meet once more, then the sides swap their reports
+// and each prints the sum of both (print_full_bw_report with the remote
+// report).
+func (s *session) duplexReport(r bwResult) error {
+	if s.o.all && s.o.verb != send {
+		if _, err := s.m.handshake(s.me); err != nil {
+			return err
+		}
+	}
+	rem, err := s.m.xchgBWReports(bwReport{size: uint64(r.size), iters: uint64(r.iters), peak: r.peak, avg: r.avg, msgRate: r.msgRate})
+	if err != nil {
+		return err
+	}
+	r.peak += rem.peak
+	r.avg += rem.avg
+	r.msgRate += rem.msgRate
+	r.print(s.out)
+	return nil
 }
 
 // iters is the number of iterations of one run; in duration mode the
@@ -489,8 +585,8 @@ func (s *session) allocTimes() {
 	if s.o.duration > 0 {
 		return
 	}
-	s.posts = make([]int64, s.o.iters)
-	s.comps = make([]int64, s.o.iters)
+	s.posts = make([]int64, s.o.iters*s.o.qps)
+	s.comps = make([]int64, s.o.iters*s.o.qps)
 }
 
 // printHeader prints a short description and the table's header.
@@ -504,7 +600,8 @@ func (s *session) printHeader() {
 	w := s.out
 	fmt.Fprintln(w, resultLine)
 	fmt.Fprintf(w, "                    %s %s Test (rdma-perf)\n", names[o.verb], kind)
-	fmt.Fprintf(w, " Connection type : RC\t\tUsing RDMA CM  : %s\n", onOff(o.cm))
+	fmt.Fprintf(w, " Number of qps   : %d\t\tConnection type : RC\n", o.qps)
+	fmt.Fprintf(w, " Using RDMA CM   : %s\n", onOff(o.cm))
 	fmt.Fprintf(w, " Device          : %s\t\tEvents         : %s\n", s.pd.Device().Name(), onOff(o.events))
 	fmt.Fprintf(w, " TX depth        : %d\t\tCQ Moderation  : %d\n", o.txDepth, o.cqMod)
 	if o.verb == send {
@@ -515,8 +612,12 @@ func (s *session) printHeader() {
 		fmt.Fprintf(w, " Outstand reads  : %d\n", s.me.OutReads)
 	}
 	fmt.Fprintln(w, resultLine)
-	fmt.Fprintf(w, " local address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x GID %v\n", s.me.LID, s.me.QPN, s.me.PSN, s.me.RKey, s.me.VAddr, s.me.GID)
-	fmt.Fprintf(w, " remote address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x GID %v\n", s.peer.LID, s.peer.QPN, s.peer.PSN, s.peer.RKey, s.peer.VAddr, s.peer.GID)
+	for _, st := range s.qps {
+		fmt.Fprintf(w, " local address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x GID %v\n", st.me.LID, st.me.QPN, st.me.PSN, st.me.RKey, st.me.VAddr, st.me.GID)
+	}
+	for _, st := range s.qps {
+		fmt.Fprintf(w, " remote address: LID %#04x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x GID %v\n", st.peer.LID, st.peer.QPN, st.peer.PSN, st.peer.RKey, st.peer.VAddr, st.peer.GID)
+	}
 	fmt.Fprintln(w, resultLine)
 	switch {
 	case o.lat && o.duration > 0:
@@ -545,7 +646,10 @@ func (s *session) close() error {
 		errs = append(errs, s.conn.Disconnect(), s.qp.Close())
 		errs = append(errs, s.mr.Close(), s.buf.Close(), s.conn.Close())
 	} else {
-		errs = append(errs, s.qp.Close(), s.cq.Close(), s.mr.Close(), s.buf.Close(), s.pd.Close(), s.ch.Close(), s.vdev.Close())
+		for _, st := range s.qps {
+			errs = append(errs, st.qp.Close())
+		}
+		errs = append(errs, s.cq.Close(), s.mr.Close(), s.buf.Close(), s.pd.Close(), s.ch.Close(), s.vdev.Close())
 	}
 	if s.m != nil {
 		s.m.Close()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,6 +66,41 @@ func TestInteropPerftest(t *testing.T) {
 			}
 		}
 	}
+	// -q: several QPs, each side's table counting every QP's iterations
+	// (perftest: iters times num_of_qps).
+	for _, test := range []string{"write_bw", "send_bw"} {
+		for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}} {
+			cases = append(cases, perfCase{name: fmt.Sprintf("%s_q4_%s-server_%s-client", test, roles[0], roles[1]), test: test,
+				server: roles[0], client: roles[1], args: []string{"-s", "4096", "-n", "300", "-q", "4"}, size: 4096, iters: 1200, sizes: 1})
+		}
+	}
+	// -b: both sides send, and each prints the sum of both sides' figures.
+	for _, tc := range []struct {
+		test string
+		args []string
+	}{
+		{"write_bw", []string{"-s", "4096", "-n", "300", "-b"}},
+		{"send_bw", []string{"-s", "4096", "-n", "300", "-b"}},
+		{"write_bw", []string{"-s", "64", "-n", "300", "-b", "-q", "2"}},
+	} {
+		for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}} {
+			name := fmt.Sprintf("%s%s_%s-server_%s-client", tc.test, strings.Join(tc.args[4:], ""), roles[0], roles[1])
+			iters := 300
+			if len(tc.args) > 5 {
+				iters = 600
+			}
+			size, _ := strconv.Atoi(tc.args[1])
+			cases = append(cases, perfCase{name: name, test: tc.test, server: roles[0], client: roles[1],
+				args: tc.args, size: size, iters: iters, sizes: 1})
+		}
+	}
+	// -a: every size from 2 B to 8 MiB, 5 iterations each.
+	for _, test := range []string{"write_bw", "send_bw"} {
+		for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}} {
+			cases = append(cases, perfCase{name: fmt.Sprintf("%s_all_sizes_%s-server_%s-client", test, roles[0], roles[1]), test: test,
+				server: roles[0], client: roles[1], args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23})
+		}
+	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runPerfCase(t, c, 19300+i) })
 	}
@@ -86,6 +122,14 @@ func TestGoToGo(t *testing.T) {
 		{name: "read_bw_cm", test: "read_bw", cm: true, args: []string{"-s", "4096", "-n", "300"}, size: 4096, iters: 300},
 		{name: "write_lat_cm", test: "write_lat", cm: true, args: []string{"-s", "64", "-n", "300"}, size: 64, iters: 300},
 		{name: "send_bw_cm_events", test: "send_bw", cm: true, args: []string{"-s", "64", "-n", "300", "-e"}, size: 64, iters: 300},
+		{name: "read_bw_bidirectional", test: "read_bw", args: []string{"-s", "4096", "-n", "300", "-b"}, size: 4096, iters: 300},
+		{name: "send_bw_bidirectional_q2_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5", "-b", "-q", "2"}, iters: 10, sizes: 23},
+		{name: "send_bw_q4_events", test: "send_bw", args: []string{"-s", "4096", "-n", "200", "-q", "4", "-e"}, size: 4096, iters: 800},
+		{name: "write_bw_q4_duration", test: "write_bw", args: []string{"-s", "4096", "-D", "2", "-q", "4"}, size: 4096, duration: true},
+		{name: "send_bw_cm_bidirectional", test: "send_bw", cm: true, args: []string{"-s", "4096", "-n", "300", "-b"}, size: 4096, iters: 300},
+		{name: "write_bw_cm_bidirectional", test: "write_bw", cm: true, args: []string{"-s", "64", "-n", "300", "-b"}, size: 64, iters: 300},
+		{name: "read_bw_q8", test: "read_bw", args: []string{"-s", "64", "-n", "200", "-q", "8"}, size: 64, iters: 1600},
+		{name: "send_bw_q3_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5", "-q", "3"}, iters: 15, sizes: 23},
 		{name: "write_lat_all_sizes", test: "write_lat", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
 		{name: "send_bw_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
 		{name: "read_lat_duration", test: "read_lat", args: []string{"-s", "64", "-D", "2"}, size: 64, duration: true},
@@ -193,7 +237,8 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 	// nothing of our side; its table's sizes and iterations are still
 	// checked.
 	checkTable(t, c, "client", cli.Out.String(), c.client == "ours")
-	if (strings.HasPrefix(c.test, "send_") || c.test == "write_lat") && !(c.server == "theirs" && c.test == "send_bw") {
+	duplex := slices.Contains(c.args, "-b") // the server measures too
+	if duplex || (strings.HasPrefix(c.test, "send_") || c.test == "write_lat") && !(c.server == "theirs" && c.test == "send_bw") {
 		checkTable(t, c, "server", srv.Out.String(), c.server == "ours")
 	}
 	if t.Failed() {

@@ -5,7 +5,9 @@
 //	perfbench cmtime -cmtime PATH -out FILE   in the lab: our cmtime against rdma-core's, per step
 //	perfbench rstream -rstream PATH -out FILE in the lab: our rstream against rdma-core's,
 //	                                          over rsocket and over TCP
-//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] BENCHMARKS.md
+//	perfbench scale -rdma-perf PATH -out FILE in the lab: write_bw and send_bw with 1, 8
+//	                                          and 64 QPs (-q), ours against perftest's
+//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] BENCHMARKS.md
 //	                                          on the host: put the sections (and the host
 //	                                          benchmarks' output) between their markers
 //
@@ -37,7 +39,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|rstream|write ...")
+		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|rstream|scale|write ...")
 		os.Exit(2)
 	}
 	var err error
@@ -48,6 +50,8 @@ func main() {
 		err = cmtimeCmd(os.Args[2:])
 	case "rstream":
 		err = rstreamCmd(os.Args[2:])
+	case "scale":
+		err = scaleCmd(os.Args[2:])
 	case "write":
 		err = writeCmd(os.Args[2:])
 	default:
@@ -65,6 +69,8 @@ type cell struct {
 	size   int
 	cm     bool
 	events bool
+	qps    int // -q, when above 1
+	n      int // -n, when set; else iters()
 }
 
 func (c cell) mode() string {
@@ -82,6 +88,9 @@ func (c cell) lat() bool { return strings.HasSuffix(c.test, "_lat") }
 
 // iters keeps each run to about a second under TCG.
 func (c cell) iters() int {
+	if c.n > 0 {
+		return c.n
+	}
 	// Latency takes enough samples that p99.9 is not the single worst.
 	switch {
 	case c.lat() && c.size >= 65536:
@@ -276,6 +285,9 @@ func runPair(c cell, ours bool, bin, lo, vdev, vaddr string, port int) (result, 
 	ctx, cancel := context.WithTimeout(context.Background(), runLimit)
 	defer cancel()
 	args := []string{"-p", strconv.Itoa(port), "-s", strconv.Itoa(c.size), "-n", strconv.Itoa(c.iters()), "-F"}
+	if c.qps > 1 {
+		args = append(args, "-q", strconv.Itoa(c.qps))
+	}
 	host := "127.0.0.1"
 	if c.cm {
 		args = append(args, "-d", vdev, "-R")
@@ -398,6 +410,8 @@ const (
 	cmEnd     = "<!-- cmtime table: end -->"
 	rsBegin   = "<!-- rstream table: begin (written by make bench) -->"
 	rsEnd     = "<!-- rstream table: end -->"
+	scBegin   = "<!-- scaling table: begin (written by make bench) -->"
+	scEnd     = "<!-- scaling table: end -->"
 )
 
 // writeCmd puts the lab's section, and the host benchmarks' output, between
@@ -408,11 +422,12 @@ func writeCmd(args []string) error {
 	host := fs.String("host", "", "output of the host benchmarks (go test -bench)")
 	cm := fs.String("cmtime", "", "section written by cmtime")
 	rs := fs.String("rstream", "", "section written by rstream")
+	sc := fs.String("scale", "", "section written by scale")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" {
-		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] BENCHMARKS.md")
+	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" {
+		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] BENCHMARKS.md")
 	}
 	md := fs.Arg(0)
 	doc, err := os.ReadFile(md)
@@ -420,7 +435,7 @@ func writeCmd(args []string) error {
 		return err
 	}
 	s := string(doc)
-	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}} {
+	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}, {*sc, scBegin, scEnd}} {
 		if sec.file == "" {
 			continue
 		}

@@ -75,3 +75,20 @@ destroy      :        1.74       0.32      16.00      34.76
 		t.Error("a table without all its rows parsed")
 	}
 }
+
+// The scaling lines spread the same number of messages over 1, 8 and 64
+// QPs, and pass -q only when there is more than one.
+func TestScaleCells(t *testing.T) {
+	cells := scaleCells()
+	if len(cells) != 2*len(scaleQPs) {
+		t.Fatalf("%d cells", len(cells))
+	}
+	for _, c := range cells {
+		if c.iters()*c.qps != scaleMessages {
+			t.Errorf("%s -q %d: -n %d, %d messages in all, want %d", c.test, c.qps, c.iters(), c.iters()*c.qps, scaleMessages)
+		}
+		if c.iters()%100 != 0 {
+			t.Errorf("%s -q %d: -n %d is not a multiple of the CQ moderation (100)", c.test, c.qps, c.iters())
+		}
+	}
+}

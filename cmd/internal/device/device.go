@@ -25,3 +25,21 @@ func OpenPort(name string, port int) (*uverbs.Device, uverbs.PortAttr, error) {
 	}
 	return dev, attr, nil
 }
+
+// Check makes sure, before a program waits for its peer, that what -d, -i
+// and the GID index name exists: the device (the error names the devices
+// there are), the port, ACTIVE, and for gidIdx >= 0 a valid entry of the
+// port's GID table. perftest refuses these at start-up too, before it
+// listens. It opens nothing that stays open.
+func Check(name string, port, gidIdx int) error {
+	dev, _, err := OpenPort(name, port)
+	if err != nil {
+		return err
+	}
+	if gidIdx >= 0 {
+		if _, gerr := dev.QueryGID(port, gidIdx); gerr != nil {
+			err = fmt.Errorf("GID index %d of %s port %d: %w (rdma-devinfo -v lists the port's GIDs)", gidIdx, dev.Name(), port, gerr)
+		}
+	}
+	return errors.Join(err, dev.Close())
+}

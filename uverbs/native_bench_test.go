@@ -1,0 +1,191 @@
+package uverbs
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// BenchmarkNative is our side of make bench-native (test/nativebench): the
+// same work requests as test/nativebench/harness/harness.c posts and polls through
+// rdma-core's rxe provider, on rings of the same layout and slot sizes, with
+// the same fake kernel (it takes every WQE after each post, and publishes
+// completions before each poll). Posting sends stops short of the doorbell
+// (stageSend under the send lock, as PostSend does), as the harness's
+// doorbell does nothing. Each row reports ns per work request (ns/wr).
+//
+// With GOVERBS_WQE_DUMP=DIR it first writes each post row's WQE bytes, the
+// first post on fresh rings, to DIR/ROW.bin, which test/nativebench
+// compares with the harness's.
+func BenchmarkNative(b *testing.B) {
+	dumpDir := os.Getenv("GOVERBS_WQE_DUMP")
+	for _, row := range nativeRows {
+		b.Run(row.name, func(b *testing.B) {
+			if dumpDir != "" && row.post != nil {
+				r := newNativeRig(b)
+				row.post(b, r)
+				if err := os.WriteFile(filepath.Join(dumpDir, row.name+".bin"), r.written(row), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			r := newNativeRig(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if row.post != nil {
+					row.post(b, r)
+				} else {
+					row.poll(b, r)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*row.wrs), "ns/wr")
+		})
+	}
+}
+
+// nativeRig holds the QPs, CQ and work requests of the rows, as the
+// harness's struct rig does.
+type nativeRig struct {
+	qp, ud           *QP // RC and UD, max_send_sge 1, max_inline 64, max_recv_sge 1
+	sqCons, udCons   func()
+	rqCons           func()
+	sqBuf, udBuf     []byte
+	rqBuf            []byte
+	cq               *CQ
+	cqProd           *atomic.Uint32
+	write, list, inl []SendWR
+	udSend           []SendWR
+	recv, recvList   []RecvWR
+	wcs              []WC
+}
+
+const nativeList = 32
+
+var nativeLE = binary.LittleEndian
+
+type nativeRow struct {
+	name string
+	wrs  int // work requests per call
+	post func(testing.TB, *nativeRig)
+	poll func(testing.TB, *nativeRig)
+	ring func(*nativeRig) []byte // the ring a post row writes
+}
+
+var nativeRows = []nativeRow{
+	{name: "write", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.qp, r.write, r.sqCons) }, ring: func(r *nativeRig) []byte { return r.sqBuf }},
+	{name: "write_list32", wrs: nativeList, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.qp, r.list, r.sqCons) }, ring: func(r *nativeRig) []byte { return r.sqBuf }},
+	{name: "send_inline", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.qp, r.inl, r.sqCons) }, ring: func(r *nativeRig) []byte { return r.sqBuf }},
+	{name: "ud_send", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.ud, r.udSend, r.udCons) }, ring: func(r *nativeRig) []byte { return r.udBuf }},
+	{name: "recv", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.postRecv(tb, r.recv) }, ring: func(r *nativeRig) []byte { return r.rqBuf }},
+	{name: "recv_list32", wrs: nativeList, post: func(tb testing.TB, r *nativeRig) { r.postRecv(tb, r.recvList) }, ring: func(r *nativeRig) []byte { return r.rqBuf }},
+	{name: "poll_one", wrs: 1, poll: func(tb testing.TB, r *nativeRig) { r.pollN(tb, 1) }},
+	{name: "poll_16", wrs: 16, poll: func(tb testing.TB, r *nativeRig) { r.pollN(tb, 16) }},
+	{name: "poll_empty", wrs: 1, poll: func(tb testing.TB, r *nativeRig) { r.pollN(tb, 0) }},
+}
+
+// written returns the slots a row's first post wrote.
+func (r *nativeRig) written(row nativeRow) []byte {
+	buf := row.ring(r)
+	slot := 1 << nativeLE.Uint32(buf[0:])
+	return buf[rxe.RingHeaderSize : rxe.RingHeaderSize+row.wrs*slot]
+}
+
+func newNativeRig(tb testing.TB) *nativeRig {
+	tb.Helper()
+	r := &nativeRig{wcs: make([]WC, 16)}
+	pd := &PD{}
+	newQP := func(typ QPType, rt rxe.QPType) (*QP, []byte, func()) {
+		lim := rxe.SendLimits{QPType: rt, MaxSGE: 1, MaxInline: 64}
+		// Slot sizes as rxe_qp.c sizes them: 208 + max(16, 64) bytes, so
+		// 512-byte slots.
+		buf, prod, cons := fakeRing(tb, 9, 1024)
+		sq, err := rxe.NewSQ(buf, lim)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		qp := &QP{pd: pd, typ: typ, qpn: 0x11, sq: sq, lim: lim}
+		qp.state.Store(uint32(QPStateRTS))
+		return qp, buf, func() { cons.Store(prod.Load()) }
+	}
+	r.qp, r.sqBuf, r.sqCons = newQP(RC, rxe.QPTypeRC)
+	r.ud, r.udBuf, r.udCons = newQP(UD, rxe.QPTypeUD)
+	// 40 + 16 bytes, so 64-byte receive slots.
+	rqBuf, rqProd, rqCons := fakeRing(tb, 6, 1024)
+	rq, err := rxe.NewRQ(rqBuf, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.qp.rq, r.rqBuf, r.rqCons = rq, rqBuf, func() { rqCons.Store(rqProd.Load()) }
+
+	// A CQ whose every slot holds a successful RDMA WRITE completion.
+	cqBuf, cqProd, _ := fakeRing(tb, 6, 1024)
+	for i := range 1024 {
+		cqe := cqBuf[rxe.RingHeaderSize+i*64:]
+		nativeLE.PutUint64(cqe[0:], uint64(i+1)) // wr_id
+		cqe[12] = byte(WCOpRDMAWrite)            // opcode
+		nativeLE.PutUint32(cqe[20:], 64)         // byte_len
+		nativeLE.PutUint32(cqe[28:], 0x11)       // qp_num
+	}
+	cq, err := rxe.NewCQ(cqBuf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.cq, r.cqProd = &CQ{q: cq}, cqProd
+
+	buf, err := AllocBuffer(4096)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { buf.Close() })
+	for i := range 64 {
+		buf.Bytes()[i] = byte(i)
+	}
+
+	sge := SGE{Addr: 0x10000, Length: 64, LKey: 7}
+	r.write = []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{sge}, RemoteAddr: 0x20000, RKey: 9}}
+	r.list = make([]SendWR, nativeList)
+	r.recvList = make([]RecvWR, nativeList)
+	for i := range nativeList {
+		s := []SGE{{Addr: 0x10000 + 64*uint64(i), Length: 64, LKey: 7}}
+		r.list[i] = SendWR{ID: uint64(i + 1), Op: OpWrite, SGEs: s, RemoteAddr: 0x20000 + 64*uint64(i), RKey: 9}
+		r.recvList[i] = RecvWR{ID: uint64(i + 1), SGEs: s}
+	}
+	r.list[nativeList-1].Flags = SendSignaled
+	r.inl = []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
+	ah := &AH{pd: pd, num: 1}
+	r.udSend = []SendWR{{ID: 3, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x22, RemoteQKey: 0x11111111}}
+	r.recv = []RecvWR{{ID: 4, SGEs: []SGE{sge}}}
+	return r
+}
+
+func (r *nativeRig) send(tb testing.TB, qp *QP, wrs []SendWR, consume func()) {
+	qp.sendMu.Lock()
+	err := qp.stageSend("post_send", wrs)
+	qp.sendMu.Unlock()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	consume()
+}
+
+func (r *nativeRig) postRecv(tb testing.TB, wrs []RecvWR) {
+	if err := r.qp.PostRecv(wrs); err != nil {
+		tb.Fatal(err)
+	}
+	r.rqCons()
+}
+
+// pollN has the fake kernel publish n completions, then polls with room for
+// 16 and expects n.
+func (r *nativeRig) pollN(tb testing.TB, n int) {
+	if n > 0 {
+		r.cqProd.Store((r.cqProd.Load() + uint32(n)) & 1023)
+	}
+	got, err := r.cq.Poll(r.wcs)
+	if got != n || err != nil || (n > 0 && r.wcs[0].Status != WCSuccess) {
+		tb.Fatalf("polled %d (%v), want %d", got, err, n)
+	}
+}
