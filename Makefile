@@ -35,7 +35,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream demo fuzz clean mlx5diff
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -156,3 +156,10 @@ mlx5diff:
 		-mlx5diff.harness=$(CURDIR)/bin/mlx5diff-harness -mlx5diff.tag=$(RDMA_CORE_TAG) \
 		-mlx5diff.random=$(MLX5DIFF_RANDOM) -mlx5diff.seed=$(MLX5DIFF_SEED) \
 		$(if $(MLX5DIFF_UPDATE),-mlx5diff.update)
+
+# On a host with a ConnectX (mlx5) device: our programs against rdma-core's
+# and perftest's on it, one line per case (test/hwcheck.sh; DEV, ADDR, GID
+# and ITERS choose the device, its address, GID index and iterations).
+hwcheck:
+	$(GO) build -o bin/ ./cmd/rdma-devinfo ./cmd/rdma-pingpong ./cmd/rping ./cmd/rdma-perf
+	test/hwcheck.sh $(CURDIR)/bin
