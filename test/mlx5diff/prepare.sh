@@ -17,11 +17,9 @@ inc=$out/include
 rm -rf "$inc"
 mkdir -p "$inc/infiniband" "$inc/util" "$inc/ccan" "$inc/rdma/hfi" "$inc/kernel-abi" "$inc/valgrind"
 
-# publish_headers / publish_internal_headers of libibverbs, util, mlx5.
-for h in arch.h opcode.h sa-kern-abi.h sa.h verbs.h verbs_api.h tm_types.h \
-	cmd_ioctl.h cmd_write.h driver.h kern-abi.h marshall.h; do
-	[ -f "$src/libibverbs/$h" ] && cp "$src/libibverbs/$h" "$inc/infiniband/"
-done
+# publish_headers / publish_internal_headers of libibverbs, util, mlx5:
+# every libibverbs header (the published set grows between versions).
+cp "$src"/libibverbs/*.h "$inc/infiniband/"
 cp "$src/providers/mlx5/mlx5dv.h" "$src/providers/mlx5/mlx5_api.h" "$inc/infiniband/"
 cp "$src/kernel-headers/rdma/mlx5_user_ioctl_verbs.h" "$inc/infiniband/"
 cp "$src/kernel-headers/rdma/ib_user_ioctl_verbs.h" "$inc/infiniband/"
