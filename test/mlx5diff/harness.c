@@ -50,6 +50,42 @@ int mlx5_free_actual_buf(struct mlx5_context *ctx, struct mlx5_buf *buf)
 	return 0;
 }
 
+/* Address handles (ah cases): what the port, the GID and the kernel say. */
+static uint32_t case_gid_type;
+static uint8_t case_mac[6];
+static unsigned case_random;
+
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		       unsigned int index, enum ibv_gid_type_sysfs *type)
+{
+	*type = case_gid_type;
+	return 0;
+}
+
+int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
+				struct ibv_ah_attr *attr, uint8_t eth_mac[6],
+				uint16_t *vid)
+{
+	memcpy(eth_mac, case_mac, 6);
+	return 0;
+}
+
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
+		      struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size)
+{
+	struct mlx5_create_ah_resp *r =
+		container_of(resp, struct mlx5_create_ah_resp, ibv_resp);
+
+	memcpy(r->dmac, case_mac, 6);
+	return 0;
+}
+
+unsigned int get_random(void)
+{
+	return case_random;
+}
+
 static struct mlx5_context ctx;
 static struct mlx5_device dev;
 
@@ -486,6 +522,54 @@ static void srqsize_case(void)
 		;
 }
 
+/* ---- address handles ---- */
+
+static void ah_case(void)
+{
+	unsigned eth, grhreq, v2, uhw, rnd, dlid, sl, spb, rate, global, fl,
+		sgid, hop, tclass;
+	char gid[64], mac[32];
+	struct ibv_ah_attr attr;
+	struct ibv_pd pd;
+	struct ibv_ah *ah;
+
+	if (sscanf(line, "ah %u %u %u %u %x %x %u %u %u %u %x %u %u %u %63s %31s",
+		   &eth, &grhreq, &v2, &uhw, &rnd, &dlid, &sl, &spb, &rate, &global,
+		   &fl, &sgid, &hop, &tclass, gid, mac) != 16)
+		die("ah");
+	memset(&attr, 0, sizeof(attr));
+	memset(&pd, 0, sizeof(pd));
+	pd.context = &ctx.ibv_ctx.context;
+	ctx.num_ports = 1;
+	ctx.cached_link_layer[0] = eth ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+	ctx.cached_port_flags[0] = grhreq ? IBV_QPF_GRH_REQUIRED : 0;
+	ctx.cmds_supp_uhw = uhw ? MLX5_USER_CMDS_SUPP_UHW_CREATE_AH : 0;
+	case_gid_type = v2 ? IBV_GID_TYPE_SYSFS_ROCE_V2 : IBV_GID_TYPE_SYSFS_IB_ROCE_V1;
+	case_random = rnd;
+	unhex(mac, case_mac, 6);
+	attr.port_num = 1;
+	attr.dlid = dlid;
+	attr.sl = sl;
+	attr.src_path_bits = spb;
+	attr.static_rate = rate;
+	attr.is_global = global;
+	attr.grh.flow_label = fl;
+	attr.grh.sgid_index = sgid;
+	attr.grh.hop_limit = hop;
+	attr.grh.traffic_class = tclass;
+	unhex(gid, attr.grh.dgid.raw, 16);
+	ah = mlx5_create_ah(&pd, &attr);
+	if (!ah) {
+		printf("ah -%d\n", errno);
+	} else {
+		printf("ah 0\n");
+		hex("av", &to_mah(ah)->av, sizeof(to_mah(ah)->av));
+		free(to_mah(ah));
+	}
+	while (next_line() && strcmp(line, "end"))
+		;
+}
+
 /* ---- completion queues ---- */
 
 #define MAXQ 4
@@ -692,6 +776,8 @@ int main(void)
 				srqsize_case();
 			else if (!strncmp(line, "cq ", 3))
 				cq_case();
+			else if (!strncmp(line, "ah ", 3))
+				ah_case();
 			else
 				die("case kind");
 			printf("end\n");

@@ -369,7 +369,66 @@ func fixedCases() []diffCase {
 			}
 		}
 	}
+	cs = append(cs, fixedAHCases()...)
 	return append(cs, fixedCQCases()...)
+}
+
+type ahSpec struct {
+	eth, grhReq, v2, uhw, global bool
+	random                       uint32
+	attr                         AHAttr
+	mac                          [6]byte
+}
+
+func (s ahSpec) line() string {
+	a := s.attr
+	return fmt.Sprintf("ah %d %d %d %d %#x %#x %d %d %d %d %#x %d %d %d %x %x", b2i(s.eth), b2i(s.grhReq), b2i(s.v2), b2i(s.uhw), s.random,
+		a.DLID, a.SL, a.SrcPathBits, a.StaticRate, b2i(s.global), a.FlowLabel, a.SGIDIndex, a.HopLimit, a.TrafficClass, a.DGID[:], s.mac[:])
+}
+
+func fixedAHCases() []diffCase {
+	var cs []diffCase
+	gid := [16]byte{0xfe, 0x80, 15: 1}
+	i := 0
+	for _, eth := range []bool{false, true} {
+		for _, grhReq := range []bool{false, true} {
+			for _, v2 := range []bool{false, true} {
+				for _, global := range []bool{false, true} {
+					for _, fl := range []uint32{0, 1, 0x3fff, 0x4000, 0xfffff, 0x123456} {
+						for _, rate := range []uint8{0, 2, 3, 7, 14, 16, 22, 23, 200} {
+							s := ahSpec{eth: eth, grhReq: grhReq, v2: v2, uhw: i%2 == 0, global: global, random: uint32(i) * 7919,
+								attr: AHAttr{DLID: 0x1234, SL: uint8(i % 16), SrcPathBits: uint8(i * 37), StaticRate: rate, IsGlobal: global,
+									DGID: gid, FlowLabel: fl, SGIDIndex: uint8(i), HopLimit: 64, TrafficClass: uint8(i * 3)},
+								mac: [6]byte{0xaa, 0xbb, 0xcc, 0xdd, 0xee, byte(i)}}
+							c := diffCase{name: fmt.Sprintf("ah-%d", i)}
+							c.add("%s", s.line())
+							cs = append(cs, c)
+							i++
+						}
+					}
+				}
+			}
+		}
+	}
+	return cs
+}
+
+func randomAH(r *rand.Rand, name string) diffCase {
+	var a AHAttr
+	a.DLID, a.SL, a.SrcPathBits, a.StaticRate = uint16(r.Uint32()), uint8(r.IntN(256)), uint8(r.IntN(256)), uint8(r.IntN(30))
+	a.IsGlobal = r.IntN(4) != 0
+	a.FlowLabel = pick(r, 0, r.Uint32(), r.Uint32()&0xfffff)
+	a.SGIDIndex, a.HopLimit, a.TrafficClass = uint8(r.IntN(256)), uint8(r.IntN(256)), uint8(r.IntN(256))
+	for i := range a.DGID {
+		a.DGID[i] = byte(r.Uint32())
+	}
+	s := ahSpec{eth: r.IntN(2) == 0, grhReq: r.IntN(4) == 0, v2: r.IntN(2) == 0, uhw: r.IntN(2) == 0, global: a.IsGlobal, random: r.Uint32(), attr: a}
+	for i := range s.mac {
+		s.mac[i] = byte(r.Uint32())
+	}
+	c := diffCase{name: name}
+	c.add("%s", s.line())
+	return c
 }
 
 // cqe builds a 64-byte completion entry.
@@ -534,7 +593,11 @@ func randomCases(seed uint64, n int) []diffCase {
 		case k < 7:
 			cs = append(cs, randomRecv(r, name))
 		case k < 8:
-			cs = append(cs, randomSRQ(r, name))
+			if r.IntN(4) == 0 {
+				cs = append(cs, randomAH(r, name))
+			} else {
+				cs = append(cs, randomSRQ(r, name))
+			}
 		default:
 			cs = append(cs, randomCQ(r, name))
 		}

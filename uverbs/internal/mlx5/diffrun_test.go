@@ -115,6 +115,8 @@ func runCase(body []string) (string, error) {
 		err = runSRQSize(first, &o)
 	case "cq":
 		err = runCQ(first, r, &o)
+	case "ah":
+		err = runAH(first, &o)
 	default:
 		err = fmt.Errorf("unknown case kind %q", first)
 	}
@@ -563,3 +565,34 @@ func runCQ(first string, r *caseReader, o *out) error {
 }
 
 func bswap32(x uint32) uint32 { return x>>24 | x>>8&0xff00 | x<<8&0xff0000 | x<<24 }
+
+func runAH(first string, o *out) error {
+	f := strings.Fields(first)
+	if len(f) != 17 {
+		return fmt.Errorf("bad ah line %q", first)
+	}
+	v, err := fields(strings.Join(f[:15], " "), "ah", 14)
+	if err != nil {
+		return err
+	}
+	a := AHAttr{DLID: uint16(v[5]), SL: uint8(v[6]), SrcPathBits: uint8(v[7]), StaticRate: uint8(v[8]), IsGlobal: v[9] != 0,
+		FlowLabel: uint32(v[10]), SGIDIndex: uint8(v[11]), HopLimit: uint8(v[12]), TrafficClass: uint8(v[13])}
+	gid, err1 := hex.DecodeString(f[15])
+	mac, err2 := hex.DecodeString(f[16])
+	if err1 != nil || err2 != nil || len(gid) != 16 || len(mac) != 6 {
+		return fmt.Errorf("bad ah line %q", first)
+	}
+	copy(a.DGID[:], gid)
+	var dmac [6]byte
+	copy(dmac[:], mac)
+	// v[3] (the kernel returns the MAC, or libmlx5 resolves it) does not
+	// change the AV: both give dmac.
+	av, err := BuildAV(&a, PortLink{Ethernet: v[0] != 0, GRHRequired: v[1] != 0, RoCEv2: v[2] != 0}, dmac, uint32(v[4]))
+	if err != nil {
+		fmt.Fprintf(o, "ah -%d\n", errnoOf(err))
+		return nil
+	}
+	o.WriteString("ah 0\n")
+	o.hex("av", av[:])
+	return nil
+}
