@@ -1,6 +1,6 @@
 /*
- * The mlx5 differential harness: reads the cases that `go run
- * ./test/mlx5diff gen` writes, runs each through rdma-core's own libmlx5
+ * The mlx5 differential harness: reads the cases that the Go test
+ * TestDifferential (uverbs/internal/mlx5) writes, runs each through rdma-core's own libmlx5
  * code (providers/mlx5/qp.c, cq.c, srq.c compiled unmodified and linked in;
  * verbs.c included below for its static sizing functions) on fake rings,
  * doorbell records and UAR pages in plain memory, and prints what libmlx5
@@ -522,6 +522,29 @@ static void srqsize_case(void)
 		;
 }
 
+/* ---- a new CQ's ring ---- */
+
+static void cqinit_case(void)
+{
+	unsigned depth;
+	static struct mlx5_cq cq;
+	struct mlx5_buf buf;
+	int ncqe;
+
+	if (sscanf(line, "cqinit %u", &depth) != 1)
+		die("cqinit");
+	memset(&cq, 0, sizeof(cq));
+	memset(&buf, 0, sizeof(buf));
+	ncqe = align_queue_size(depth + 1); /* verbs.c create_cq */
+	if (mlx5_alloc_cq_buf(&ctx, &cq, &buf, ncqe, 64))
+		die("mlx5_alloc_cq_buf");
+	printf("cqinit %d\n", ncqe);
+	hex("ring", buf.buf, (size_t)ncqe * 64);
+	free(buf.buf);
+	while (next_line() && strcmp(line, "end"))
+		;
+}
+
 /* ---- address handles ---- */
 
 static void ah_case(void)
@@ -778,6 +801,8 @@ int main(void)
 				cq_case();
 			else if (!strncmp(line, "ah ", 3))
 				ah_case();
+			else if (!strncmp(line, "cqinit ", 7))
+				cqinit_case();
 			else
 				die("case kind");
 			printf("end\n");

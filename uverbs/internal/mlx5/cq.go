@@ -397,3 +397,24 @@ func (c *CQ) Arm(solicited bool) {
 // Event counts a completion event of this CQ; the next Arm uses the next
 // arm sequence number (cq.c mlx5_cq_event).
 func (c *CQ) Event() { c.armSN++ }
+
+// CQEntries is the number of entries of a CQ created for depth
+// completions, and the CQE count CREATE_CQ passes (entries − 1): libmlx5
+// rounds depth+1 up to a power of two, at most 1<<24 (verbs.c create_cq).
+func CQEntries(depth int) (int, error) {
+	if depth <= 0 || depth >= 1<<24 {
+		return 0, fmt.Errorf("mlx5: CQ depth %d: between 1 and %d", depth, 1<<24-1)
+	}
+	return roundupPow2(depth + 1), nil
+}
+
+// InitCQRing prepares a new CQ ring of 64-byte entries the way libmlx5
+// does before CREATE_CQ (cq.c mlx5_alloc_cq_buf): zeroed, every entry's
+// opcode MLX5_CQE_INVALID, so that none looks owned by software until the
+// device writes it.
+func InitCQRing(ring []byte) {
+	clear(ring)
+	for off := 0; off+CQESize <= len(ring); off += CQESize {
+		ring[off+cqeOpOwn] = cqeInvalid << 4
+	}
+}

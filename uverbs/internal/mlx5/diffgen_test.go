@@ -370,6 +370,11 @@ func fixedCases() []diffCase {
 		}
 	}
 	cs = append(cs, fixedAHCases()...)
+	for _, depth := range []int{1, 2, 3, 7, 8, 100, 255, 256} {
+		c := diffCase{name: fmt.Sprintf("cqinit-%d", depth)}
+		c.add("cqinit %d", depth)
+		cs = append(cs, c)
+	}
 	return append(cs, fixedCQCases()...)
 }
 

@@ -117,6 +117,8 @@ func runCase(body []string) (string, error) {
 		err = runCQ(first, r, &o)
 	case "ah":
 		err = runAH(first, &o)
+	case "cqinit":
+		err = runCQInit(first, &o)
 	default:
 		err = fmt.Errorf("unknown case kind %q", first)
 	}
@@ -594,5 +596,22 @@ func runAH(first string, o *out) error {
 	}
 	o.WriteString("ah 0\n")
 	o.hex("av", av[:])
+	return nil
+}
+
+func runCQInit(first string, o *out) error {
+	v, err := fields(first, "cqinit", 1)
+	if err != nil {
+		return err
+	}
+	n, err := CQEntries(int(v[0]))
+	if err != nil {
+		return err
+	}
+	ring := aligned(n * CQESize)
+	fill(ring, 10)
+	InitCQRing(ring)
+	fmt.Fprintf(o, "cqinit %d\n", n)
+	o.hex("ring", ring)
 	return nil
 }
