@@ -284,6 +284,9 @@ func fixedCases() []diffCase {
 		refuse(fmt.Sprintf("full-after%d", prelude), rc, prelude, wrFor(OpSend, 0, nil, 9), 0)
 	}
 	refuse("full-in-list", rc, rc.maxPost-2, wrFor(OpSend, 0, nil, 9), 2)
+	// Two faults at once: libmlx5 checks the opcode before the room.
+	refuse("opcode-when-full", rc, rc.maxPost, wrFor(100, 0, nil, 9), 0)
+	refuse("sge-when-full", rc, rc.maxPost, wrFor(OpSend, 0, sges(3, 8), 9), 0)
 
 	// Receive queues: SGE counts with zero lengths, the terminator, wrap,
 	// lists and refusals.

@@ -448,7 +448,6 @@ func runCQ(first string, r *caseReader, o *out) error {
 	cq.consIndex = uint32(v[3])
 	var qps []*QP
 	var srqs []*SRQ
-	var srqDB [][]byte
 	wcs := make([]WC, 64)
 	for {
 		l, ok := r.next()
@@ -500,7 +499,6 @@ func runCQ(first string, r *caseReader, o *out) error {
 				q.wrid[i] = 0x53000000*uint64(len(srqs)+1) + uint64(i)
 			}
 			srqs = append(srqs, q)
-			srqDB = append(srqDB, db)
 			if version == 0 {
 				cq.RegisterSRQ(uint32(sv[0]), q)
 			}

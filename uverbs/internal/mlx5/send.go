@@ -237,6 +237,10 @@ func opcodeAllowed(t QPType, op SendOpcode) bool {
 // nothing.
 func (q *SQ) Post(wrs []SendWR) (int, error) {
 	for i := range wrs {
+		// libmlx5's order: the opcode, then room, then the rest.
+		if op := wrs[i].Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) {
+			return i, fmt.Errorf("%w: opcode %d on a %v QP", ErrBadOpcode, op, q.cfg.QPType)
+		}
 		if int(q.head-q.tail)+i >= q.cfg.MaxPost {
 			return i, ErrQueueFull
 		}
