@@ -56,7 +56,7 @@ const (
 )
 
 // BFRegOffset is the offset of the first BlueFlame register in a UAR page
-// (MLX5_BF_OFFSET, providers/mlx5/mlx5.c); a bfreg's two halves of
+// (MLX5_BF_OFFSET, providers/mlx5/mlx5.h); a bfreg's two halves of
 // bf_reg_size/2 bytes each alternate (docs/mlx5.md §4).
 const BFRegOffset = 0x800
 
