@@ -18,7 +18,8 @@ tag=${RDMA_CORE_TAG:-v44.0}
 cache=${MLX5DIFF_CACHE:-$HOME/.cache/goverbs-mlx5diff}
 CC=${CC:-cc}
 
-for tool in "$CC" python3; do
+# CC may carry flags (CC="gcc -fsanitize=address" checks the harness itself).
+for tool in "${CC%% *}" python3; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
 		echo "mlx5diff: $tool is missing; the harness compiles rdma-core's C sources (install gcc and python3), or run the Go tests alone: they use the committed golden vectors" >&2
 		exit 1
