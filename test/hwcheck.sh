@@ -7,7 +7,10 @@
 # usage: test/hwcheck.sh BINDIR
 #   BINDIR   where make hwcheck built rdma-devinfo, rdma-pingpong, rping and rdma-perf
 # environment (all optional):
-#   DEV      the RDMA device (default: the first one whose driver is mlx5)
+#   DEV      the RDMA device (default: the first one whose driver is mlx5);
+#            any device works, which checks the script itself on rxe:
+#            bin/rxelab -- sh -c 'DEV=rxe1 ADDR=10.77.0.1 test/hwcheck.sh bin'
+#            (all cases pass there; rping needs a routable address, not lo)
 #   ADDR     an IPv4 address of the device's netdev (default: its first one)
 #   GID      the GID index for ADDR (default: the RoCE v2 GID of ::ffff:ADDR)
 #   ITERS    iterations per case (default 200)
@@ -78,6 +81,13 @@ run() {
 	spid=$!
 	sleep 2
 	timeout 100 "$@" >"$logs/$name.client" 2>&1
+	crc=$?
+	if [ $crc -ne 0 ]; then
+		# The C client gave up: give our server a moment, then stop it.
+		i=0
+		while kill -0 $spid 2>/dev/null && [ $i -lt 10 ]; do sleep 1; i=$((i + 1)); done
+		kill $spid 2>/dev/null
+	fi
 	wait $spid
 	rc=$?
 	if [ $rc -eq 0 ]; then
@@ -85,7 +95,10 @@ run() {
 	else
 		fails=$((fails + 1))
 		why=$(grep -m1 -o 'only the rxe[^:]*' "$logs/$name.server")
-		echo "FAIL $name (our side exited $rc${why:+: $why}; $logs/$name.server)"
+		if [ -z "$why" ] && [ $crc -ne 0 ]; then
+			why="the C client exited $crc: $(tail -n 1 "$logs/$name.client")"
+		fi
+		echo "FAIL $name (our side exited $rc${why:+; $why}; logs $logs/$name.*)"
 	fi
 }
 
