@@ -50,6 +50,9 @@ func NewRQ(ring, dbrec []byte, cfg RQConfig) (*RQ, error) {
 // Config returns the queue's configuration.
 func (q *RQ) Config() RQConfig { return q.cfg }
 
+// Outstanding is the number of posted receives the CQ has not completed.
+func (q *RQ) Outstanding() int { return int(q.head - q.tail) }
+
 // Post validates every request, checks for room for all, writes them and
 // updates the doorbell record once (qp.c mlx5_post_recv). On an error
 // nothing was written. It allocates nothing.
