@@ -53,11 +53,10 @@ const (
 	mlx5DefTotalBfregs    = 16
 	mlx5MedBfregsThresh   = 12
 	mlx5NonFPBfregsPerUAR = 2
-	mlx5BfregsPerUAR      = 4        // NUM_BFREGS_PER_UAR
-	mlx5AdapterPageSize   = 4096     // MLX5_ADAPTER_PAGE_SIZE
-	mlx5BFOffset          = 0x800    // MLX5_BF_OFFSET
-	mlx5DefaultUIDX       = 0xffffff // MLX5_IB_DEFAULT_UIDX: CQE version 0
-	mlx5CQESize           = 64
+	mlx5BfregsPerUAR      = 4     // NUM_BFREGS_PER_UAR
+	mlx5AdapterPageSize   = 4096  // MLX5_ADAPTER_PAGE_SIZE
+	mlx5BFOffset          = 0x800 // MLX5_BF_OFFSET
+	mlx5DefaultUIDX       = mlx5.DefaultUIDX
 	mlx5MmapCmdShift      = 8 // MLX5_IB_MMAP_CMD_SHIFT
 )
 
@@ -258,36 +257,6 @@ func (q *mlx5Queue) unmap() {
 		q.m.Unmap()
 		q.m = nil
 	}
-}
-
-// mlx5CreateCQCmd is CREATE_CQ's driver data (struct mlx5_ib_create_cq) as
-// libmlx5 fills it without a dedicated UAR (verbs.c create_cq): the ring's
-// and the doorbell record's addresses and 64-byte CQEs.
-func mlx5CreateCQCmd(q *mlx5Queue) abi.Mlx5CreateCQ {
-	return abi.Mlx5CreateCQ{BufAddr: q.ringAddr(), DbAddr: q.dbrecAddr(), CQESize: mlx5CQESize}
-}
-
-// mlx5CreateQPCmd is CREATE_QP's driver data (struct mlx5_ib_create_qp) as
-// libmlx5 fills it without dynamic UARs (verbs.c create_qp): the buffer
-// (receive queue at 0, send queue after it), the doorbell record, the
-// queue sizes and the user index; no flags (docs/mlx5.md §10).
-func mlx5CreateQPCmd(q *mlx5Queue, sq mlx5.SQConfig, rq mlx5.RQConfig, uidx uint32) abi.Mlx5CreateQP {
-	return abi.Mlx5CreateQP{
-		BufAddr:    q.ringAddr(),
-		DbAddr:     q.dbrecAddr(),
-		SQWQECount: uint32(sq.WQECount),
-		RQWQECount: uint32(rq.WQECount),
-		RQWQEShift: uint32(rq.WQEShift),
-		Uidx:       uidx,
-	}
-}
-
-// mlx5CreateSRQCmd is CREATE_SRQ's driver data (struct mlx5_ib_create_srq)
-// as verbs.c mlx5_create_srq fills it for a basic SRQ: the ring and the
-// doorbell record; no flags, and uidx left 0 (the kernel uses no user index
-// for a basic SRQ).
-func mlx5CreateSRQCmd(q *mlx5Queue) abi.Mlx5CreateSRQ {
-	return abi.Mlx5CreateSRQ{BufAddr: q.ringAddr(), DbAddr: q.dbrecAddr()}
 }
 
 // mlx5QPType maps a QP type to the provider's (both enum ib_qp_type).

@@ -122,7 +122,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	cq := struct {
 		core abi.UverbsCreateCQ
 		drv  abi.Mlx5CreateCQ
-	}{abi.UverbsCreateCQ{CQE: 7}, mlx5CreateCQCmd(q)}
+	}{abi.UverbsCreateCQ{CQE: 7}, mlx5.CreateCQCmd(q.ringAddr(), q.dbrecAddr())}
 	b := bytesOf(&cq)
 	if len(b) != 32+32 {
 		t.Fatalf("CREATE_CQ command is %d bytes, want 64", len(b))
@@ -138,7 +138,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	qp := struct {
 		core abi.UverbsCreateQP
 		drv  abi.Mlx5CreateQP
-	}{abi.UverbsCreateQP{}, mlx5CreateQPCmd(q, sq, rq, 0x1234)}
+	}{abi.UverbsCreateQP{}, mlx5.CreateQPCmd(q.ringAddr(), q.dbrecAddr(), sq, rq, 0x1234)}
 	b = bytesOf(&qp)
 	if len(b) != 56+56 {
 		t.Fatalf("CREATE_QP command is %d bytes, want 112", len(b))
@@ -158,7 +158,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	srq := struct {
 		core abi.UverbsCreateSRQ
 		drv  abi.Mlx5CreateSRQ
-	}{abi.UverbsCreateSRQ{}, mlx5CreateSRQCmd(q)}
+	}{abi.UverbsCreateSRQ{}, mlx5.CreateSRQCmd(q.ringAddr(), q.dbrecAddr())}
 	b = bytesOf(&srq)
 	if len(b) != 32+32 {
 		t.Fatalf("CREATE_SRQ command is %d bytes, want 64", len(b))
@@ -234,7 +234,7 @@ func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	mem, err := newMLX5Queue(entries*mlx5CQESize, "fake cq")
+	mem, err := newMLX5Queue(entries*mlx5.CQESize, "fake cq")
 	if err != nil {
 		tb.Fatal(err)
 	}

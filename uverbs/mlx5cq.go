@@ -28,7 +28,7 @@ func (cq *CQ) createMLX5(op string, req *abi.UverbsCreateCQ, depth int) error {
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	mem, err := newMLX5Queue(entries*mlx5CQESize, "cq ring "+c.dev.Name)
+	mem, err := newMLX5Queue(entries*mlx5.CQESize, "cq ring "+c.dev.Name)
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
@@ -37,7 +37,7 @@ func (cq *CQ) createMLX5(op string, req *abi.UverbsCreateCQ, depth int) error {
 	cmd := struct {
 		core abi.UverbsCreateCQ
 		drv  abi.Mlx5CreateCQ
-	}{*req, mlx5CreateCQCmd(mem)}
+	}{*req, mlx5.CreateCQCmd(mem.ringAddr(), mem.dbrecAddr())}
 	var resp struct {
 		core abi.UverbsCreateCQResp
 		drv  abi.Mlx5CreateCQResp

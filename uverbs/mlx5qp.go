@@ -51,6 +51,9 @@ func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
+	// libmlx5 passes the send queue's inline size, not the caller's
+	// (docs/mlx5.md §10).
+	req.MaxInlineData = mlx5.CoreMaxInline(sqCfg)
 	mem, err := newMLX5Queue(rqBytes+sqBytes, "qp buffer "+c.dev.Name)
 	if err != nil {
 		mc.freeUIDX(uidx)
@@ -64,7 +67,7 @@ func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error
 	cmd := struct {
 		core abi.UverbsCreateQP
 		drv  abi.Mlx5CreateQP
-	}{*req, mlx5CreateQPCmd(mem, sqCfg, rqCfg, uidx)}
+	}{*req, mlx5.CreateQPCmd(mem.ringAddr(), mem.dbrecAddr(), sqCfg, rqCfg, uidx)}
 	var resp struct {
 		core abi.UverbsCreateQPResp
 		drv  abi.Mlx5CreateQPResp
@@ -111,9 +114,10 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	}
 	m.wrs = make([]mlx5.SendWR, sqCfg.MaxPost)
 	m.reg = mlx5.QP{SQ: m.sq, RQ: m.rq}
-	inline := max(sqCfg.MaxInline, 0)
+	sendWR, recvWR, recvSGE, inline := mlx5.QPCaps(sqCfg, rqCfg)
+	inline = max(inline, 0) // libmlx5 may report −4 (docs/mlx5.md §2)
 	qp.lim = rxe.SendLimits{QPType: rxe.QPType(qp.typ), MaxSGE: sqCfg.MaxSGE, MaxInline: inline}
-	qp.cap = QPCap{MaxSendWR: sqCfg.MaxPost, MaxRecvWR: rqCfg.MaxPost, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: rqCfg.MaxSGE, MaxInline: inline}
+	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
 	if init.SRQ != nil {
 		srq := init.SRQ
 		srq.mu.Lock()

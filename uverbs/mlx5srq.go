@@ -27,6 +27,9 @@ type mlx5SRQ struct {
 func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
 	c := srq.ctx
 	mc := c.mlx
+	if err := mlx5.CheckSRQAttr(&mc.lim, init.MaxWR, init.MaxSGE); err != nil {
+		return &OpError{Op: op, Err: err}
+	}
 	cfg, ringBytes, err := mlx5.SRQSize(&mc.lim, init.MaxWR, init.MaxSGE)
 	if err != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
@@ -43,12 +46,12 @@ func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) er
 	if err != nil {
 		return fail(&OpError{Op: op, Err: err})
 	}
-	req.MaxWR = uint32(cfg.WQECount - 1)
+	req.MaxWR = uint32(mlx5.SRQCoreMaxWR(cfg))
 	req.MaxSGE = uint32(cfg.MaxSGE)
 	cmd := struct {
 		core abi.UverbsCreateSRQ
 		drv  abi.Mlx5CreateSRQ
-	}{*req, mlx5CreateSRQCmd(mem)}
+	}{*req, mlx5.CreateSRQCmd(mem.ringAddr(), mem.dbrecAddr())}
 	var resp struct {
 		core abi.UverbsCreateSRQResp
 		drv  abi.Mlx5CreateSRQResp

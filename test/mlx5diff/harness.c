@@ -778,6 +778,238 @@ static void cq_case(void)
 	free(ring);
 }
 
+/* ---- the create commands' driver data ---- */
+
+/* The kernel side of CREATE_QP / CREATE_CQ / CREATE_SRQ as libmlx5 meets
+ * it: the ibv_cmd_* calls print the command libmlx5 built (the core
+ * fields it passes and the driver data, with the ring's and the doorbell
+ * record's addresses checked against the buffers libmlx5 allocated and
+ * then zeroed) and answer with the case's numbers. */
+static int32_t case_uidx;
+static uint32_t case_num, case_bfreg;
+static __be32 case_dbrec[16] __attribute__((aligned(64)));
+static struct mlx5_bf case_bfs[32];
+
+__be32 *mlx5_alloc_dbrec(struct mlx5_context *context, struct ibv_pd *pd,
+			 bool *custom_alloc)
+{
+	fill((uint8_t *)case_dbrec, sizeof(case_dbrec), 7);
+	*custom_alloc = false;
+	return case_dbrec;
+}
+
+void mlx5_free_db(struct mlx5_context *context, __be32 *db, struct ibv_pd *pd,
+		  bool custom)
+{
+}
+
+int32_t mlx5_store_uidx(struct mlx5_context *c, void *rsc)
+{
+	store_uidx(case_uidx, rsc);
+	return case_uidx;
+}
+
+static void print_drv(const void *cmd, size_t core, size_t size,
+		      const void *buf, const void *db)
+{
+	uint8_t d[256];
+	uint64_t a, b;
+	size_t n = size - core;
+
+	if (n > sizeof(d))
+		die("driver data");
+	memcpy(d, (const uint8_t *)cmd + core, n);
+	memcpy(&a, d, 8);
+	memcpy(&b, d + 8, 8);
+	printf("drvlen %zu buf %s db %s\n", n,
+	       a == (uintptr_t)buf ? "ring" : "other",
+	       b == (uintptr_t)db ? "dbrec" : "other");
+	memset(d, 0, 16);
+	hex("drv", d, n);
+}
+
+int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp, size_t resp_size)
+{
+	struct mlx5_qp *mqp = container_of(qp, struct mlx5_qp, verbs_qp);
+	struct mlx5_create_qp_resp *r =
+		container_of(resp, struct mlx5_create_qp_resp, ibv_resp);
+
+	printf("core %u %u %u %u %u %d %d %d\n", attr_ex->cap.max_send_wr,
+	       attr_ex->cap.max_recv_wr, attr_ex->cap.max_send_sge,
+	       attr_ex->cap.max_recv_sge, attr_ex->cap.max_inline_data,
+	       attr_ex->sq_sig_all, attr_ex->qp_type, attr_ex->srq != NULL);
+	print_drv(cmd, sizeof(*cmd), cmd_size, mqp->buf.buf, mqp->db);
+	hex("dbrec", case_dbrec, 8);
+	qp->qp.qp_num = case_num;
+	r->bfreg_index = case_bfreg;
+	return 0;
+}
+
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size, struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags)
+{
+	struct mlx5_cq *mcq = container_of(cq, struct mlx5_cq, verbs_cq);
+	struct mlx5_create_cq_ex_resp *r =
+		container_of(resp, struct mlx5_create_cq_ex_resp, ibv_resp);
+
+	printf("core %u\n", cq_attr->cqe);
+	print_drv(cmd, sizeof(*cmd), cmd_size, mcq->buf_a.buf, mcq->dbrec);
+	hex("dbrec", case_dbrec, 8);
+	r->cqn = case_num;
+	return 0;
+}
+
+int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
+		       struct ibv_srq_init_attr *attr, struct ibv_create_srq *cmd,
+		       size_t cmd_size, struct ib_uverbs_create_srq_resp *resp,
+		       size_t resp_size)
+{
+	struct mlx5_srq *msrq = container_of(srq, struct mlx5_srq, vsrq.srq);
+	struct mlx5_create_srq_resp *r =
+		container_of(resp, struct mlx5_create_srq_resp, ibv_resp);
+
+	printf("core %u %u %u\n", attr->attr.max_wr, attr->attr.max_sge,
+	       attr->attr.srq_limit);
+	print_drv(cmd, sizeof(*cmd), cmd_size, msrq->buf.buf, msrq->db);
+	hex("dbrec", case_dbrec, 4);
+	r->srqn = case_num;
+	return 0;
+}
+
+static void init_cmd_context(unsigned cqev)
+{
+	ctx.cqe_version = cqev;
+	ctx.flags = MLX5_CTX_FLAGS_NO_KERN_DYN_UAR;
+	ctx.bfs = case_bfs;
+	for (int i = 0; i < 32; i++) {
+		case_bfs[i].reg = uar + 0x800 + (i % 4) * 256;
+		case_bfs[i].buf_size = i ? 128 : 0;
+		case_bfs[i].uuarn = i;
+	}
+}
+
+static void qpcmd_case(void)
+{
+	unsigned type, swr, ssge, sinl, rwr, rsge, sigall, cqev, uidx, qpn,
+		bfreg, sqdesc, rqdesc, wqebb, devrwr;
+	struct ibv_qp_init_attr_ex attr;
+	static struct mlx5_pd pd;
+	struct ibv_qp *qp;
+
+	if (sscanf(line, "qpcmd %u %u %u %u %u %u %u %u %x %x %u %u %u %u %u",
+		   &type, &swr, &ssge, &sinl, &rwr, &rsge, &sigall, &cqev, &uidx,
+		   &qpn, &bfreg, &sqdesc, &rqdesc, &wqebb, &devrwr) != 15)
+		die("qpcmd");
+	init_cmd_context(cqev);
+	ctx.max_sq_desc_sz = sqdesc;
+	ctx.max_rq_desc_sz = rqdesc;
+	ctx.max_send_wqebb = wqebb;
+	ctx.max_recv_wr = devrwr;
+	case_uidx = uidx;
+	case_num = qpn;
+	case_bfreg = bfreg;
+	memset(&pd, 0, sizeof(pd));
+	pd.ibv_pd.context = &ctx.ibv_ctx.context;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_type = type;
+	attr.sq_sig_all = sigall;
+	attr.cap.max_send_wr = swr;
+	attr.cap.max_send_sge = ssge;
+	attr.cap.max_inline_data = sinl;
+	attr.cap.max_recv_wr = rwr;
+	attr.cap.max_recv_sge = rsge;
+	attr.pd = &pd.ibv_pd;
+	attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+	/* Without scatter-to-CQE, which the provider never asks for
+	 * (docs/mlx5.md §10). */
+	setenv("MLX5_SCATTER_TO_CQE", "0", 1);
+	qp = create_qp(&ctx.ibv_ctx.context, &attr, NULL);
+	if (!qp) {
+		printf("qpcmd -1\n");
+	} else {
+		struct mlx5_qp *mqp = to_mqp(qp);
+
+		printf("caps %u %u %u %d bf %d\n", attr.cap.max_send_wr,
+		       attr.cap.max_recv_wr, attr.cap.max_recv_sge,
+		       (int)attr.cap.max_inline_data, (int)(mqp->bf - case_bfs));
+		free(mqp->sq.wrid);
+		free(mqp->sq.wr_data);
+		free(mqp->sq.wqe_head);
+		free(mqp->rq.wrid);
+		free(mqp->buf.buf);
+		free(mqp);
+	}
+	clear_tables();
+	while (next_line() && strcmp(line, "end"))
+		;
+}
+
+static void cqcmd_case(void)
+{
+	unsigned depth, cqn;
+	struct ibv_cq *cq;
+
+	if (sscanf(line, "cqcmd %u %x", &depth, &cqn) != 2)
+		die("cqcmd");
+	init_cmd_context(1);
+	case_num = cqn;
+	cq = mlx5_create_cq(&ctx.ibv_ctx.context, depth, NULL, 0);
+	if (!cq) {
+		printf("cqcmd -1\n");
+	} else {
+		struct mlx5_cq *mcq = to_mcq(cq);
+
+		printf("cqn %x\n", mcq->cqn);
+		free(mcq->buf_a.buf);
+		free(mcq);
+	}
+	while (next_line() && strcmp(line, "end"))
+		;
+}
+
+static void srqcmd_case(void)
+{
+	unsigned maxwr, maxsge, devsrqwr, devrecvwr, rqdesc, srqn;
+	struct ibv_srq_init_attr attr;
+	static struct mlx5_pd pd;
+	struct ibv_srq *srq;
+
+	if (sscanf(line, "srqcmd %u %u %u %u %u %x", &maxwr, &maxsge, &devsrqwr,
+		   &devrecvwr, &rqdesc, &srqn) != 6)
+		die("srqcmd");
+	init_cmd_context(1);
+	ctx.max_srq_recv_wr = devsrqwr;
+	ctx.max_recv_wr = devrecvwr;
+	ctx.max_rq_desc_sz = rqdesc;
+	case_num = srqn;
+	memset(&pd, 0, sizeof(pd));
+	pd.ibv_pd.context = &ctx.ibv_ctx.context;
+	memset(&attr, 0, sizeof(attr));
+	attr.attr.max_wr = maxwr;
+	attr.attr.max_sge = maxsge;
+	srq = mlx5_create_srq(&pd.ibv_pd, &attr);
+	if (!srq) {
+		printf("srqcmd -1\n");
+	} else {
+		struct mlx5_srq *msrq = to_msrq(srq);
+
+		printf("reported %u %u\n", attr.attr.max_wr, attr.attr.max_sge);
+		free(msrq->wrid);
+		free(msrq->buf.buf);
+		free(msrq);
+	}
+	clear_tables();
+	while (next_line() && strcmp(line, "end"))
+		;
+}
+
+
 int main(void)
 {
 	init_context();
@@ -803,6 +1035,12 @@ int main(void)
 				ah_case();
 			else if (!strncmp(line, "cqinit ", 7))
 				cqinit_case();
+			else if (!strncmp(line, "qpcmd ", 6))
+				qpcmd_case();
+			else if (!strncmp(line, "cqcmd ", 6))
+				cqcmd_case();
+			else if (!strncmp(line, "srqcmd ", 7))
+				srqcmd_case();
 			else
 				die("case kind");
 			printf("end\n");

@@ -378,7 +378,46 @@ func fixedCases() []diffCase {
 		c.add("cqinit %d", depth)
 		cs = append(cs, c)
 	}
-	return append(cs, fixedCQCases()...)
+	cs = append(cs, fixedCQCases()...)
+	return append(cs, fixedCmdCases()...)
+}
+
+// fixedCmdCases are the create commands' cases: the driver data and core
+// fields libmlx5 sends for a QP, CQ or SRQ, and the capabilities it
+// reports (docs/mlx5.md §10).
+func fixedCmdCases() []diffCase {
+	var cs []diffCase
+	i := 0
+	for _, t := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
+		for _, wr := range []int{1, 3, 64, 1000} {
+			for _, sge := range []int{0, 1, 2, 16, 30} {
+				for _, inl := range []int{0, 1, 60, 200, 400} {
+					for _, rwr := range []int{1, 7, 100} {
+						rsge, sigAll, cqev := []int{0, 1, 3}[i%3], i/3%2, i/6%2
+						c := diffCase{name: fmt.Sprintf("qpcmd-%v-%d-%d-%d-%d-%d-%d-%d", t, wr, sge, inl, rwr, rsge, sigAll, cqev)}
+						c.add("qpcmd %d %d %d %d %d %d %d %d %#x %#x %d %d %d %d %d", t, wr, sge, inl, rwr, rsge, sigAll, cqev, i+1, 0x100+i, i%8, 512, 512, 1<<15, 1<<14)
+						cs = append(cs, c)
+						i++
+					}
+				}
+			}
+		}
+	}
+	for _, depth := range []int{1, 2, 3, 7, 8, 100, 255, 256, 1 << 16, 1 << 24} {
+		c := diffCase{name: fmt.Sprintf("cqcmd-%d", depth)}
+		c.add("cqcmd %d %#x", depth, 0x40+depth%7)
+		cs = append(cs, c)
+	}
+	for _, wr := range []int{1, 2, 3, 100, 1000, 40000} {
+		for _, sge := range []int{0, 1, 2, 7, 31, 32, 33} {
+			for _, dev := range []int{16, 1 << 15} {
+				c := diffCase{name: fmt.Sprintf("srqcmd-%d-%d-%d", wr, sge, dev)}
+				c.add("srqcmd %d %d %d %d %d %#x", wr, sge, dev, 512, 512, 0x55+wr%5)
+				cs = append(cs, c)
+			}
+		}
+	}
+	return cs
 }
 
 type ahSpec struct {

@@ -5,6 +5,7 @@ package mlx5
 // in the format test/mlx5diff/harness.c prints for rdma-core's libmlx5.
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -119,6 +120,12 @@ func runCase(body []string) (string, error) {
 		err = runAH(first, &o)
 	case "cqinit":
 		err = runCQInit(first, &o)
+	case "qpcmd":
+		err = runQPCmd(first, &o)
+	case "cqcmd":
+		err = runCQCmd(first, &o)
+	case "srqcmd":
+		err = runSRQCmd(first, &o)
 	default:
 		err = fmt.Errorf("unknown case kind %q", first)
 	}
@@ -612,4 +619,95 @@ func runCQInit(first string, o *out) error {
 	fmt.Fprintf(o, "cqinit %d\n", n)
 	o.hex("ring", ring)
 	return nil
+}
+
+// The create commands (docs/mlx5.md §10): what uverbs sends, built by this
+// package's functions the way uverbs calls them, with the ring at address
+// 1 and the doorbell record at 2 standing for the buffers.
+
+func printDrv(o *out, b []byte, buf, db uint64) {
+	where := func(got, want uint64, name string) string {
+		if got == want {
+			return name
+		}
+		return "other"
+	}
+	fmt.Fprintf(o, "drvlen %d buf %s db %s\n", len(b), where(be64le(b[0:]), buf, "ring"), where(be64le(b[8:]), db, "dbrec"))
+	d := append([]byte(nil), b...)
+	clear(d[:16])
+	o.hex("drv", d)
+}
+
+func be64le(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+func runQPCmd(first string, o *out) error {
+	v, err := fields(first, "qpcmd", 15)
+	if err != nil {
+		return err
+	}
+	lim := &DeviceLimits{MaxSQDescSize: int(v[11]), MaxRQDescSize: int(v[12]), MaxSendWQEBB: int(v[13]), MaxRecvWR: int(v[14])}
+	t := QPType(v[0])
+	sq, _, err1 := SQSize(lim, t, int(v[1]), int(v[2]), int(v[3]))
+	rq, _, err2 := RQSize(lim, int(v[4]), int(v[5]))
+	if err1 != nil || err2 != nil {
+		o.WriteString("qpcmd -1\n")
+		return nil
+	}
+	uidx := uint32(v[8])
+	if v[7] == 0 {
+		uidx = DefaultUIDX
+	}
+	fmt.Fprintf(o, "core %d %d %d %d %d %d %d %d\n", v[1], v[4], v[2], v[5], CoreMaxInline(sq), v[6], v[0], 0)
+	cmd := CreateQPCmd(1, 2, sq, rq, uidx)
+	printDrv(o, structBytes(&cmd), 1, 2)
+	o.hex("dbrec", make([]byte, 8))
+	sendWR, recvWR, recvSGE, inline := QPCaps(sq, rq)
+	fmt.Fprintf(o, "caps %d %d %d %d bf %d\n", sendWR, recvWR, recvSGE, inline, v[10])
+	return nil
+}
+
+func runCQCmd(first string, o *out) error {
+	v, err := fields(first, "cqcmd", 2)
+	if err != nil {
+		return err
+	}
+	n, err := CQEntries(int(v[0]))
+	if err != nil {
+		o.WriteString("cqcmd -1\n")
+		return nil
+	}
+	fmt.Fprintf(o, "core %d\n", n-1)
+	cmd := CreateCQCmd(1, 2)
+	printDrv(o, structBytes(&cmd), 1, 2)
+	o.hex("dbrec", make([]byte, 8))
+	fmt.Fprintf(o, "cqn %x\n", v[1])
+	return nil
+}
+
+func runSRQCmd(first string, o *out) error {
+	v, err := fields(first, "srqcmd", 6)
+	if err != nil {
+		return err
+	}
+	lim := &DeviceLimits{MaxSRQRecvWR: int(v[2]), MaxRecvWR: int(v[3]), MaxRQDescSize: int(v[4])}
+	if err := CheckSRQAttr(lim, int(v[0]), int(v[1])); err != nil {
+		o.WriteString("srqcmd -1\n")
+		return nil
+	}
+	cfg, _, err := SRQSize(lim, int(v[0]), int(v[1]))
+	if err != nil {
+		o.WriteString("srqcmd -1\n")
+		return nil
+	}
+	fmt.Fprintf(o, "core %d %d %d\n", SRQCoreMaxWR(cfg), cfg.MaxSGE, 0)
+	cmd := CreateSRQCmd(1, 2)
+	printDrv(o, structBytes(&cmd), 1, 2)
+	o.hex("dbrec", make([]byte, 4))
+	fmt.Fprintf(o, "reported %d %d\n", cfg.Tail, cfg.MaxSGE)
+	return nil
+}
+
+// structBytes is the memory of a command struct, as the kernel reads it.
+func structBytes[T any](p *T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p))
 }
