@@ -378,6 +378,16 @@ func TestMLX5DataPath(t *testing.T) {
 	if s, r := qp.pendingNow(); s != 0 || r != 0 {
 		t.Errorf("%d sends and %d receives outstanding after their completions", s, r)
 	}
+	// A posted receive keeps its MR's key in use; a completed one does not.
+	if err := qp.PostRecv([]RecvWR{{ID: 10, SGEs: []SGE{{Addr: 0x2000, Length: 256, LKey: 0x12}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if used, s, r := qp.usesLKey(0x12); !used || s != 0 || r != 1 {
+		t.Errorf("lkey 0x12: used %v with %d sends and %d receives outstanding, want true, 0, 1", used, s, r)
+	}
+	if used, _, _ := qp.usesLKey(0x11); used {
+		t.Error("the completed receive's lkey 0x11 is reported in use")
+	}
 
 	// Arm: doorbell record word 1, then the CQ doorbell at UAR + 0x20
 	// (docs/mlx5.md §5).
@@ -444,6 +454,13 @@ func TestMLX5SRQ(t *testing.T) {
 		}
 		if !cq.mx.srqs {
 			t.Error("the CQ of a QP with an SRQ does not take the SRQ lock")
+		}
+		// Request 31 is still posted and names lkey 5 (MR.Close asks).
+		if used, n := srq.usesLKey(5); !used || n != 1 {
+			t.Errorf("SRQ: lkey 5 used %v by %d posted receives, want true and 1", used, n)
+		}
+		if used, _ := srq.usesLKey(6); used {
+			t.Error("SRQ: lkey 6 reported in use")
 		}
 	}
 }

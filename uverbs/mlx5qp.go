@@ -229,6 +229,22 @@ func (m *mlx5QP) reset(qp *QP) {
 	qp.recvCQ.mu.Unlock()
 }
 
+// usesLKey reports whether an outstanding request may name lkey: any
+// outstanding send (the send ring is not parsed back), or a posted receive
+// whose scatter list names it.
+func (m *mlx5QP) usesLKey(qp *QP, lkey uint32) (used bool, send, recv int) {
+	qp.sendCQ.mu.Lock()
+	send = m.sq.Outstanding()
+	qp.sendCQ.mu.Unlock()
+	if m.rq != nil {
+		qp.recvCQ.mu.Lock()
+		recv = m.rq.Outstanding()
+		used = m.rq.PendingUsesLKey(lkey)
+		qp.recvCQ.mu.Unlock()
+	}
+	return used || send > 0, send, recv
+}
+
 // release forgets the QP in its CQs, frees its user index and unmaps its
 // buffer; after DESTROY_QP.
 func (m *mlx5QP) release(qp *QP) {

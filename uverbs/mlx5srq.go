@@ -86,3 +86,11 @@ func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
 	}
 	return nil
 }
+
+// posted counts the posted receives and reports whether one names lkey.
+// The caller holds SRQ.mu.
+func (m *mlx5SRQ) posted(mc *mlx5Context, lkey uint32) (n int, usesLKey bool) {
+	mc.srqMu.Lock() // polls return entries to the free list
+	defer mc.srqMu.Unlock()
+	return m.q.Posted(lkey)
+}

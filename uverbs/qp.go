@@ -377,10 +377,7 @@ func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
 	if qp.mx != nil {
-		// The mlx5 rings are not scanned: any outstanding request may
-		// name the key.
-		send, recv = qp.mx.outstanding(qp)
-		return send+recv > 0, send, recv
+		return qp.mx.usesLKey(qp, lkey)
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()

@@ -196,6 +196,10 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 func (srq *SRQ) outstanding() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
+		return n
+	}
 	if srq.rq == nil {
 		return 0
 	}
@@ -207,6 +211,10 @@ func (srq *SRQ) outstanding() int {
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
+		return used, n
+	}
 	if srq.rq == nil {
 		return false, 0
 	}

@@ -213,3 +213,53 @@ func (q *SRQ) free(ind int) {
 	be.PutUint16(q.wqe(q.tail)[2:], uint16(ind))
 	q.tail = ind
 }
+
+// scatterUsesLKey reports whether a receive entry's data segments name
+// lkey, up to the end marker (MLX5_INVALID_LKEY) or maxSGE segments.
+func scatterUsesLKey(scat []byte, maxSGE int, lkey uint32) bool {
+	for j := 0; j < maxSGE && (j+1)*dataSegSize <= len(scat); j++ {
+		k := be.Uint32(scat[j*dataSegSize+4:])
+		if k == invalidLKey {
+			return false
+		}
+		if k == lkey {
+			return true
+		}
+	}
+	return false
+}
+
+// PendingUsesLKey reports whether a posted receive the CQ has not
+// completed names lkey.
+func (q *RQ) PendingUsesLKey(lkey uint32) bool {
+	for i := q.tail; i != q.head; i++ {
+		off := int(i&uint32(q.cfg.WQECount-1)) << q.cfg.WQEShift
+		if scatterUsesLKey(q.ring[off:off+1<<q.cfg.WQEShift], q.cfg.MaxSGE, lkey) {
+			return true
+		}
+	}
+	return false
+}
+
+// Posted counts the posted receives (the entries of 0..Tail off the free
+// list) and reports whether one names lkey.
+func (q *SRQ) Posted(lkey uint32) (n int, usesLKey bool) {
+	free := make([]bool, q.cfg.WQECount)
+	for i, steps := q.head, 0; steps < q.cfg.WQECount; steps++ {
+		free[i] = true
+		if i == q.tail {
+			break
+		}
+		i = int(be.Uint16(q.wqe(i)[2:]))
+	}
+	for i := 0; i <= q.cfg.Tail; i++ {
+		if free[i] {
+			continue
+		}
+		n++
+		if !usesLKey && scatterUsesLKey(q.wqe(i)[srqNextSize:], q.cfg.MaxSGE, lkey) {
+			usesLKey = true
+		}
+	}
+	return n, usesLKey
+}
