@@ -21,7 +21,10 @@ type AH struct {
 	pd     *PD
 	h      uint64
 	handle uint32
-	num    uint32 // rxe's AH number, which UD WQEs carry
+	// num is rxe's AH number, which UD WQEs carry; on mlx5, whose sends
+	// carry the address vector instead, a non-zero stand-in, so that the
+	// validation both providers share accepts the AH.
+	num uint32
 	// av is the address vector mlx5 UD WQEs carry (mlx5ah.go); nil on
 	// rxe.
 	av     *mlx5.AddressVector

@@ -52,8 +52,13 @@ func (ah *AH) createMLX5(op string, c *Device, req *abi.UverbsCreateAH) error {
 		return &OpError{Op: op, Err: err}
 	}
 	ah.av = &av
+	ah.num = mlx5AHNum
 	return nil
 }
+
+// mlx5AHNum is the AH number every mlx5 AH shows the shared send
+// validation, which refuses a UD send whose AH number is 0.
+const mlx5AHNum = ^uint32(0)
 
 func mlx5AHAttr(a *AHAttr) mlx5.AHAttr {
 	return mlx5.AHAttr{

@@ -193,13 +193,7 @@ func (wr *SendWR) toWQE(w *rxe.SendWQE) {
 		SGEs:       rxeSGEs(wr.SGEs),
 	}
 	if wr.AH != nil {
-		// mlx5 AHs have no number (sends carry the address vector), so
-		// the validation sees a non-zero stand-in.
-		num := wr.AH.num
-		if wr.AH.av != nil {
-			num = ^uint32(0)
-		}
-		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: num}
+		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.AH.num}
 	} else if wr.RemoteQPN != 0 || wr.RemoteQKey != 0 {
 		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
 	}
