@@ -491,3 +491,37 @@ func TestMLX5HotPathAllocs(t *testing.T) {
 		t.Errorf("PostSend, PostRecv and Poll on mlx5 allocate %.1f times per round", allocs)
 	}
 }
+
+func TestMLX5UDSend(t *testing.T) {
+	f := newFakeMLX5(t)
+	cq := f.cq(t, 7, 0x7a)
+	qp := f.qp(t, QPInit{Type: UD, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 2, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x400, 2)
+	a := mlx5AHAttr(&AHAttr{DLID: 0x21, SL: 3})
+	av, err := mlx5.BuildAV(&a, mlx5.PortLink{}, [6]byte{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ah := &AH{pd: f.pd, av: &av, num: mlx5AHNum}
+	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
+	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
+		t.Fatal(err)
+	}
+	// Control segment, the AH's address vector with the Q_Key at 0 and
+	// the remote QPN | 0x80000000 at 8, then the data segment
+	// (docs/mlx5.md §3).
+	w := qp.mx.sqRing
+	if got := be.Uint32(w[4:]); got != 0x400<<8|5 {
+		t.Errorf("qpn_ds %#x, want QPN 0x400, 5 segments", got)
+	}
+	d := w[16:64]
+	if be.Uint32(d[0:]) != 0x11111111 || be.Uint32(d[8:]) != 0x80000099 || string(d[12:]) != string(av[12:]) {
+		t.Errorf("datagram segment % x, address vector % x", d, av[:])
+	}
+	if be.Uint32(w[64:]) != 10 || be.Uint32(w[68:]) != 0x33 || be.Uint64(w[72:]) != 0x5000 {
+		t.Errorf("data segment % x", w[64:80])
+	}
+	// A UD send without an AH is refused before anything is written.
+	if err := qp.PostSend([]SendWR{{ID: 2, Op: OpSend, SGEs: []SGE{sge}}}); !errors.Is(err, ErrUDAddress) {
+		t.Errorf("UD send without an AH: %v, want ErrUDAddress", err)
+	}
+}
