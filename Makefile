@@ -42,7 +42,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean
+.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -168,3 +168,28 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# The mlx5 data path against rdma-core's own libmlx5 code (docs/mlx5.md §7):
+# builds test/mlx5diff's harness from rdma-core's sources (RDMA_CORE_TAG,
+# default v44.0, cloned into ~/.cache/goverbs-mlx5diff; RDMA_CORE_SRC or
+# RDMA_CORE_GIT use a local copy), runs the fixed corpus and the random cases
+# through libmlx5 and through uverbs/internal/mlx5 and compares every byte.
+# MLX5DIFF_UPDATE=1 rewrites the golden vectors that make test replays
+# without a C toolchain. Needs cc and python3.
+MLX5DIFF_RANDOM ?= 10000
+MLX5DIFF_SEED   ?= 1
+RDMA_CORE_TAG   ?= v44.0
+mlx5diff:
+	@mkdir -p bin
+	RDMA_CORE_TAG=$(RDMA_CORE_TAG) test/mlx5diff/build.sh $(CURDIR)/bin/mlx5diff-harness
+	$(GO) test -count=1 -v -run '^TestDifferential$$' ./uverbs/internal/mlx5 -args \
+		-mlx5diff.harness=$(CURDIR)/bin/mlx5diff-harness -mlx5diff.tag=$(RDMA_CORE_TAG) \
+		-mlx5diff.random=$(MLX5DIFF_RANDOM) -mlx5diff.seed=$(MLX5DIFF_SEED) \
+		$(if $(MLX5DIFF_UPDATE),-mlx5diff.update)
+
+# On a host with a ConnectX (mlx5) device: our programs against rdma-core's
+# and perftest's on it, one line per case (test/hwcheck.sh; DEV, ADDR, GID
+# and ITERS choose the device, its address, GID index and iterations).
+hwcheck:
+	$(GO) build -o bin/ ./cmd/rdma-devinfo ./cmd/rdma-pingpong ./cmd/rping ./cmd/rdma-perf
+	test/hwcheck.sh $(CURDIR)/bin

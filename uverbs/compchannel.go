@@ -339,6 +339,9 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 		return nil, false
 	}
 	cq.armed.Store(false)
+	if cq.ctx.mlx != nil {
+		cq.mlx5Event()
+	}
 	ch.noteM.Lock()
 	if ch.blocked > 0 {
 		close(ch.note)

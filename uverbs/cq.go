@@ -51,7 +51,8 @@ type CQ struct {
 
 	mu      sync.Mutex
 	ring    *sys.Mapping
-	q       *rxe.CQ // nil once closed
+	q       *rxe.CQ // rxe; nil once closed
+	mx      *mlx5CQ // mlx5 (mlx5cq.go); nil on rxe and once closed
 	pending []WC    // completions pulled out of the ring by QP.Close; Poll returns them first
 	broken  bool    // a resize lost the ring
 	notify  notifyCmd
@@ -74,7 +75,7 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 	if init.Depth <= 0 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", init.Depth)}
 	}
-	if err := c.requireRXE(op); err != nil {
+	if err := c.requireDataPath(op); err != nil {
 		return nil, err
 	}
 	if err := c.checkCQDepth(init.Depth); err != nil {
@@ -110,21 +111,27 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 		CompVector:  uint32(init.Vector),
 		CompChannel: chFD,
 	}
-	var resp struct {
-		core abi.UverbsCreateCQResp
-		drv  abi.RxeCreateCQResp
+	if c.mlx != nil {
+		if err := cq.createMLX5(op, &req, init.Depth); err != nil {
+			return fail(err)
+		}
+	} else {
+		var resp struct {
+			core abi.UverbsCreateCQResp
+			drv  abi.RxeCreateCQResp
+		}
+		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+			return fail(err)
+		}
+		cq.handle = resp.core.CQHandle
+		m, q, err := c.mapCQ(op, resp.drv.MI)
+		if err != nil {
+			cq.destroy()
+			return fail(err)
+		}
+		cq.ring, cq.q = m, q
+		cq.depth.Store(int32(q.Capacity()))
 	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
-		return fail(err)
-	}
-	cq.handle = resp.core.CQHandle
-	m, q, err := c.mapCQ(op, resp.drv.MI)
-	if err != nil {
-		cq.destroy()
-		return fail(err)
-	}
-	cq.ring, cq.q = m, q
-	cq.depth.Store(int32(q.Capacity()))
 	cq.notify.hdr = abi.UverbsCmdHdr{
 		Command: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
 		InWords: uint16(unsafe.Sizeof(cq.notify) / 4),
@@ -170,7 +177,7 @@ func (cq *CQ) Channel() *CompChannel { return cq.ch }
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil {
+	if cq.q == nil && cq.mx == nil {
 		return 0, cq.unusable("poll_cq")
 	}
 	n := 0
@@ -182,6 +189,10 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 		}
 	}
 	if n < len(wcs) {
+		if cq.mx != nil {
+			m, err := cq.mx.poll(cq.ctx.mlx, wcs[n:])
+			return n + m, err
+		}
 		// One decode straight into the caller's slice and one
 		// consumer_index store for the whole batch.
 		n += cq.q.Poll(rxeWCs(wcs[n:]))
@@ -218,6 +229,10 @@ func rxeWCs(w []WC) []rxe.WC {
 func (cq *CQ) pull() bool {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
+	if cq.mx != nil {
+		cq.mx.pull(cq.ctx.mlx, &cq.pending)
+		return true
+	}
 	if cq.q == nil {
 		return false
 	}
@@ -242,7 +257,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	const op = "req_notify_cq"
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil {
+	if cq.q == nil && cq.mx == nil {
 		return cq.unusable(op)
 	}
 	if cq.ch == nil {
@@ -251,6 +266,13 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	cq.notify.req.SolicitedOnly = 0
 	if solicitedOnly {
 		cq.notify.req.SolicitedOnly = 1
+	}
+	if cq.mx != nil {
+		// The arm word and the UAR doorbell, no system call
+		// (docs/mlx5.md §5).
+		cq.armed.Store(true)
+		cq.mx.q.Arm(solicitedOnly)
+		return nil
 	}
 	c := cq.ctx
 	if err := c.lockCmd(op); err != nil {
@@ -344,6 +366,9 @@ func (cq *CQ) Resize(n int) error {
 	if err := cq.ctx.checkCQDepth(n); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
+	if cq.ctx.mlx != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
+	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.q == nil {
@@ -396,7 +421,10 @@ func (cq *CQ) close(force bool) error {
 	if cq.ring != nil {
 		cq.ring.Unmap()
 	}
-	cq.ring, cq.q, cq.pending = nil, nil, nil
+	if cq.mx != nil {
+		cq.mx.mem.unmap()
+	}
+	cq.ring, cq.q, cq.mx, cq.pending = nil, nil, nil, nil
 	cq.mu.Unlock()
 	if cq.ch != nil {
 		cq.ch.kids.drop(cq)

@@ -73,6 +73,13 @@
 // and a list of work requests is posted whole or not at all (PostError says
 // which one was refused).
 //
+// For mlx5 (ConnectX) the process allocates the rings and doorbell records
+// itself and maps the device's UAR pages; posting writes the ring, the
+// doorbell record and the doorbell or BlueFlame register, arming writes
+// the CQ doorbell, and none of them makes a system call. What it writes is
+// compared with rdma-core's libmlx5 (docs/mlx5.md §7, §10), but it has not
+// run on a ConnectX yet. Other drivers are refused with ErrNotSupported.
+//
 // A work completion's Status is data, not a Go error: WCStatus has rdma-core's
 // texts (String) and C names (Name), and WCStatus.Err gives an error when one
 // is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it with a

@@ -33,6 +33,10 @@ type Device struct {
 
 	numCompVectors int
 
+	// mlx is the mlx5 context (UAR pages, limits) on an mlx5 device, nil
+	// on rxe (provider.go).
+	mlx *mlx5Context
+
 	closeOnce sync.Once
 	closeErr  error
 
@@ -83,7 +87,11 @@ func OpenDevice(dev DeviceInfo) (*Device, error) {
 		c.portPath.v.Store(choiceFallback)
 		c.gidPath.v.Store(choiceFallback)
 	}
-	if err := c.getContext(); err != nil {
+	getContext := c.getContext
+	if dev.DriverID == DriverMLX5 {
+		getContext = c.getMLX5Context
+	}
+	if err := getContext(); err != nil {
 		fd.Close()
 		return nil, err
 	}
@@ -163,6 +171,9 @@ func (c *Device) Close() error {
 		c.mu.Unlock()
 		errA := c.async.Close()
 		errF := c.fd.Close()
+		if c.mlx != nil {
+			c.mlx.unmap()
+		}
 		c.closeErr = errors.Join(errA, errF)
 	})
 	return c.closeErr

@@ -216,15 +216,16 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	const op = "post_send"
 	qp.sendMu.Lock()
 	defer qp.sendMu.Unlock()
-	if err := qp.stageSend(op, wrs); err != nil || len(wrs) == 0 {
-		return err
+	if err := qp.stageSend(op, wrs); err != nil || len(wrs) == 0 || qp.mx != nil {
+		return err // mlx5: stageSend rang the doorbell
 	}
 	return qp.ringDoorbell(op)
 }
 
 // stageSend is PostSend without the doorbell: it checks the QP, validates
 // every request, writes them into the send ring and publishes the producer
-// index. The caller holds sendMu.
+// index. On mlx5 it also rings the doorbell, which is a register write
+// there. The caller holds sendMu.
 func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if qp.closed {
 		return closedErr(op)
@@ -259,6 +260,9 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 					ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
 			}
 		}
+	}
+	if qp.mx != nil {
+		return qp.mx.postSend(op, qp.sendCQ, wrs)
 	}
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
@@ -349,7 +353,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	if qp.closed {
 		return closedErr(op)
 	}
-	if qp.rq == nil {
+	if qp.srq != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("QP %#x receives from an SRQ: post receives with SRQ.PostRecv: %w", qp.qpn, unix.EINVAL)}
 	}
 	if len(wrs) == 0 {
@@ -359,6 +363,9 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// QP is reset (kernel: sw/rxe/rxe_qp.c rxe_qp_reset).
 	if st := QPState(qp.state.Load()); st == QPStateReset {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
+	}
+	if qp.mx != nil {
+		return qp.mx.postRecv(op, qp.recvCQ, wrs)
 	}
 	return postRecv(op, qp.rq, wrs)
 }

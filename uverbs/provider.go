@@ -9,18 +9,26 @@ import (
 
 // The data path (posting work requests, polling completions) is driver
 // specific: each driver shares its queues with user space in its own format.
-// This package implements the soft-RoCE (rxe) format
-// (uverbs/internal/rxe); the objects that own rings (CQ, QP, SRQ) refuse
-// other drivers with ErrNotSupported. Control commands (PD, MR, AH, QP state
-// changes) are driver-agnostic.
+// Two are implemented: soft-RoCE (rxe, uverbs/internal/rxe), whose rings the
+// kernel allocates and the process maps, and mlx5 (uverbs/internal/mlx5),
+// whose rings the process allocates and whose doorbells are device
+// registers (docs/mlx5.md §1). Control commands (PD, MR, QP state changes)
+// are driver-agnostic.
+//
+// The seam is chosen once, when an object is created: a CQ, QP or SRQ on an
+// mlx5 device carries a non-nil pointer to its mlx5 state (CQ.mx, QP.mx,
+// SRQ.mx) and the rxe fields stay nil, and the other way round. Post and
+// poll test that one pointer first, so the rxe path pays a predictable
+// branch and nothing else. Other drivers are refused with ErrNotSupported.
 
-// requireRXE fails with ErrNotSupported unless the device is driven by rxe.
-func (c *Device) requireRXE(op string) error {
+// requireDataPath fails with ErrNotSupported unless the device's driver has
+// a data path here (rxe, or mlx5 with its context mapped).
+func (c *Device) requireDataPath(op string) error {
 	if c == nil {
 		return closedErr(op)
 	}
-	if c.dev.DriverID != DriverRXE {
-		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE) data path is implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
+	if c.dev.DriverID != DriverRXE && c.mlx == nil {
+		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE) and mlx5 data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	return nil
 }

@@ -94,6 +94,10 @@ type QP struct {
 	rq     *rxe.RQ // nil with an SRQ
 	rqMap  *sys.Mapping
 
+	// mx is the mlx5 state (mlx5qp.go); nil on rxe, where sq, rq and db
+	// are used instead (provider.go).
+	mx *mlx5QP
+
 	closed bool // set with both locks held
 }
 
@@ -125,7 +129,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		return nil, &OpError{Op: op, Err: err}
 	}
 	c := pd.ctx
-	if err := c.requireRXE(op); err != nil {
+	if err := c.requireDataPath(op); err != nil {
 		return nil, err
 	}
 	if err := c.checkQPCap(&init.Cap, init.SRQ != nil); err != nil {
@@ -187,22 +191,29 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		req.IsSRQ = 1
 		req.MaxRecvWR, req.MaxRecvSGE = 0, 0
 	}
-	// rxe takes no driver input for CREATE_QP (it refuses any) and returns
-	// struct rxe_create_qp_resp after the core response.
-	var resp struct {
-		core abi.UverbsCreateQPResp
-		drv  abi.RxeCreateQPResp
-	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&req), bytesOf(&resp)); err != nil {
-		release()
-		return nil, err
-	}
-	qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
-	if err := qp.mapRings(op, &resp.core, &resp.drv); err != nil {
-		qp.destroy()
-		qp.unmap()
-		release()
-		return nil, err
+	if c.mlx != nil {
+		if err := qp.createMLX5(op, &req, &init); err != nil {
+			release()
+			return nil, err
+		}
+	} else {
+		// rxe takes no driver input for CREATE_QP (it refuses any) and
+		// returns struct rxe_create_qp_resp after the core response.
+		var resp struct {
+			core abi.UverbsCreateQPResp
+			drv  abi.RxeCreateQPResp
+		}
+		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&req), bytesOf(&resp)); err != nil {
+			release()
+			return nil, err
+		}
+		qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
+		if err := qp.mapRings(op, &resp.core, &resp.drv); err != nil {
+			qp.destroy()
+			qp.unmap()
+			release()
+			return nil, err
+		}
 	}
 	for _, p := range parents {
 		p.kids.adopt(qp, kindQP)
@@ -241,6 +252,9 @@ func checkQPInit(pd *PD, init *QPInit) error {
 	}
 	if c.MaxSendSGE < 0 || c.MaxRecvSGE < 0 || c.MaxInline < 0 || c.MaxRecvWR < 0 {
 		return fmt.Errorf("negative capability in %+v", c)
+	}
+	if pd.ctx.dev.DriverID != DriverRXE {
+		return nil // the provider's sizing checks the rest (mlx5qp.go)
 	}
 	if c.MaxSendSGE > rxe.MaxSGE || c.MaxRecvSGE > rxe.MaxSGE {
 		return fmt.Errorf("Cap %+v: rxe allows at most %d scatter/gather entries per work request", c, rxe.MaxSGE)
@@ -342,6 +356,9 @@ func (qp *QP) outstanding() (send, recv int) {
 // receive rings that the kernel has not retired yet. The caller holds both
 // ring locks.
 func (qp *QP) outstandingLocked() (send, recv int) {
+	if qp.mx != nil {
+		return qp.mx.outstanding(qp)
+	}
 	if qp.sq != nil {
 		send = qp.sq.Pending()
 	}
@@ -359,6 +376,9 @@ func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
 	defer qp.sendMu.Unlock()
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
+	if qp.mx != nil {
+		return qp.mx.usesLKey(qp, lkey)
+	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
 		used = qp.sq.PendingUsesLKey(lkey)
@@ -442,6 +462,9 @@ func (qp *QP) close(bool) error {
 // pendingNow loads the kernel's consumer indices; Close calls it without
 // the ring locks once posting is stopped.
 func (qp *QP) pendingNow() (send, recv int) {
+	if qp.mx != nil {
+		return qp.mx.outstanding(qp)
+	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
 	}
@@ -498,6 +521,10 @@ func (qp *QP) destroy() error {
 // rdma-core does: the kernel keeps the queue memory until the last mapping
 // goes).
 func (qp *QP) unmap() {
+	if qp.mx != nil {
+		qp.mx.release(qp)
+		qp.mx = nil
+	}
 	qp.sq, qp.rq, qp.db = nil, nil, nil
 	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
 		if m != nil {

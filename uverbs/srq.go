@@ -55,8 +55,13 @@ type SRQ struct {
 
 	mu   sync.Mutex
 	ring *sys.Mapping
-	rq   *rxe.RQ // nil once closed
+	rq   *rxe.RQ  // rxe; nil once closed
+	mx   *mlx5SRQ // mlx5 (mlx5srq.go); nil on rxe and once closed
 }
+
+// gone reports whether the SRQ is closed (or lost its ring). The caller
+// holds mu.
+func (srq *SRQ) gone() bool { return srq.rq == nil && srq.mx == nil }
 
 // CreateSRQ creates a shared receive queue (write() command CREATE_SRQ) and
 // maps its ring.
@@ -71,7 +76,7 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
 	c := pd.ctx
-	if err := c.requireRXE(op); err != nil {
+	if err := c.requireDataPath(op); err != nil {
 		return nil, err
 	}
 	if err := c.checkSRQSize(init.MaxWR, init.MaxSGE); err != nil {
@@ -92,19 +97,26 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		MaxSGE:     uint32(init.MaxSGE),
 		SRQLimit:   uint32(init.Limit),
 	}
-	var resp struct {
-		core abi.UverbsCreateSRQResp
-		drv  abi.RxeCreateSRQResp
-	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&req), bytesOf(&resp)); err != nil {
-		pd.kids.unhold()
-		return nil, err
-	}
-	srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
-	if err := srq.mapRing(op, resp.drv.MI, int(resp.core.MaxSGE)); err != nil {
-		srq.destroy()
-		pd.kids.unhold()
-		return nil, err
+	if c.mlx != nil {
+		if err := srq.createMLX5(op, &req, init); err != nil {
+			pd.kids.unhold()
+			return nil, err
+		}
+	} else {
+		var resp struct {
+			core abi.UverbsCreateSRQResp
+			drv  abi.RxeCreateSRQResp
+		}
+		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+			pd.kids.unhold()
+			return nil, err
+		}
+		srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
+		if err := srq.mapRing(op, resp.drv.MI, int(resp.core.MaxSGE)); err != nil {
+			srq.destroy()
+			pd.kids.unhold()
+			return nil, err
+		}
 	}
 	pd.kids.adopt(srq, kindSRQ)
 	if err := r.add(op, srq.h, kindSRQ, srq); err != nil {
@@ -138,6 +150,9 @@ func (srq *SRQ) PD() *PD { return srq.pd }
 func (srq *SRQ) MaxWR() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		return srq.mx.q.Config().Tail
+	}
 	if srq.rq == nil {
 		return 0
 	}
@@ -148,6 +163,9 @@ func (srq *SRQ) MaxWR() int {
 func (srq *SRQ) MaxSGE() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		return srq.mx.q.Config().MaxSGE
+	}
 	if srq.rq == nil {
 		return 0
 	}
@@ -162,11 +180,14 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 	const op = "post_srq_recv"
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.rq == nil {
+	if srq.gone() {
 		return closedErr(op)
 	}
 	if len(wrs) == 0 {
 		return nil
+	}
+	if srq.mx != nil {
+		return srq.mx.postRecv(op, srq.ctx.mlx, wrs)
 	}
 	return postRecv(op, srq.rq, wrs)
 }
@@ -175,6 +196,10 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 func (srq *SRQ) outstanding() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
+		return n
+	}
 	if srq.rq == nil {
 		return 0
 	}
@@ -186,6 +211,10 @@ func (srq *SRQ) outstanding() int {
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
+		return used, n
+	}
 	if srq.rq == nil {
 		return false, 0
 	}
@@ -204,7 +233,7 @@ func (srq *SRQ) SetLimit(n int) error {
 	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.rq == nil {
+	if srq.gone() {
 		return closedErr(op)
 	}
 	return srq.modify(op, srqAttrLimit, 0, n, 0)
@@ -222,6 +251,9 @@ func (srq *SRQ) Resize(maxWR int) error {
 	}
 	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
 		return &OpError{Op: op, Err: err}
+	}
+	if srq.ctx.mlx != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
 	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
@@ -259,6 +291,10 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 	}
 	cmd.core = abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, MaxWR: uint32(maxWR), SRQLimit: uint32(limit)}
 	cmd.drv.MmapInfoAddr = miAddr
+	if srq.ctx.mlx != nil {
+		// mlx5 takes no driver input for the limit.
+		return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd.core), nil)
+	}
 	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
 }
 
@@ -269,7 +305,7 @@ func (srq *SRQ) Query() (SRQAttr, error) {
 	const op = "query_srq"
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.rq == nil {
+	if srq.gone() {
 		return SRQAttr{}, closedErr(op)
 	}
 	req := abi.UverbsQuerySRQ{SRQHandle: srq.handle}
@@ -302,7 +338,10 @@ func (srq *SRQ) close(force bool) error {
 	if srq.ring != nil {
 		srq.ring.Unmap()
 	}
-	srq.ring, srq.rq = nil, nil
+	if srq.mx != nil {
+		srq.mx.mem.unmap()
+	}
+	srq.ring, srq.rq, srq.mx = nil, nil, nil
 	srq.mu.Unlock()
 	srq.pd.kids.drop(srq)
 	srq.ctx.forget(srq.h)

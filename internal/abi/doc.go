@@ -1,6 +1,7 @@
 // Package abi holds the Linux RDMA user-space ABI: the structs and constants
 // of the kernel UAPI headers for uverbs (write and ioctl commands), the rxe
-// provider's command data and shared queue memory, the RDMA CM
+// provider's command data and shared queue memory, the mlx5 provider's
+// command data (<rdma/mlx5-abi.h>), the RDMA CM
 // (/dev/infiniband/rdma_cm) and NETLINK_RDMA. It is the only package that
 // knows C layouts; everything else builds commands from these types.
 //
@@ -34,7 +35,7 @@
 // Constants keep their C names (IB_USER_VERBS_CMD_CREATE_CQ,
 // RDMA_NLDEV_ATTR_DEV_INDEX) and are untyped. Structs drop the "struct"
 // keyword and a prefix: ib_uverbs_X becomes UverbsX, rdma_ucm_X UcmX, rxe_X
-// RxeX and mminfo RxeMminfo; the rest of the name and every member are
+// RxeX, mlx5_ib_X Mlx5X and mminfo RxeMminfo; the rest of the name and every member are
 // CamelCased with Go initialisms (ib_uverbs_create_cq_resp ->
 // UverbsCreateCQResp, max_send_wr -> MaxSendWR, wr_id -> WRID). The rules
 // live in internal/names. Compiler padding and members whose C name starts

@@ -30,8 +30,8 @@ var words = map[string]string{
 
 // Type returns the Go name of the C struct, union or typedef name c (without
 // the "struct " keyword): ib_uverbs_X -> UverbsX, rdma_ucm_X -> UcmX,
-// rxe_X -> RxeX, mminfo -> RxeMminfo, anything else CamelCased
-// (ib_user_path_rec -> IBUserPathRec, __kernel_sockaddr_storage ->
+// rxe_X -> RxeX, mlx5_ib_X -> Mlx5X, mminfo -> RxeMminfo, anything else
+// CamelCased (ib_user_path_rec -> IBUserPathRec, __kernel_sockaddr_storage ->
 // KernelSockaddrStorage).
 func Type(c string) string {
 	c = strings.TrimLeft(c, "_")
@@ -44,6 +44,8 @@ func Type(c string) string {
 		return "Ucm" + Camel(strings.TrimPrefix(c, "rdma_ucm_"))
 	case strings.HasPrefix(c, "rxe_"):
 		return "Rxe" + Camel(strings.TrimPrefix(c, "rxe_"))
+	case strings.HasPrefix(c, "mlx5_ib_"):
+		return "Mlx5" + Camel(strings.TrimPrefix(c, "mlx5_ib_"))
 	}
 	return Camel(c)
 }

@@ -1,0 +1,161 @@
+package mlx5
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
+
+var testLimits = DeviceLimits{MaxSQDescSize: 512, MaxRQDescSize: 512, MaxSendWQEBB: 1 << 15, MaxRecvWR: 1 << 15, MaxSRQRecvWR: 1 << 15}
+
+type testQP struct {
+	sq     *SQ
+	rq     *RQ
+	cq     *CQ
+	cqRing []byte
+	uar    []byte
+	dbrec  []byte
+}
+
+func newTestQP(t *testing.T, qt QPType) *testQP {
+	t.Helper()
+	sqCfg, sqBytes, err := SQSize(&testLimits, qt, 16, 2, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqCfg.QPN, sqCfg.Atomics = 0x42, true
+	rqCfg, rqBytes, err := RQSize(&testLimits, 16, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := aligned(rqBytes + sqBytes)
+	q := &testQP{dbrec: aligned(8), uar: aligned(4096)}
+	if q.rq, err = NewRQ(buf[:rqBytes], q.dbrec, rqCfg); err != nil {
+		t.Fatal(err)
+	}
+	bf := &BlueFlame{Reg: q.uar[BFRegOffset:], BufSize: 256, Dedicated: true}
+	if q.sq, err = NewSQ(buf[rqBytes:], q.dbrec, bf, sqCfg); err != nil {
+		t.Fatal(err)
+	}
+	q.cqRing = aligned(16 * CQESize)
+	for i := range 16 {
+		q.cqRing[i*CQESize+cqeOpOwn] = cqeInvalid << 4
+	}
+	if q.cq, err = NewCQ(q.cqRing, aligned(8), q.uar, CQConfig{CQN: 7, Entries: 16}); err != nil {
+		t.Fatal(err)
+	}
+	q.cq.RegisterQP(0x42, &QP{SQ: q.sq, RQ: q.rq})
+	return q
+}
+
+// complete writes the CQE the device would write for the send with WQE
+// counter ctr at the CQ's next slot.
+func (q *testQP) complete(ctr uint16, wqeOpcode uint8) {
+	n := q.cq.consIndex
+	for i := uint32(0); ; i++ {
+		slot := (n + i) & 15
+		c := q.cqRing[slot*CQESize : (slot+1)*CQESize]
+		if c[cqeOpOwn]>>4 != cqeInvalid && c[cqeOpOwn]&1 == uint8((n+i)>>4&1) {
+			continue
+		}
+		clear(c)
+		be.PutUint32(c[cqeSopDropQPN:], uint32(wqeOpcode)<<24|0x42)
+		be.PutUint16(c[cqeWQECounter:], ctr)
+		c[cqeOpOwn] = cqeReq<<4 | uint8((n+i)>>4&1)
+		return
+	}
+}
+
+func TestPostPollAllocateNothing(t *testing.T) {
+	q := newTestQP(t, QPTypeRC)
+	buf := make([]byte, 64)
+	sges := []SGE{{Addr: uintptrOf(buf), Length: 64, LKey: 1}}
+	wrs := []SendWR{{ID: 1, Opcode: OpSend, Flags: SendSignaled | SendInline, SGEs: sges}}
+	rwrs := []RecvWR{{ID: 2, SGEs: sges}}
+	wcs := make([]WC, 4)
+	allocs := testing.AllocsPerRun(200, func() {
+		ctr := uint16(q.sq.curPost)
+		if _, err := q.sq.Post(wrs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.rq.Post(rwrs); err != nil {
+			t.Fatal(err)
+		}
+		q.rq.tail = q.rq.head
+		q.complete(ctr, opcodeSend)
+		if n, err := q.cq.Poll(wcs); err != nil || n != 1 || wcs[0].ID != 1 {
+			t.Fatalf("poll: %d %v %+v", n, err, wcs[0])
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("post and poll allocate %v times per round", allocs)
+	}
+}
+
+func TestSendRefusals(t *testing.T) {
+	q := newTestQP(t, QPTypeUC)
+	ud := newTestQP(t, QPTypeUD)
+	big := make([]byte, 200)
+	for _, tc := range []struct {
+		name  string
+		sq    *SQ
+		wr    SendWR
+		want  error
+		errno syscall.Errno
+	}{
+		{"atomic on UC", q.sq, SendWR{Opcode: OpAtomicFetchAndAdd}, ErrBadOpcode, syscall.EINVAL},
+		{"read on UD", ud.sq, SendWR{Opcode: OpRDMARead, AV: &AddressVector{}}, ErrBadOpcode, syscall.EINVAL},
+		{"unknown opcode", q.sq, SendWR{Opcode: 12}, ErrBadOpcode, syscall.EINVAL},
+		{"unknown flag", q.sq, SendWR{Opcode: OpSend, Flags: 16}, ErrBadSendFlags, syscall.EINVAL},
+		{"too many SGEs", q.sq, SendWR{Opcode: OpSend, SGEs: make([]SGE, 3)}, ErrTooManySGEs, syscall.ENOMEM},
+		{"inline too long", q.sq, SendWR{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: uintptrOf(big), Length: 200}}}, ErrInlineTooLong, syscall.ENOMEM},
+		{"UD without AV", ud.sq, SendWR{Opcode: OpSend}, ErrUDAddress, syscall.EINVAL},
+		{"AV on UC", q.sq, SendWR{Opcode: OpSend, AV: &AddressVector{}}, ErrUDAddress, syscall.EINVAL},
+	} {
+		before := string(q.sq.ring) + string(ud.sq.ring) + string(q.dbrec) + string(q.uar)
+		bad, err := tc.sq.Post([]SendWR{{Opcode: OpSend, AV: tc.wr.AV}, tc.wr})
+		if tc.name == "UD without AV" || tc.name == "AV on UC" {
+			bad, err = tc.sq.Post([]SendWR{tc.wr})
+			bad++
+		}
+		if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, tc.errno) || bad != 1 {
+			t.Errorf("%s: Post = %d, %v; want index 1, %v (%v)", tc.name, bad, err, tc.want, tc.errno)
+		}
+		if after := string(q.sq.ring) + string(ud.sq.ring) + string(q.dbrec) + string(q.uar); after != before {
+			t.Errorf("%s: a refused post wrote to the ring, doorbell record or UAR", tc.name)
+		}
+	}
+	// A full queue is ENOMEM, and not an invalid request.
+	wrs := make([]SendWR, q.sq.cfg.MaxPost+1)
+	for i := range wrs {
+		wrs[i].Opcode = OpSend
+	}
+	bad, err := q.sq.Post(wrs)
+	if !errors.Is(err, ErrQueueFull) || !errors.Is(err, syscall.ENOMEM) || errors.Is(err, ErrInvalidWR) || bad != q.sq.cfg.MaxPost {
+		t.Errorf("overfull post = %d, %v", bad, err)
+	}
+}
+
+func TestSizingRefusals(t *testing.T) {
+	if _, _, err := SQSize(&testLimits, QPTypeRC, 4, 30, 0); err == nil {
+		t.Error("SQSize accepted 30 SGEs in a 512-byte WQE")
+	}
+	if _, _, err := SQSize(&testLimits, QPTypeRC, 4, 1, 400); err == nil {
+		t.Error("SQSize accepted 400 inline bytes in a 512-byte WQE")
+	}
+	if _, _, err := RQSize(&testLimits, 1<<16, 1); err == nil {
+		t.Error("RQSize accepted more work requests than the device")
+	}
+	// 64 fixed + 16 for the SGE: a 128-byte WQE, two WQEBBs each.
+	cfg, n, err := SQSize(&testLimits, QPTypeUD, 8, 1, 0)
+	if err != nil || cfg.WQECount != 16 || cfg.MaxPost != 8 || cfg.MaxInline != 60 || n != 1024 {
+		t.Errorf("SQSize(UD, 8 WRs, 1 SGE) = %+v, %d, %v", cfg, n, err)
+	}
+}
+
+func uintptrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }

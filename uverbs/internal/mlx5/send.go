@@ -1,0 +1,431 @@
+package mlx5
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/goverbs/rdma/internal/mmio"
+)
+
+// SendOpcode is a send work-request opcode with the libibverbs values
+// (enum ibv_wr_opcode), the same as the rxe package's.
+type SendOpcode uint32
+
+const (
+	OpRDMAWrite         SendOpcode = 0
+	OpRDMAWriteWithImm  SendOpcode = 1
+	OpSend              SendOpcode = 2
+	OpSendWithImm       SendOpcode = 3
+	OpRDMARead          SendOpcode = 4
+	OpAtomicCmpAndSwp   SendOpcode = 5
+	OpAtomicFetchAndAdd SendOpcode = 6
+)
+
+// deviceOpcode maps an opcode to the WQE opcode (qp.c mlx5_ib_opcode).
+var deviceOpcode = [...]uint8{
+	OpRDMAWrite:         opcodeRDMAWrite,
+	OpRDMAWriteWithImm:  opcodeRDMAWriteImm,
+	OpSend:              opcodeSend,
+	OpSendWithImm:       opcodeSendImm,
+	OpRDMARead:          opcodeRDMARead,
+	OpAtomicCmpAndSwp:   opcodeAtomicCS,
+	OpAtomicFetchAndAdd: opcodeAtomicFA,
+}
+
+// SendFlags are IBV_SEND_* flags.
+type SendFlags uint32
+
+const (
+	SendFence     SendFlags = 1
+	SendSignaled  SendFlags = 2
+	SendSolicited SendFlags = 4
+	SendInline    SendFlags = 8
+
+	sendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline
+)
+
+// QPType is a QP transport type with the kernel's values (enum ib_qp_type).
+type QPType uint8
+
+const (
+	QPTypeRC QPType = 2
+	QPTypeUC QPType = 3
+	QPTypeUD QPType = 4
+)
+
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	}
+	return fmt.Sprintf("QPType(%d)", uint8(t))
+}
+
+// SGE is a scatter/gather entry (struct ibv_sge).
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// AddressVector is an AH's struct mlx5_wqe_av (48 bytes), as libmlx5 builds
+// it in mlx5_create_ah; a UD send copies it into the datagram segment.
+type AddressVector [DatagramSize]byte
+
+// SendWR is a send work request.
+type SendWR struct {
+	ID     uint64
+	Opcode SendOpcode
+	Flags  SendFlags
+	// ImmData is the immediate value of *_WITH_IMM in host order; the WQE
+	// carries it big-endian (ibv_send_wr.imm_data is __be32).
+	ImmData    uint32
+	RemoteAddr uint64
+	RKey       uint32
+	CompareAdd uint64
+	Swap       uint64
+	// UD only: the AH's address vector, the destination QPN and Q_Key.
+	AV         *AddressVector
+	RemoteQPN  uint32
+	RemoteQKey uint32
+	// SGEs are the local buffers. With SendInline their bytes are copied
+	// into the WQE from the addresses in Addr, which must be mapped.
+	SGEs []SGE
+}
+
+// SQConfig describes a send queue as CREATE_QP set it up (SQSize gives
+// WQECount, MaxPost and MaxInline as libmlx5 computes them).
+type SQConfig struct {
+	QPType    QPType
+	QPN       uint32
+	WQECount  int  // WQEBBs in the ring, a power of two
+	MaxPost   int  // work requests the ring holds (sq.max_post)
+	MaxSGE    int  // sq.max_gs
+	MaxInline int  // max_inline_data
+	SignalAll bool // sq_sig_all: every WQE asks for a completion
+	Atomics   bool // the device supports atomics (qp->atomics_enabled)
+}
+
+// BlueFlame is a QP's UAR register pair (struct mlx5_bf): Reg is the
+// mapped register area, two halves of BufSize bytes each (bf_reg_size / 2),
+// starting BFRegOffset into a UAR page. Dedicated is false for the bfreg
+// every context shares (uuarn 0), which takes only 8-byte doorbells.
+type BlueFlame struct {
+	Reg       []byte
+	BufSize   int
+	Dedicated bool
+	// PreferBF uses BlueFlame for every single-WR post that fits, not
+	// only for inline ones (libmlx5: MLX5_POST_SEND_PREFER_BF).
+	PreferBF bool
+	// Disabled never uses BlueFlame (libmlx5: MLX5_SHUT_UP_BF).
+	Disabled bool
+	offset   int
+}
+
+// SQ is the send side of an mlx5 QP. It is not safe for concurrent use.
+type SQ struct {
+	cfg     SQConfig
+	ring    []byte // WQECount * 64 bytes
+	db      *atomic.Uint32
+	bf      *BlueFlame
+	curPost uint32 // in WQEBBs (sq.cur_post)
+	head    uint32 // work requests posted (sq.head)
+	tail    uint32 // work requests retired by the CQ (sq.tail)
+	wrid    []uint64
+	wqeHead []uint32
+}
+
+// NewSQ checks cfg against the ring and the doorbell record (8 bytes, the
+// QP's struct of receive and send counters) and returns the send queue.
+func NewSQ(ring, dbrec []byte, bf *BlueFlame, cfg SQConfig) (*SQ, error) {
+	switch cfg.QPType {
+	case QPTypeRC, QPTypeUC, QPTypeUD:
+	default:
+		return nil, fmt.Errorf("mlx5: send queue for QP type %v; user QPs are RC, UC or UD", cfg.QPType)
+	}
+	if cfg.WQECount <= 0 || cfg.WQECount&(cfg.WQECount-1) != 0 || len(ring) != cfg.WQECount*SendWQEBB {
+		return nil, fmt.Errorf("mlx5: send ring of %d bytes for %d WQEBBs; the count must be a power of two and the ring count*64 bytes", len(ring), cfg.WQECount)
+	}
+	if cfg.MaxPost <= 0 || cfg.MaxPost > cfg.WQECount || cfg.MaxSGE < 0 || cfg.MaxInline < -inlSegHdr {
+		return nil, fmt.Errorf("mlx5: send queue limits max_post %d, max_gs %d, max_inline %d do not fit a ring of %d WQEBBs", cfg.MaxPost, cfg.MaxSGE, cfg.MaxInline, cfg.WQECount)
+	}
+	if err := mmio.CheckView(dbrec, 0, 8); err != nil {
+		return nil, fmt.Errorf("mlx5: QP doorbell record: %w", err)
+	}
+	if bf == nil || bf.BufSize <= 0 || bf.BufSize%SendWQEBB != 0 || len(bf.Reg) < 2*bf.BufSize {
+		return nil, fmt.Errorf("mlx5: BlueFlame register area must hold two halves of a non-zero multiple of 64 bytes")
+	}
+	if err := mmio.CheckView(bf.Reg, 0, 8); err != nil {
+		return nil, fmt.Errorf("mlx5: BlueFlame register: %w", err)
+	}
+	return &SQ{
+		cfg:     cfg,
+		ring:    ring,
+		db:      mmio.U32(dbrec, 4*sndDBR),
+		bf:      bf,
+		wrid:    make([]uint64, cfg.WQECount),
+		wqeHead: make([]uint32, cfg.WQECount),
+	}, nil
+}
+
+// Config returns the queue's configuration.
+func (q *SQ) Config() SQConfig { return q.cfg }
+
+// Outstanding is the number of posted work requests the CQ has not retired.
+func (q *SQ) Outstanding() int { return int(q.head - q.tail) }
+
+// Validate checks wr as libmlx5 does while it builds the WQE, and the
+// request's shape for the QP type, without writing anything.
+func (q *SQ) Validate(wr *SendWR) error {
+	if int(wr.Opcode) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, wr.Opcode) {
+		return fmt.Errorf("%w: opcode %d on a %v QP", ErrBadOpcode, wr.Opcode, q.cfg.QPType)
+	}
+	if wr.Flags&^sendFlagsKnown != 0 {
+		return fmt.Errorf("%w: %#x", ErrBadSendFlags, uint32(wr.Flags&^sendFlagsKnown))
+	}
+	if len(wr.SGEs) > q.cfg.MaxSGE {
+		return fmt.Errorf("%w: %d SGEs, max_send_sge is %d", ErrTooManySGEs, len(wr.SGEs), q.cfg.MaxSGE)
+	}
+	if wr.Opcode == OpAtomicCmpAndSwp || wr.Opcode == OpAtomicFetchAndAdd {
+		if !q.cfg.Atomics {
+			return ErrAtomicsDisabled
+		}
+	}
+	if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 {
+		// Inline without SGEs is an empty send (qp.c checks num_sge).
+		switch wr.Opcode {
+		case OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm:
+		default:
+			return fmt.Errorf("%w: opcode %d", ErrInlineNotAllowed, wr.Opcode)
+		}
+		// qp.c set_data_inl_seg: the running total against max_inline_data.
+		var n uint64
+		for i := range wr.SGEs {
+			n += uint64(wr.SGEs[i].Length)
+		}
+		if q.cfg.MaxInline < 0 || n > uint64(q.cfg.MaxInline) {
+			return fmt.Errorf("%w: %d bytes, max_inline_data is %d", ErrInlineTooLong, n, q.cfg.MaxInline)
+		}
+	}
+	if (q.cfg.QPType == QPTypeUD) != (wr.AV != nil) {
+		return fmt.Errorf("%w: %v QP", ErrUDAddress, q.cfg.QPType)
+	}
+	return nil
+}
+
+func opcodeAllowed(t QPType, op SendOpcode) bool {
+	switch t {
+	case QPTypeRC:
+		return true
+	case QPTypeUC:
+		return op <= OpSendWithImm
+	case QPTypeUD:
+		return op == OpSend || op == OpSendWithImm
+	}
+	return false
+}
+
+// Post validates every request of wrs, checks the queue has room for all
+// (qp.c mlx5_wq_overflow), writes them and rings the doorbell once
+// (qp.c _mlx5_post_send, post_send_db). On an error nothing was written and
+// the index of the refused request is returned with it. It allocates
+// nothing.
+func (q *SQ) Post(wrs []SendWR) (int, error) {
+	for i := range wrs {
+		// libmlx5's order: the opcode, then room, then the rest.
+		if op := wrs[i].Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) {
+			return i, fmt.Errorf("%w: opcode %d on a %v QP", ErrBadOpcode, op, q.cfg.QPType)
+		}
+		if int(q.head-q.tail)+i >= q.cfg.MaxPost {
+			return i, ErrQueueFull
+		}
+		if err := q.Validate(&wrs[i]); err != nil {
+			return i, err
+		}
+	}
+	if len(wrs) == 0 {
+		return 0, nil
+	}
+	inline := false
+	var ctrl, size int
+	for i := range wrs {
+		ctrl, size = q.encode(&wrs[i], q.head+uint32(i))
+		if wrs[i].Flags&SendInline != 0 && len(wrs[i].SGEs) > 0 {
+			inline = true
+		}
+	}
+	q.ringDoorbell(len(wrs), inline, ctrl, size)
+	return 0, nil
+}
+
+// encode writes one WQE at cur_post and advances it; it returns the offset
+// of the control segment and the WQE size in 16-byte units.
+func (q *SQ) encode(wr *SendWR, wrIndex uint32) (ctrl, size int) {
+	ring := q.ring
+	qend := len(ring)
+	idx := int(q.curPost) & (q.cfg.WQECount - 1)
+	ctrl = idx * SendWQEBB
+	c := ring[ctrl : ctrl+ctrlSegSize]
+	// qp.c: *(uint32_t *)(seg + 8) = 0, then imm and fm_ce_se.
+	c[8], c[9], c[10] = 0, 0, 0
+	switch wr.Opcode {
+	case OpSendWithImm, OpRDMAWriteWithImm:
+		be.PutUint32(c[12:], wr.ImmData)
+	default:
+		be.PutUint32(c[12:], 0)
+	}
+	var fmCESE uint8
+	if q.cfg.SignalAll {
+		fmCESE = ctrlCQUpdate
+	}
+	if wr.Flags&SendFence != 0 {
+		fmCESE |= ctrlFence
+	}
+	if wr.Flags&SendSignaled != 0 {
+		fmCESE |= ctrlCQUpdate
+	}
+	if wr.Flags&SendSolicited != 0 {
+		fmCESE |= ctrlSolicited
+	}
+	c[11] = fmCESE
+	seg := ctrl + ctrlSegSize
+	size = ctrlSegSize / 16
+
+	switch q.cfg.QPType {
+	case QPTypeRC, QPTypeUC:
+		switch wr.Opcode {
+		case OpRDMARead, OpRDMAWrite, OpRDMAWriteWithImm:
+			putRaddr(ring[seg:seg+raddrSegSize], wr.RemoteAddr, wr.RKey)
+			seg += raddrSegSize
+			size += raddrSegSize / 16
+		case OpAtomicCmpAndSwp, OpAtomicFetchAndAdd:
+			putRaddr(ring[seg:seg+raddrSegSize], wr.RemoteAddr, wr.RKey)
+			seg += raddrSegSize
+			// qp.c _set_atomic_seg: FETCH_AND_ADD writes only swap_add.
+			if wr.Opcode == OpAtomicCmpAndSwp {
+				be.PutUint64(ring[seg:], wr.Swap)
+				be.PutUint64(ring[seg+8:], wr.CompareAdd)
+			} else {
+				be.PutUint64(ring[seg:], wr.CompareAdd)
+			}
+			seg += atomicSeg
+			size += (raddrSegSize + atomicSeg) / 16
+		}
+	case QPTypeUD:
+		// qp.c _set_datagram_seg: the AV, then dqp_dct and the Q_Key.
+		d := ring[seg : seg+DatagramSize]
+		copy(d, wr.AV[:])
+		be.PutUint32(d[8:], wr.RemoteQPN|extendedUDAV)
+		be.PutUint32(d[0:], wr.RemoteQKey)
+		seg += DatagramSize
+		size += DatagramSize / 16
+		if seg == qend {
+			seg = 0
+		}
+	}
+
+	if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 {
+		size += q.putInline(seg, wr.SGEs)
+	} else {
+		atomic := wr.Opcode == OpAtomicCmpAndSwp || wr.Opcode == OpAtomicFetchAndAdd
+		for i := range wr.SGEs {
+			if seg == qend {
+				seg = 0
+			}
+			s := &wr.SGEs[i]
+			if s.Length == 0 {
+				continue
+			}
+			d := ring[seg : seg+dataSegSize]
+			if atomic {
+				be.PutUint32(d[0:], atomicSize)
+			} else {
+				be.PutUint32(d[0:], s.Length)
+			}
+			be.PutUint32(d[4:], s.LKey)
+			be.PutUint64(d[8:], s.Addr)
+			seg += dataSegSize
+			size++
+		}
+	}
+
+	be.PutUint32(c[0:], (q.curPost&0xffff)<<8|uint32(deviceOpcode[wr.Opcode]))
+	be.PutUint32(c[4:], uint32(size)|q.cfg.QPN<<8)
+	q.wrid[idx] = wr.ID
+	q.wqeHead[idx] = wrIndex
+	q.curPost += uint32((size*16 + SendWQEBB - 1) / SendWQEBB)
+	return ctrl, size
+}
+
+func putRaddr(b []byte, addr uint64, rkey uint32) {
+	be.PutUint64(b[0:], addr)
+	be.PutUint32(b[8:], rkey)
+	be.PutUint32(b[12:], 0)
+}
+
+// putInline copies the SGEs' bytes after a 4-byte inline header at seg,
+// wrapping at the end of the ring (qp.c set_data_inl_seg), and returns the
+// segment's size in 16-byte units.
+func (q *SQ) putInline(seg int, sges []SGE) int {
+	ring := q.ring
+	w := seg + inlSegHdr
+	total := 0
+	for i := range sges {
+		src := mmio.Bytes(sges[i].Addr, int(sges[i].Length))
+		total += len(src)
+		if w+len(src) > len(ring) {
+			n := copy(ring[w:], src)
+			src = src[n:]
+			w = 0
+		}
+		w += copy(ring[w:], src)
+	}
+	if total == 0 {
+		return 0
+	}
+	be.PutUint32(ring[seg:], uint32(total)|inlineSeg)
+	return (total + inlSegHdr + 15) / 16
+}
+
+// ringDoorbell publishes the posted WQEs (qp.c post_send_db): the doorbell
+// record after a barrier, then either the whole WQE through BlueFlame (one
+// inline request, or PreferBF) or the first 8 bytes of its control segment,
+// and flips the BlueFlame half.
+func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
+	q.head += uint32(nreq)
+	mmio.ToDeviceBarrier()
+	q.db.Store(bits.ReverseBytes32(q.curPost & 0xffff)) // big-endian in memory
+	mmio.WCStart()
+	bf := q.bf
+	if !bf.Disabled && nreq == 1 && bf.Dedicated && (inline || bf.PreferBF) && size > 1 && size <= bf.BufSize/16 {
+		q.blueFlameCopy(ctrl, (size*16+SendWQEBB-1)&^(SendWQEBB-1))
+	} else {
+		mmio.Write64(mmio.Ptr64(bf.Reg, bf.offset), ne.Uint64(q.ring[ctrl:]))
+	}
+	mmio.FlushWrites()
+	bf.offset ^= bf.BufSize
+}
+
+// blueFlameCopy writes n bytes of WQE from ctrl to the BlueFlame register in
+// 64-byte blocks, wrapping the source at the end of the ring
+// (qp.c mlx5_bf_copy; util/mmio.h mmio_memcpy_x64).
+func (q *SQ) blueFlameCopy(ctrl, n int) {
+	bf := q.bf
+	src, dst := ctrl, bf.offset
+	for n > 0 {
+		for i := 0; i < SendWQEBB; i += 8 {
+			mmio.Write64(mmio.Ptr64(bf.Reg, dst+i), ne.Uint64(q.ring[src+i:]))
+		}
+		n -= SendWQEBB
+		dst += SendWQEBB
+		src += SendWQEBB
+		if src == len(q.ring) {
+			src = 0
+		}
+	}
+}

@@ -1,0 +1,527 @@
+package uverbs
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+)
+
+// The mlx5 seam on the host, without a ConnectX: the commands' driver data
+// field by field against docs/mlx5.md §8 and §10, and the data path
+// through QP.PostSend, PostRecv, SRQ.PostRecv, CQ.Poll and ReqNotify on a
+// Device whose context, rings and UAR page are plain memory.
+
+var be = binary.BigEndian
+
+func TestMLX5AllocUcontextReq(t *testing.T) {
+	for _, c := range []struct {
+		page, tot, lowLat int
+	}{
+		// mlx5.c get_total_uuars: max(page/4096 × 2, 16) aligned to 2;
+		// get_num_low_lat_uuars: max(4, total − 12).
+		{4096, 16, 4},
+		{16384, 16, 4},
+		{65536, 32, 20},
+	} {
+		req := mlx5AllocUcontextReq(c.page)
+		b := bytesOf(&req)
+		if len(b) != 32 {
+			t.Fatalf("mlx5_ib_alloc_ucontext_req_v2 is %d bytes, want 32", len(b))
+		}
+		// Offsets of struct mlx5_ib_alloc_ucontext_req_v2: total_num_bfregs
+		// 0, num_low_latency_bfregs 4, flags 8, comp_mask 12,
+		// max_cqe_version 16, lib_caps 24.
+		le := binary.LittleEndian
+		if got := le.Uint32(b[0:]); got != uint32(c.tot) {
+			t.Errorf("page %d: total_num_bfregs %d, want %d", c.page, got, c.tot)
+		}
+		if got := le.Uint32(b[4:]); got != uint32(c.lowLat) {
+			t.Errorf("page %d: num_low_latency_bfregs %d, want %d", c.page, got, c.lowLat)
+		}
+		if got := le.Uint32(b[8:]); got != 0 {
+			t.Errorf("page %d: flags %#x, want 0 (no DEVX)", c.page, got)
+		}
+		if b[16] != 1 {
+			t.Errorf("page %d: max_cqe_version %d, want 1", c.page, b[16])
+		}
+		if got := le.Uint64(b[24:]); got != abi.MLX5_LIB_CAP_4K_UAR {
+			t.Errorf("page %d: lib_caps %#x, want MLX5_LIB_CAP_4K_UAR alone", c.page, got)
+		}
+		for _, i := range []int{12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23} {
+			if b[i] != 0 {
+				t.Errorf("page %d: byte %d is %#x, want 0", c.page, i, b[i])
+			}
+		}
+	}
+}
+
+func TestMLX5UARPages(t *testing.T) {
+	for _, c := range []struct {
+		tot, perPage, logSize uint32
+		pages, uarsPerPage    int
+	}{
+		{16, 1, 12, 8, 1},
+		{32, 16, 12, 1, 16}, // 64 KiB pages, 4 KiB UARs
+		{16, 0, 0, 8, 1},    // a kernel that reports neither: one UAR a page
+		{16, 0, 12, 0, 0},
+	} {
+		r := abi.Mlx5AllocUcontextResp{TotBfregs: c.tot, NumUarsPerPage: c.perPage, LogUarSize: c.logSize}
+		pages, per := mlx5UARPages(&r)
+		if pages != c.pages || per != c.uarsPerPage {
+			t.Errorf("%+v: %d pages of %d UARs, want %d of %d", c, pages, per, c.pages, c.uarsPerPage)
+		}
+	}
+	// (MLX5_IB_MMAP_REGULAR_PAGE << 8 | index) pages.
+	if got := mlx5UARMmapOffset(3, 4096); got != 3*4096 {
+		t.Errorf("UAR page 3: mmap offset %#x, want %#x", got, 3*4096)
+	}
+}
+
+func TestMLX5BFRegLayout(t *testing.T) {
+	pages := [][]byte{make([]byte, 16384), make([]byte, 16384)}
+	mc := &mlx5Context{}
+	if err := mc.layBFRegs(pages, 4, 512); err != nil {
+		t.Fatal(err)
+	}
+	if len(mc.bfregs) != 2*4*4 {
+		t.Fatalf("%d bfregs, want 32", len(mc.bfregs))
+	}
+	for n := range mc.bfregs {
+		page, sub, slot := n/16, n/4%4, n%4
+		want := &pages[page][4096*sub+0x800+slot*512]
+		bf := &mc.bfregs[n].bf
+		if &bf.Reg[0] != want || len(bf.Reg) != 512 || bf.BufSize != 256 || bf.Dedicated != (n != 0) {
+			t.Errorf("bfreg %d: register at page %d offset %#x, %d bytes, halves %d, dedicated %v",
+				n, page, uintptr(unsafe.Pointer(&bf.Reg[0]))-uintptr(unsafe.Pointer(&pages[page][0])), len(bf.Reg), bf.BufSize, bf.Dedicated)
+		}
+	}
+	if err := (&mlx5Context{}).layBFRegs([][]byte{make([]byte, 4096)}, 2, 512); !errors.Is(err, ErrNotSupported) {
+		t.Errorf("bfregs past the page: %v, want ErrNotSupported", err)
+	}
+}
+
+func TestMLX5CreateCommands(t *testing.T) {
+	page := os.Getpagesize()
+	q, err := newMLX5Queue(3*64+5, "test queue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.unmap()
+	if q.ringAddr()%uint64(page) != 0 || q.dbrecAddr()%uint64(page) != 0 || q.dbrecAddr() <= q.ringAddr() {
+		t.Fatalf("ring at %#x, doorbell record at %#x: both must be page-aligned, the record after the ring", q.ringAddr(), q.dbrecAddr())
+	}
+	le := binary.LittleEndian
+
+	// CREATE_CQ: the driver data follows the 32-byte core command.
+	cq := struct {
+		core abi.UverbsCreateCQ
+		drv  abi.Mlx5CreateCQ
+	}{abi.UverbsCreateCQ{CQE: 7}, mlx5.CreateCQCmd(q.ringAddr(), q.dbrecAddr())}
+	b := bytesOf(&cq)
+	if len(b) != 32+32 {
+		t.Fatalf("CREATE_CQ command is %d bytes, want 64", len(b))
+	}
+	d := b[32:]
+	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() || le.Uint32(d[16:]) != 64 || !zero(d[20:]) {
+		t.Errorf("mlx5_ib_create_cq: % x", d)
+	}
+
+	// CREATE_QP: after the 56-byte core command; no flags, no bfreg index.
+	sq := mlx5.SQConfig{WQECount: 16}
+	rq := mlx5.RQConfig{WQECount: 8, WQEShift: 5}
+	qp := struct {
+		core abi.UverbsCreateQP
+		drv  abi.Mlx5CreateQP
+	}{abi.UverbsCreateQP{}, mlx5.CreateQPCmd(q.ringAddr(), q.dbrecAddr(), sq, rq, 0x1234)}
+	b = bytesOf(&qp)
+	if len(b) != 56+56 {
+		t.Fatalf("CREATE_QP command is %d bytes, want 112", len(b))
+	}
+	d = b[56:]
+	// mlx5_ib_create_qp: buf_addr 0, db_addr 8, sq_wqe_count 16,
+	// rq_wqe_count 20, rq_wqe_shift 24, flags 28, uidx 32, bfreg_index 36,
+	// sq_buf_addr 40, ece_options 48.
+	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() ||
+		le.Uint32(d[16:]) != 16 || le.Uint32(d[20:]) != 8 || le.Uint32(d[24:]) != 5 ||
+		le.Uint32(d[28:]) != 0 || le.Uint32(d[32:]) != 0x1234 || !zero(d[36:]) {
+		t.Errorf("mlx5_ib_create_qp: % x", d)
+	}
+
+	// CREATE_SRQ: after the 32-byte core command; buf_addr 0, db_addr 8,
+	// flags 16, uidx 24.
+	srq := struct {
+		core abi.UverbsCreateSRQ
+		drv  abi.Mlx5CreateSRQ
+	}{abi.UverbsCreateSRQ{}, mlx5.CreateSRQCmd(q.ringAddr(), q.dbrecAddr())}
+	b = bytesOf(&srq)
+	if len(b) != 32+32 {
+		t.Fatalf("CREATE_SRQ command is %d bytes, want 64", len(b))
+	}
+	d = b[32:]
+	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() || !zero(d[16:]) {
+		t.Errorf("mlx5_ib_create_srq: % x", d)
+	}
+}
+
+func zero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMLX5UserIndex(t *testing.T) {
+	mc := &mlx5Context{cqeVersion: 1, uidxUsed: map[uint32]bool{}}
+	a, _ := mc.allocUIDX()
+	b, _ := mc.allocUIDX()
+	if a == b {
+		t.Fatalf("two QPs got user index %d", a)
+	}
+	mc.freeUIDX(a)
+	mc.uidxNext = mlx5DefaultUIDX - 1
+	c, _ := mc.allocUIDX()
+	d, _ := mc.allocUIDX()
+	if c != mlx5DefaultUIDX-1 || d != a {
+		t.Errorf("after %#x came %#x, want the free index %#x (never %#x)", c, d, a, mlx5DefaultUIDX)
+	}
+	v0 := &mlx5Context{}
+	if u, _ := v0.allocUIDX(); u != mlx5DefaultUIDX {
+		t.Errorf("CQE version 0: user index %#x, want MLX5_IB_DEFAULT_UIDX", u)
+	}
+}
+
+// fakeMLX5 is a Device with an mlx5 context over a plain-memory UAR page.
+type fakeMLX5 struct {
+	c   *Device
+	uar []byte
+	pd  *PD
+}
+
+func newFakeMLX5(tb testing.TB) *fakeMLX5 { return newFakeMLX5V(tb, 1) }
+
+// newFakeMLX5V is newFakeMLX5 with CQE version v.
+func newFakeMLX5V(tb testing.TB, v int) *fakeMLX5 {
+	tb.Helper()
+	m, err := sys.MmapAnon(4096, "fake uar")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { m.Unmap() })
+	mc := &mlx5Context{
+		lim:        mlx5.DeviceLimits{MaxSQDescSize: 512, MaxRQDescSize: 512, MaxSendWQEBB: 1 << 16, MaxRecvWR: 1 << 15, MaxSRQRecvWR: 1 << 15},
+		cqeVersion: v,
+		uidxUsed:   map[uint32]bool{},
+	}
+	if err := mc.layBFRegs([][]byte{m.Bytes()}, 1, 512); err != nil {
+		tb.Fatal(err)
+	}
+	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, mlx: mc}
+	c.devAttr.Store(&DeviceAttr{AtomicCap: AtomicHCA})
+	return &fakeMLX5{c: c, uar: m.Bytes(), pd: &PD{ctx: c}}
+}
+
+func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
+	tb.Helper()
+	entries, err := mlx5.CQEntries(depth)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mem, err := newMLX5Queue(entries*mlx5.CQESize, "fake cq")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(mem.unmap)
+	mlx5.InitCQRing(mem.ring)
+	cq := &CQ{ctx: f.c, ch: &CompChannel{}}
+	if err := cq.attachMLX5(mem, entries, cqn); err != nil {
+		tb.Fatal(err)
+	}
+	return cq
+}
+
+func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
+	tb.Helper()
+	mc := f.c.mlx
+	sq, sqBytes, err := mlx5.SQSize(&mc.lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var rq mlx5.RQConfig
+	rqBytes := 0
+	if init.SRQ == nil {
+		if rq, rqBytes, err = mlx5.RQSize(&mc.lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	mem, err := newMLX5Queue(rqBytes+sqBytes, "fake qp")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(mem.unmap)
+	uidx, err := mc.allocUIDX()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	qp := &QP{ctx: f.c, pd: f.pd, typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ, srq: init.SRQ, qpn: qpn}
+	if err := qp.attachMLX5(mem, uidx, bfreg, sq, rq, &init); err != nil {
+		tb.Fatal(err)
+	}
+	qp.state.Store(uint32(QPStateRTS))
+	return qp
+}
+
+func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
+	tb.Helper()
+	mc := f.c.mlx
+	cfg, n, err := mlx5.SRQSize(&mc.lim, maxWR, maxSGE)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mem, err := newMLX5Queue(n, "fake srq")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(mem.unmap)
+	q, err := mlx5.NewSRQ(mem.ring, mem.dbrec[:4], cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{q: q, mem: mem, rwrs: make([]mlx5.RecvWR, cfg.WQECount)}}
+}
+
+// putCQE writes completion n of a CQ as the device would: opcode and owner
+// bit (the wrap parity of n) in op_own, the user index in srqn_uidx, the
+// WQE opcode and QPN in sop_drop_qpn, byte_cnt and wqe_counter
+// (docs/mlx5.md §5).
+func putCQE(cq *CQ, n int, opcode, wqeOpcode uint8, qpn, uidx uint32, counter uint16, byteCnt uint32) {
+	ring := cq.mx.mem.ring
+	entries := len(ring) / 64
+	e := ring[(n&(entries-1))*64:][:64]
+	clear(e)
+	be.PutUint32(e[32:], uidx)
+	be.PutUint32(e[44:], byteCnt)
+	be.PutUint32(e[56:], uint32(wqeOpcode)<<24|qpn)
+	be.PutUint16(e[60:], counter)
+	e[63] = opcode<<4 | uint8(n/entries)&1
+}
+
+func TestMLX5DataPath(t *testing.T) {
+	f := newFakeMLX5(t)
+	cq := f.cq(t, 15, 0x77)
+	if cq.Depth() != 15 {
+		t.Errorf("CQ depth %d, want 15 (16 entries less one)", cq.Depth())
+	}
+	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x123, 1)
+	m := qp.mx
+	if c := qp.Cap(); c.MaxSendWR != m.sq.Config().MaxPost || c.MaxRecvWR != 4 || c.MaxRecvSGE != 1 {
+		t.Errorf("Cap %+v does not report the queues' max_post and max_gs", c)
+	}
+
+	// A signalled SEND: control segment, one data segment, doorbell
+	// record word 1, and the WQE through BlueFlame (docs/mlx5.md §3, §4).
+	sge := SGE{Addr: 0x1000, Length: 100, LKey: 0xabcd}
+	if err := qp.PostSend([]SendWR{{ID: 7, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}}}); err != nil {
+		t.Fatal(err)
+	}
+	w := m.sqRing
+	if got := be.Uint32(w[0:]); got != 0x0a {
+		t.Errorf("opmod_idx_opcode %#x, want SEND at index 0", got)
+	}
+	if got := be.Uint32(w[4:]); got != 0x123<<8|2 {
+		t.Errorf("qpn_ds %#x, want QPN 0x123, 2 segments", got)
+	}
+	if w[11] != 0x08 {
+		t.Errorf("fm_ce_se %#x, want 0x08 (signalled)", w[11])
+	}
+	if be.Uint32(w[16:]) != 100 || be.Uint32(w[20:]) != 0xabcd || be.Uint64(w[24:]) != 0x1000 {
+		t.Errorf("data segment % x", w[16:32])
+	}
+	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
+		t.Errorf("send doorbell record %d, want 1", got)
+	}
+	reg := f.c.mlx.bfregs[1].bf.Reg
+	if string(reg[:64]) != string(w[:64]) {
+		t.Errorf("BlueFlame register holds % x, want the WQE", reg[:64])
+	}
+
+	// Receive, then a SEND completion and a receive completion.
+	if err := qp.PostRecv([]RecvWR{{ID: 9, SGEs: []SGE{{Addr: 0x2000, Length: 256, LKey: 0x11}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if be.Uint32(m.rqRing[0:]) != 256 || be.Uint32(m.rqRing[4:]) != 0x11 || be.Uint32(m.mem.dbrec[0:]) != 1 {
+		t.Errorf("receive WQE % x, doorbell record %d", m.rqRing[:16], be.Uint32(m.mem.dbrec[0:]))
+	}
+	putCQE(cq, 0, 0, 0x0a, 0x123, m.uidx, 0, 0) // REQ, SEND
+	putCQE(cq, 1, 2, 0, 0x123, m.uidx, 0, 42)   // RESP_SEND
+	wcs := make([]WC, 4)
+	n, err := cq.Poll(wcs)
+	if err != nil || n != 2 {
+		t.Fatalf("Poll: %d, %v; want 2 completions", n, err)
+	}
+	if wcs[0].ID != 7 || wcs[0].Status != WCSuccess || wcs[0].Opcode != WCOpSend || wcs[0].QPN != 0x123 {
+		t.Errorf("send completion %+v", wcs[0])
+	}
+	if wcs[1].ID != 9 || wcs[1].Status != WCSuccess || wcs[1].Opcode != WCOpRecv || wcs[1].ByteLen != 42 {
+		t.Errorf("receive completion %+v", wcs[1])
+	}
+	if got := be.Uint32(cq.mx.mem.dbrec[0:]); got != 2 {
+		t.Errorf("consumer index in the CQ doorbell record %d, want 2", got)
+	}
+	if s, r := qp.pendingNow(); s != 0 || r != 0 {
+		t.Errorf("%d sends and %d receives outstanding after their completions", s, r)
+	}
+	// A posted receive keeps its MR's key in use; a completed one does not.
+	if err := qp.PostRecv([]RecvWR{{ID: 10, SGEs: []SGE{{Addr: 0x2000, Length: 256, LKey: 0x12}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if used, s, r := qp.usesLKey(0x12); !used || s != 0 || r != 1 {
+		t.Errorf("lkey 0x12: used %v with %d sends and %d receives outstanding, want true, 0, 1", used, s, r)
+	}
+	if used, _, _ := qp.usesLKey(0x11); used {
+		t.Error("the completed receive's lkey 0x11 is reported in use")
+	}
+
+	// Arm: doorbell record word 1, then the CQ doorbell at UAR + 0x20
+	// (docs/mlx5.md §5).
+	if err := cq.ReqNotify(true); err != nil {
+		t.Fatal(err)
+	}
+	word := uint32(1<<24 | 2)
+	if got := be.Uint32(cq.mx.mem.dbrec[4:]); got != word {
+		t.Errorf("arm word %#x, want %#x", got, word)
+	}
+	if got := be.Uint64(f.uar[0x20:]); got != uint64(word)<<32|0x77 {
+		t.Errorf("CQ doorbell %#x", got)
+	}
+
+	// The same refusals as on rxe, before anything is written.
+	err = qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge, sge}}})
+	if !errors.Is(err, ErrTooManySGEs) {
+		t.Errorf("two SGEs on a one-SGE QP: %v, want ErrTooManySGEs", err)
+	}
+	full := make([]SendWR, m.sq.Config().MaxPost+1)
+	for i := range full {
+		full[i] = SendWR{ID: uint64(i), Op: OpSend}
+	}
+	if err := qp.PostSend(full); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("%d sends on a %d-entry queue: %v, want ErrQueueFull", len(full), len(full)-1, err)
+	}
+	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
+		t.Errorf("refused posts moved the send doorbell record to %d", got)
+	}
+}
+
+func TestMLX5SRQ(t *testing.T) {
+	for _, v := range []int{0, 1} {
+		f := newFakeMLX5V(t, v)
+		cq := f.cq(t, 7, 0x78)
+		srq := f.srq(t, 4, 1)
+		qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, SRQ: srq, Cap: QPCap{MaxSendWR: 2, MaxSendSGE: 1}}, 0x200, 2)
+		if err := qp.PostRecv([]RecvWR{{ID: 1}}); err == nil {
+			t.Error("PostRecv on a QP with an SRQ was accepted")
+		}
+		if err := srq.PostRecv([]RecvWR{{ID: 31, SGEs: []SGE{{Addr: 0x3000, Length: 64, LKey: 5}}}, {ID: 32}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := be.Uint32(srq.mx.mem.dbrec[0:]); got != 2 {
+			t.Errorf("SRQ doorbell record %d, want 2", got)
+		}
+		// libmlx5 reports max_wr = the free list's tail, roundup_pow2(4+1)
+		// − 1 (verbs.c mlx5_create_srq).
+		if srq.MaxWR() != 7 || srq.MaxSGE() != 1 {
+			t.Errorf("SRQ max_wr %d, max_sge %d", srq.MaxWR(), srq.MaxSGE())
+		}
+		// The second entry completes first. CQE version 0 names the SRQ by
+		// SRQN; version 1 names the QP by its user index, whose SRQ gives
+		// the receive (docs/mlx5.md §5).
+		name := srq.srqn
+		if v == 1 {
+			name = qp.mx.uidx
+		}
+		putCQE(cq, 0, 2, 0, 0x200, name, 1, 8)
+		wcs := make([]WC, 2)
+		n, err := cq.Poll(wcs)
+		if err != nil || n != 1 || wcs[0].ID != 32 || wcs[0].ByteLen != 8 || wcs[0].QPN != 0x200 {
+			t.Fatalf("CQE version %d: Poll: %d, %v, %+v; want the SRQ's request 32 on QP 0x200", v, n, err, wcs[0])
+		}
+		if !cq.mx.srqs {
+			t.Error("the CQ of a QP with an SRQ does not take the SRQ lock")
+		}
+		// Request 31 is still posted and names lkey 5 (MR.Close asks).
+		if used, n := srq.usesLKey(5); !used || n != 1 {
+			t.Errorf("SRQ: lkey 5 used %v by %d posted receives, want true and 1", used, n)
+		}
+		if used, _ := srq.usesLKey(6); used {
+			t.Error("SRQ: lkey 6 reported in use")
+		}
+	}
+}
+
+func TestMLX5HotPathAllocs(t *testing.T) {
+	f := newFakeMLX5(t)
+	cq := f.cq(t, 63, 0x79)
+	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 16, MaxRecvWR: 16, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x300, 3)
+	wr := []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 8, LKey: 1}}, RemoteAddr: 0x9000, RKey: 2}}
+	rwr := []RecvWR{{ID: 2, SGEs: []SGE{{Addr: 0x2000, Length: 8, LKey: 1}}}}
+	wcs := make([]WC, 4)
+	i := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+		if err := qp.PostRecv(rwr); err != nil {
+			t.Fatal(err)
+		}
+		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.mx.uidx, uint16(i), 0)
+		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.mx.uidx, uint16(i), 8)
+		i++
+		if n, err := cq.Poll(wcs); n != 2 || err != nil {
+			t.Fatalf("Poll: %d, %v", n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("PostSend, PostRecv and Poll on mlx5 allocate %.1f times per round", allocs)
+	}
+}
+
+func TestMLX5UDSend(t *testing.T) {
+	f := newFakeMLX5(t)
+	cq := f.cq(t, 7, 0x7a)
+	qp := f.qp(t, QPInit{Type: UD, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 2, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x400, 2)
+	a := mlx5AHAttr(&AHAttr{DLID: 0x21, SL: 3})
+	av, err := mlx5.BuildAV(&a, mlx5.PortLink{}, [6]byte{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ah := &AH{pd: f.pd, av: &av, num: mlx5AHNum}
+	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
+	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
+		t.Fatal(err)
+	}
+	// Control segment, the AH's address vector with the Q_Key at 0 and
+	// the remote QPN | 0x80000000 at 8, then the data segment
+	// (docs/mlx5.md §3).
+	w := qp.mx.sqRing
+	if got := be.Uint32(w[4:]); got != 0x400<<8|5 {
+		t.Errorf("qpn_ds %#x, want QPN 0x400, 5 segments", got)
+	}
+	d := w[16:64]
+	if be.Uint32(d[0:]) != 0x11111111 || be.Uint32(d[8:]) != 0x80000099 || string(d[12:]) != string(av[12:]) {
+		t.Errorf("datagram segment % x, address vector % x", d, av[:])
+	}
+	if be.Uint32(w[64:]) != 10 || be.Uint32(w[68:]) != 0x33 || be.Uint64(w[72:]) != 0x5000 {
+		t.Errorf("data segment % x", w[64:80])
+	}
+	// A UD send without an AH is refused before anything is written.
+	if err := qp.PostSend([]SendWR{{ID: 2, Op: OpSend, SGEs: []SGE{sge}}}); !errors.Is(err, ErrUDAddress) {
+		t.Errorf("UD send without an AH: %v, want ErrUDAddress", err)
+	}
+}

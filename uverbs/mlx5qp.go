@@ -1,0 +1,257 @@
+package uverbs
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// mlx5QP is the mlx5 state of a QP: one buffer with the receive queue at 0
+// and the send queue after it, the doorbell record, and the bfreg the
+// kernel chose (docs/mlx5.md §1, §10). sq is used under QP.sendMu, rq under
+// QP.recvMu; both also under their CQ's lock, whose polls retire their
+// requests.
+type mlx5QP struct {
+	mem            *mlx5Queue
+	rqRing, sqRing []byte // in mem.ring
+	sq             *mlx5.SQ
+	rq             *mlx5.RQ // nil with an SRQ
+	bf             *mlx5BFReg
+	reg            mlx5.QP
+	key            uint32 // what completions name the QP by: QPN or user index
+	uidx           uint32
+	// Scratch lists for the encoder, max_post entries each, so posting
+	// allocates nothing.
+	wrs  []mlx5.SendWR
+	rwrs []mlx5.RecvWR
+}
+
+// createMLX5 sizes the queues as libmlx5 does (verbs.c mlx5_calc_sq_size,
+// mlx5_calc_rq_size), allocates the buffer and doorbell record, and issues
+// CREATE_QP with mlx5's driver data.
+func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error {
+	c := qp.ctx
+	mc := c.mlx
+	sqCfg, sqBytes, err := mlx5.SQSize(&mc.lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
+	if err != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
+	}
+	var rqCfg mlx5.RQConfig
+	rqBytes := 0
+	if init.SRQ == nil {
+		if rqCfg, rqBytes, err = mlx5.RQSize(&mc.lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
+			return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
+		}
+	}
+	uidx, err := mc.allocUIDX()
+	if err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	// libmlx5 passes the send queue's inline size, not the caller's
+	// (docs/mlx5.md §10).
+	req.MaxInlineData = mlx5.CoreMaxInline(sqCfg)
+	mem, err := newMLX5Queue(rqBytes+sqBytes, "qp buffer "+c.dev.Name)
+	if err != nil {
+		mc.freeUIDX(uidx)
+		return &OpError{Op: op, Err: err}
+	}
+	fail := func(err error) error {
+		mem.unmap()
+		mc.freeUIDX(uidx)
+		return err
+	}
+	cmd := struct {
+		core abi.UverbsCreateQP
+		drv  abi.Mlx5CreateQP
+	}{*req, mlx5.CreateQPCmd(mem.ringAddr(), mem.dbrecAddr(), sqCfg, rqCfg, uidx)}
+	var resp struct {
+		core abi.UverbsCreateQPResp
+		drv  abi.Mlx5CreateQPResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&cmd), bytesOf(&resp)); err != nil {
+		return fail(err)
+	}
+	qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
+	if err := qp.attachMLX5(mem, uidx, int(resp.drv.BfregIndex), sqCfg, rqCfg, init); err != nil {
+		qp.destroy()
+		return fail(&OpError{Op: op, Err: err})
+	}
+	return nil
+}
+
+// attachMLX5 builds the queues of a created QP over its buffer and
+// registers them with the CQs (and the SRQ's in the receive CQ).
+func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConfig, rqCfg mlx5.RQConfig, init *QPInit) error {
+	c := qp.ctx
+	mc := c.mlx
+	rqBytes := rqCfg.WQECount << rqCfg.WQEShift
+	var err error
+	m := &mlx5QP{mem: mem, uidx: uidx, key: qp.qpn, rqRing: mem.ring[:rqBytes], sqRing: mem.ring[rqBytes:]}
+	if mc.cqeVersion == 1 {
+		m.key = uidx
+	}
+	if bfi >= len(mc.bfregs) {
+		return fmt.Errorf("the kernel gave the QP bfreg %d, but the context has %d", bfi, len(mc.bfregs))
+	}
+	m.bf = &mc.bfregs[bfi]
+	sqCfg.QPN = qp.qpn
+	sqCfg.SignalAll = init.SignalAll
+	if a := c.deviceLimits(); a != nil {
+		sqCfg.Atomics = a.AtomicCap != AtomicNone
+	}
+	if m.sq, err = mlx5.NewSQ(m.sqRing, mem.dbrec[:8], &m.bf.bf, sqCfg); err != nil {
+		return err
+	}
+	if rqBytes > 0 {
+		if m.rq, err = mlx5.NewRQ(m.rqRing, mem.dbrec[:8], rqCfg); err != nil {
+			return err
+		}
+		m.rwrs = make([]mlx5.RecvWR, rqCfg.MaxPost)
+	}
+	m.wrs = make([]mlx5.SendWR, sqCfg.MaxPost)
+	m.reg = mlx5.QP{SQ: m.sq, RQ: m.rq}
+	sendWR, recvWR, recvSGE, inline := mlx5.QPCaps(sqCfg, rqCfg)
+	inline = max(inline, 0) // libmlx5 may report −4 (docs/mlx5.md §2)
+	qp.lim = rxe.SendLimits{QPType: rxe.QPType(qp.typ), MaxSGE: sqCfg.MaxSGE, MaxInline: inline}
+	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
+	if init.SRQ != nil {
+		srq := init.SRQ
+		srq.mu.Lock()
+		if srq.mx != nil {
+			m.reg.SRQ = srq.mx.q
+			init.RecvCQ.registerMLX5SRQ(srq.srqn, srq.mx.q)
+		}
+		srq.mu.Unlock()
+	}
+	init.SendCQ.registerMLX5(m.key, &m.reg)
+	if init.RecvCQ != init.SendCQ {
+		init.RecvCQ.registerMLX5(m.key, &m.reg)
+	}
+	qp.mx = m
+	return nil
+}
+
+// postSend encodes wrs (validated by the caller) and rings the doorbell
+// (qp.c _mlx5_post_send, post_send_db). The caller holds QP.sendMu.
+func (m *mlx5QP) postSend(op string, cq *CQ, wrs []SendWR) error {
+	cfg := m.sq.Config()
+	cq.mu.Lock() // the CQ's polls move the send queue's tail
+	defer cq.mu.Unlock()
+	if free := cfg.MaxPost - m.sq.Outstanding(); free < len(wrs) {
+		return &PostError{Op: op, Index: max(free, 0), ID: wrs[max(free, 0)].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, cfg.MaxPost)}
+	}
+	w := m.wrs[:len(wrs)]
+	for i := range wrs {
+		wrs[i].toMLX5(&w[i])
+	}
+	m.bf.mu.Lock()
+	i, err := m.sq.Post(w)
+	m.bf.mu.Unlock()
+	clear(w) // keep no reference to the caller's SGEs
+	if err != nil {
+		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+	}
+	return nil
+}
+
+// postRecv validates and posts receives on the QP's receive queue
+// (qp.c mlx5_post_recv). The caller holds QP.recvMu.
+func (m *mlx5QP) postRecv(op string, cq *CQ, wrs []RecvWR) error {
+	cfg := m.rq.Config()
+	if err := validateRecvs(op, wrs, cfg.MaxSGE); err != nil {
+		return err
+	}
+	cq.mu.Lock() // the CQ's polls move the receive queue's tail
+	defer cq.mu.Unlock()
+	if free := cfg.MaxPost - m.rq.Outstanding(); free < len(wrs) {
+		return &PostError{Op: op, Index: max(free, 0), ID: wrs[max(free, 0)].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, cfg.MaxPost)}
+	}
+	w := mlx5RecvWRs(wrs, m.rwrs)
+	i, err := m.rq.Post(w)
+	clear(w)
+	if err != nil {
+		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+	}
+	return nil
+}
+
+// validateRecvs checks every receive as the rxe path does, so both
+// providers refuse bad input with the same errors.
+func validateRecvs(op string, wrs []RecvWR, maxSGE int) error {
+	for i := range wrs {
+		w := rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
+		if err := rxe.ValidateRecv(&w, maxSGE); err != nil {
+			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+		}
+	}
+	return nil
+}
+
+// outstanding counts the requests the CQs have not completed yet.
+func (m *mlx5QP) outstanding(qp *QP) (send, recv int) {
+	qp.sendCQ.mu.Lock()
+	send = m.sq.Outstanding()
+	qp.sendCQ.mu.Unlock()
+	if m.rq != nil {
+		qp.recvCQ.mu.Lock()
+		recv = m.rq.Outstanding()
+		qp.recvCQ.mu.Unlock()
+	}
+	return send, recv
+}
+
+// reset starts both queues over after a move to RESET, as libmlx5 does
+// (verbs.c mlx5_modify_qp: mlx5_init_qp_indices, both doorbell-record
+// words zeroed). Modify refuses the move while requests are outstanding,
+// so the CQs hold no completion of the QP. The caller holds both QP locks.
+func (m *mlx5QP) reset(qp *QP) {
+	sq, err := mlx5.NewSQ(m.sqRing, m.mem.dbrec[:8], &m.bf.bf, m.sq.Config())
+	if err != nil {
+		panic("uverbs: mlx5 send queue rebuilt with its own configuration: " + err.Error())
+	}
+	var rq *mlx5.RQ
+	if m.rq != nil {
+		if rq, err = mlx5.NewRQ(m.rqRing, m.mem.dbrec[:8], m.rq.Config()); err != nil {
+			panic("uverbs: mlx5 receive queue rebuilt with its own configuration: " + err.Error())
+		}
+	}
+	clear(m.mem.dbrec[:8]) // polls never touch a QP's doorbell record
+	// One CQ lock at a time: the CQs' polls read the queues through reg.
+	qp.sendCQ.mu.Lock()
+	m.sq, m.reg.SQ = sq, sq
+	qp.sendCQ.mu.Unlock()
+	qp.recvCQ.mu.Lock()
+	m.rq, m.reg.RQ = rq, rq
+	qp.recvCQ.mu.Unlock()
+}
+
+// usesLKey reports whether an outstanding request may name lkey: any
+// outstanding send (the send ring is not parsed back), or a posted receive
+// whose scatter list names it.
+func (m *mlx5QP) usesLKey(qp *QP, lkey uint32) (used bool, send, recv int) {
+	qp.sendCQ.mu.Lock()
+	send = m.sq.Outstanding()
+	qp.sendCQ.mu.Unlock()
+	if m.rq != nil {
+		qp.recvCQ.mu.Lock()
+		recv = m.rq.Outstanding()
+		used = m.rq.PendingUsesLKey(lkey)
+		qp.recvCQ.mu.Unlock()
+	}
+	return used || send > 0, send, recv
+}
+
+// release forgets the QP in its CQs, frees its user index and unmaps its
+// buffer; after DESTROY_QP.
+func (m *mlx5QP) release(qp *QP) {
+	qp.sendCQ.unregisterMLX5(m.key)
+	if qp.recvCQ != qp.sendCQ {
+		qp.recvCQ.unregisterMLX5(m.key)
+	}
+	qp.ctx.mlx.freeUIDX(m.uidx)
+	m.mem.unmap()
+}

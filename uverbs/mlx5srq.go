@@ -1,0 +1,96 @@
+package uverbs
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+)
+
+// mlx5SRQ is the mlx5 state of an SRQ: its ring and doorbell record, and
+// the free list the provider keeps in the ring. Posts hold SRQ.mu and the
+// Device's srqMu; polls that free entries hold srqMu.
+type mlx5SRQ struct {
+	q    *mlx5.SRQ
+	mem  *mlx5Queue
+	rwrs []mlx5.RecvWR
+}
+
+// createMLX5 sizes the SRQ as libmlx5 does (srq.c mlx5_alloc_srq_buf),
+// prepares its free list and issues CREATE_SRQ with max_wr = entries − 1
+// and mlx5's driver data (verbs.c mlx5_create_srq). A basic SRQ has no user
+// index: completions name it by SRQN (CQE version 0) or name the QP, whose
+// SRQ it is (version 1).
+func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
+	c := srq.ctx
+	mc := c.mlx
+	if err := mlx5.CheckSRQAttr(&mc.lim, init.MaxWR, init.MaxSGE); err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	cfg, ringBytes, err := mlx5.SRQSize(&mc.lim, init.MaxWR, init.MaxSGE)
+	if err != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
+	}
+	mem, err := newMLX5Queue(ringBytes, "srq ring "+c.dev.Name)
+	if err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	fail := func(err error) error {
+		mem.unmap()
+		return err
+	}
+	q, err := mlx5.NewSRQ(mem.ring, mem.dbrec[:4], cfg)
+	if err != nil {
+		return fail(&OpError{Op: op, Err: err})
+	}
+	req.MaxWR = uint32(mlx5.SRQCoreMaxWR(cfg))
+	req.MaxSGE = uint32(cfg.MaxSGE)
+	cmd := struct {
+		core abi.UverbsCreateSRQ
+		drv  abi.Mlx5CreateSRQ
+	}{*req, mlx5.CreateSRQCmd(mem.ringAddr(), mem.dbrecAddr())}
+	var resp struct {
+		core abi.UverbsCreateSRQResp
+		drv  abi.Mlx5CreateSRQResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&cmd), bytesOf(&resp)); err != nil {
+		return fail(err)
+	}
+	srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
+	srq.mx = &mlx5SRQ{q: q, mem: mem, rwrs: make([]mlx5.RecvWR, cfg.WQECount)}
+	return nil
+}
+
+// postRecv validates and posts receives (srq.c mlx5_post_srq_recv). The
+// caller holds SRQ.mu.
+func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
+	if err := validateRecvs(op, wrs, m.q.Config().MaxSGE); err != nil {
+		return err
+	}
+	if len(wrs) > len(m.rwrs) {
+		return &PostError{Op: op, Index: len(m.rwrs), ID: wrs[len(m.rwrs)].ID, Err: fmt.Errorf("%w: %d work requests, the SRQ has %d entries", ErrQueueFull, len(wrs), len(m.rwrs))}
+	}
+	w := mlx5RecvWRs(wrs, m.rwrs)
+	mc.srqMu.Lock()
+	i, err := m.q.Post(w)
+	mc.srqMu.Unlock()
+	clear(w)
+	if err != nil {
+		if errors.Is(err, mlx5.ErrQueueFull) {
+			err = fmt.Errorf("%w: no free entry for work request %d", ErrQueueFull, i)
+		}
+		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+	}
+	return nil
+}
+
+// posted counts the posted receives and reports whether one names lkey.
+// The caller holds SRQ.mu.
+func (m *mlx5SRQ) posted(mc *mlx5Context, lkey uint32) (n int, usesLKey bool) {
+	mc.srqMu.Lock() // polls return entries to the free list
+	defer mc.srqMu.Unlock()
+	return m.q.Posted(lkey)
+}
