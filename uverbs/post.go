@@ -192,11 +192,15 @@ func (wr *SendWR) toWQE(w *rxe.SendWQE) {
 		Swap:       wr.Swap,
 		SGEs:       rxeSGEs(wr.SGEs),
 	}
+	w.UD = wr.udAddr()
+}
+
+// udAddr is the UD destination the encoder writes (zero without one).
+func (wr *SendWR) udAddr() rxe.UDAddr {
 	if wr.AH != nil {
-		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.AH.num}
-	} else if wr.RemoteQPN != 0 || wr.RemoteQKey != 0 {
-		w.UD = rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+		return rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.AH.num}
 	}
+	return rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
 }
 
 // PostSend posts the send work requests of wrs, all of them or none: each
@@ -242,7 +246,6 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 		lockInline(qp.pd)
 		defer unlockInline(qp.pd)
 	}
-	var w rxe.SendWQE
 	for i := range wrs {
 		wr := &wrs[i]
 		if wr.AH != nil {
@@ -250,8 +253,9 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 				return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 			}
 		}
-		wr.toWQE(&w)
-		if err := rxe.ValidateSend(&w, &qp.lim); err != nil {
+		// Checked on the request's own fields: each request is converted
+		// once, below, where it is written.
+		if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, wr.udAddr(), &qp.lim); err != nil {
 			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 		}
 		if wr.Flags&SendInline != 0 {
@@ -267,6 +271,7 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
 	}
+	var w rxe.SendWQE
 	for i := range wrs {
 		wrs[i].toWQE(&w)
 		rxe.EncodeSend(qp.sq.Slot(), &w)
@@ -373,16 +378,15 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 // postRecv validates and posts wrs on a receive queue or SRQ; the caller
 // holds the queue's lock.
 func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
-	var w rxe.RecvWQE
 	for i := range wrs {
-		w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
-		if err := rxe.ValidateRecv(&w, q.MaxSGE()); err != nil {
+		if err := rxe.CheckRecv(rxeSGEs(wrs[i].SGEs), q.MaxSGE()); err != nil {
 			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
 		}
 	}
 	if free := q.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
 	}
+	var w rxe.RecvWQE
 	for i := range wrs {
 		w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
 		rxe.EncodeRecv(q.Slot(), &w)

@@ -14,13 +14,16 @@ type RecvWQE struct {
 // ValidateRecv checks wr against the queue's max_recv_sge (or the SRQ's
 // max_sge), as librxe's rxe_post_one_recv does, and that the total length
 // fits the 32-bit dma.length.
-func ValidateRecv(wr *RecvWQE, maxSGE int) error {
-	if len(wr.SGEs) > maxSGE {
-		return fmt.Errorf("%w: %d SGEs, max_recv_sge is %d", ErrTooManySGEs, len(wr.SGEs), maxSGE)
+func ValidateRecv(wr *RecvWQE, maxSGE int) error { return CheckRecv(wr.SGEs, maxSGE) }
+
+// CheckRecv is ValidateRecv on the SGE list alone.
+func CheckRecv(sges []SGE, maxSGE int) error {
+	if len(sges) > maxSGE {
+		return fmt.Errorf("%w: %d SGEs, max_recv_sge is %d", ErrTooManySGEs, len(sges), maxSGE)
 	}
 	var length uint64
-	for i := range wr.SGEs {
-		length += uint64(wr.SGEs[i].Length)
+	for i := range sges {
+		length += uint64(sges[i].Length)
 	}
 	if length > math.MaxUint32 {
 		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
@@ -28,13 +31,14 @@ func ValidateRecv(wr *RecvWQE, maxSGE int) error {
 	return nil
 }
 
-// EncodeRecv writes wr into slot as a struct rxe_recv_wqe: the slot is
+// EncodeRecv writes wr into slot as a struct rxe_recv_wqe: the header is
 // zeroed, then wr_id, dma.length = dma.resid = total, dma.num_sge and the
-// SGE list (providers/rxe/rxe.c rxe_post_one_recv). wr must have passed
+// SGE list (providers/rxe/rxe.c rxe_post_one_recv). Only the header is
+// cleared: librxe writes the fields and SGEs it sets, and the kernel reads
+// dma.num_sge SGEs (docs/abi.md §3.4). wr must have passed
 // ValidateRecv for the queue slot belongs to.
 func EncodeRecv(slot []byte, wr *RecvWQE) {
-	clear(slot)
-	_ = slot[RecvWQEHeaderSize-1]
+	clear(slot[:RecvWQEHeaderSize])
 	native.PutUint64(slot[recvWRID:], wr.ID)
 	payload := slot[RecvWQEHeaderSize:]
 	var length uint32

@@ -22,7 +22,7 @@ func TestEncodeRecv(t *testing.T) {
 	if u64(s, 40) != 0x1000 || u32(s, 48) != 4096 || u32(s, 52) != 5 || u64(s, 56) != 0x3000 || u32(s, 64) != 40 || u32(s, 68) != 6 {
 		t.Errorf("sge[]@40 = % x", s[40:72])
 	}
-	checkZeroExcept(t, s, [2]int{0, 8}, [2]int{16, 8}, [2]int{28, 4}, [2]int{40, 32})
+	checkZeroExcept(t, s, RecvWQEHeaderSize, [2]int{0, 8}, [2]int{16, 8}, [2]int{28, 4}, [2]int{40, 32})
 
 	if err := ValidateRecv(&RecvWQE{SGEs: make([]SGE, 3)}, 2); !errors.Is(err, ErrTooManySGEs) {
 		t.Fatalf("3 SGEs with max 2: %v", err)

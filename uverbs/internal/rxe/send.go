@@ -142,52 +142,59 @@ func isAtomic(op SendOpcode) bool {
 // that turn silent kernel-side failures into clear errors. On success
 // EncodeSend cannot fail for a slot of an SQ built with the same limits.
 func ValidateSend(wr *SendWQE, lim *SendLimits) error {
-	if !opcodeSupported(lim.QPType, wr.Opcode) {
-		return fmt.Errorf("%w: opcode %d on a %v QP", ErrOpcodeNotSupported, wr.Opcode, lim.QPType)
+	return CheckSend(wr.Opcode, wr.Flags, wr.SGEs, wr.RemoteAddr, wr.UD, lim)
+}
+
+// CheckSend is ValidateSend on the fields it reads, so that a caller whose
+// work requests are in another form validates them without building a
+// SendWQE first.
+func CheckSend(op SendOpcode, flags SendFlags, sges []SGE, remoteAddr uint64, ud UDAddr, lim *SendLimits) error {
+	if !opcodeSupported(lim.QPType, op) {
+		return fmt.Errorf("%w: opcode %d on a %v QP", ErrOpcodeNotSupported, op, lim.QPType)
 	}
-	switch wr.Opcode {
+	switch op {
 	case OpBindMW, OpFlush, OpAtomicWrite:
-		return fmt.Errorf("%w: opcode %d", ErrOpcodeNotImplemented, wr.Opcode)
+		return fmt.Errorf("%w: opcode %d", ErrOpcodeNotImplemented, op)
 	}
-	if wr.Flags&^sendFlagsKnown != 0 {
-		return fmt.Errorf("%w: %#x", ErrBadSendFlags, uint32(wr.Flags&^sendFlagsKnown))
+	if flags&^sendFlagsKnown != 0 {
+		return fmt.Errorf("%w: %#x", ErrBadSendFlags, uint32(flags&^sendFlagsKnown))
 	}
-	if len(wr.SGEs) > lim.MaxSGE {
-		return fmt.Errorf("%w: %d SGEs, max_send_sge is %d", ErrTooManySGEs, len(wr.SGEs), lim.MaxSGE)
+	if len(sges) > lim.MaxSGE {
+		return fmt.Errorf("%w: %d SGEs, max_send_sge is %d", ErrTooManySGEs, len(sges), lim.MaxSGE)
 	}
 	// Sum in 64 bits so that many large SGEs cannot wrap around (rdma-core
 	// 665294c5a / 1e8ed0aff).
 	var length uint64
-	for i := range wr.SGEs {
-		length += uint64(wr.SGEs[i].Length)
+	for i := range sges {
+		length += uint64(sges[i].Length)
 	}
 	if length > math.MaxUint32 {
 		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
 	}
-	if isAtomic(wr.Opcode) {
-		if wr.RemoteAddr&7 != 0 {
-			return fmt.Errorf("%w: remote address %#x", ErrAtomicAlignment, wr.RemoteAddr)
+	if isAtomic(op) {
+		if remoteAddr&7 != 0 {
+			return fmt.Errorf("%w: remote address %#x", ErrAtomicAlignment, remoteAddr)
 		}
 		if length < 8 {
 			return fmt.Errorf("%w: local SGEs total %d bytes", ErrAtomicLength, length)
 		}
 	}
-	if wr.Flags&SendInline != 0 {
-		switch wr.Opcode {
+	if flags&SendInline != 0 {
+		switch op {
 		case OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm, OpSendWithInv:
 		default:
-			return fmt.Errorf("%w: opcode %d", ErrInlineNotAllowed, wr.Opcode)
+			return fmt.Errorf("%w: opcode %d", ErrInlineNotAllowed, op)
 		}
 		if length > uint64(lim.MaxInline) {
 			return fmt.Errorf("%w: %d bytes, max_inline_data is %d", ErrInlineTooLong, length, lim.MaxInline)
 		}
 	}
 	if lim.QPType == QPTypeUD {
-		if wr.UD.AHNum == 0 {
-			return fmt.Errorf("%w: UD send to QPN %#x without an AH", ErrUDAddress, wr.UD.RemoteQPN)
+		if ud.AHNum == 0 {
+			return fmt.Errorf("%w: UD send to QPN %#x without an AH", ErrUDAddress, ud.RemoteQPN)
 		}
-	} else if wr.UD != (UDAddr{}) {
-		return fmt.Errorf("%w: UD address %+v on a %v QP", ErrUDAddress, wr.UD, lim.QPType)
+	} else if ud != (UDAddr{}) {
+		return fmt.Errorf("%w: UD address %+v on a %v QP", ErrUDAddress, ud, lim.QPType)
 	}
 	return nil
 }
@@ -200,14 +207,16 @@ func sendSlotSize(maxSGE, maxInline int) int {
 
 // EncodeSend writes wr into slot as a struct rxe_send_wqe, the way librxe
 // fills a WQE (providers/rxe/rxe.c init_send_wqe / convert_send_wr): the
-// slot is zeroed, then wr fields, iova, dma.length = dma.resid = total,
+// header is zeroed, then wr fields, iova, dma.length = dma.resid = total,
 // dma.num_sge, and the SGE list or, with SendInline, the concatenated bytes
-// the SGEs point at. wr must have passed ValidateSend, and slot must be a
+// the SGEs point at. Only the header (up to SendWQEHeaderSize) is cleared, as
+// librxe clears only the work request it converts: the kernel reads
+// dma.num_sge SGEs or dma.length inline bytes and nothing after them
+// (docs/abi.md §3.4). wr must have passed ValidateSend, and slot must be a
 // slot of an SQ whose limits were validated; otherwise EncodeSend may panic
 // on a slice bound (it never writes outside slot).
 func EncodeSend(slot []byte, wr *SendWQE) {
-	clear(slot)
-	_ = slot[SendWQEHeaderSize-1]
+	clear(slot[:SendWQEHeaderSize])
 	native.PutUint64(slot[sendWRID:], wr.ID)
 	native.PutUint32(slot[sendOpcode:], uint32(wr.Opcode))
 	native.PutUint32(slot[sendFlags:], uint32(wr.Flags))

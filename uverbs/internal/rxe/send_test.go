@@ -17,9 +17,12 @@ func dirtySlot(t testing.TB) []byte {
 	return s
 }
 
-// checkZeroExcept fails if any byte of s outside the given [off, off+n)
-// ranges is non-zero.
-func checkZeroExcept(t *testing.T, s []byte, ranges ...[2]int) {
+// checkZeroExcept fails if any byte of the first header bytes of s outside
+// the given [off, off+n) ranges is non-zero, or if any byte after the header
+// outside the ranges was written (is no longer dirtySlot's 0xAA): the
+// encoders clear the header and write only the SGEs or inline bytes of the
+// request, as librxe does (docs/abi.md §3.4).
+func checkZeroExcept(t *testing.T, s []byte, header int, ranges ...[2]int) {
 	t.Helper()
 	mask := make([]bool, len(s))
 	for _, r := range ranges {
@@ -28,8 +31,12 @@ func checkZeroExcept(t *testing.T, s []byte, ranges ...[2]int) {
 		}
 	}
 	for i, b := range s {
-		if !mask[i] && b != 0 {
+		switch {
+		case mask[i]:
+		case i < header && b != 0:
 			t.Fatalf("byte %d is %#x, want 0 (only documented fields may be set)", i, b)
+		case i >= header && b != 0xAA:
+			t.Fatalf("byte %d after the header is %#x, want 0xaa (bytes past the request's SGEs or inline data are left alone)", i, b)
 		}
 	}
 }
@@ -70,7 +77,7 @@ func TestEncodeSendRDMAWriteWithImm(t *testing.T) {
 		u64(s, 224) != 0x7f0000002000 || u32(s, 232) != 28 || u32(s, 236) != 8 {
 		t.Errorf("sge[] at 208 = % x", s[208:240])
 	}
-	checkZeroExcept(t, s, [2]int{0, 8}, [2]int{12, 8}, [2]int{20, 4}, [2]int{24, 12},
+	checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 8}, [2]int{12, 8}, [2]int{20, 4}, [2]int{24, 12},
 		[2]int{152, 8}, [2]int{184, 8}, [2]int{196, 4}, [2]int{208, 32})
 }
 
@@ -97,7 +104,7 @@ func TestEncodeSendUD(t *testing.T) {
 	if u32(s, 184) != 64 || u32(s, 196) != 1 || u64(s, 208) != 0x5000 {
 		t.Errorf("dma: length %d num_sge %d sge0.addr %#x", u32(s, 184), u32(s, 196), u64(s, 208))
 	}
-	checkZeroExcept(t, s, [2]int{0, 8}, [2]int{12, 12}, [2]int{24, 8}, [2]int{36, 4},
+	checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 8}, [2]int{12, 12}, [2]int{24, 8}, [2]int{36, 4},
 		[2]int{184, 8}, [2]int{196, 4}, [2]int{208, 16})
 }
 
@@ -118,7 +125,7 @@ func TestEncodeSendAtomics(t *testing.T) {
 		if u32(s, 184) != 8 || u32(s, 188) != 8 || u32(s, 196) != 1 {
 			t.Errorf("op %d: dma % x", op, s[184:208])
 		}
-		checkZeroExcept(t, s, [2]int{0, 1}, [2]int{12, 1}, [2]int{24, 28}, [2]int{152, 8},
+		checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 1}, [2]int{12, 1}, [2]int{24, 28}, [2]int{152, 8},
 			[2]int{184, 8}, [2]int{196, 4}, [2]int{208, 16})
 	}
 }
@@ -138,7 +145,7 @@ func TestEncodeSendReadAndInvalidate(t *testing.T) {
 		if u32(s, 12) != uint32(op) || u32(s, 20) != 0x12345678 {
 			t.Errorf("op %d: invalidate_rkey@20 = %#x, want host-order 0x12345678", op, u32(s, 20))
 		}
-		checkZeroExcept(t, s, [2]int{0, 1}, [2]int{12, 1}, [2]int{20, 4})
+		checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 1}, [2]int{12, 1}, [2]int{20, 4})
 	}
 }
 
@@ -159,7 +166,7 @@ func TestEncodeSendInline(t *testing.T) {
 	if u32(s, 16) != 10 || u32(s, 184) != 19 || u32(s, 188) != 19 || u32(s, 196) != 3 || u32(s, 200) != 0 {
 		t.Errorf("flags %d dma % x", u32(s, 16), s[184:208])
 	}
-	checkZeroExcept(t, s, [2]int{0, 1}, [2]int{12, 1}, [2]int{16, 1}, [2]int{184, 8}, [2]int{196, 1}, [2]int{208, 19})
+	checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 1}, [2]int{12, 1}, [2]int{16, 1}, [2]int{184, 8}, [2]int{196, 1}, [2]int{208, 19})
 	// The payload was copied: changing the source afterwards changes nothing.
 	src[0] = 'j'
 	if s[208] != 'h' {
