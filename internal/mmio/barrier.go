@@ -59,3 +59,12 @@ func OrderingWriteBarrier() { ToDeviceBarrier() }
 //
 // rdma-core: mmio_wc_start, defined as mmio_flush_writes.
 func WCStart() { FlushWrites() }
+
+// storeRelease32 and storeRelease64 store with release ordering and no
+// more; StoreRelease32/64 use them outside race builds (release.go).
+//
+//go:noescape
+func storeRelease32(p *uint32, v uint32)
+
+//go:noescape
+func storeRelease64(p *uint64, v uint64)

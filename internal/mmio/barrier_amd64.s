@@ -32,3 +32,23 @@ TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVL v+8(FP), BX
 	MOVL BX, (AX)
 	RET
+
+// A release store on x86_64 is a plain MOV: x86 never reorders a store with
+// an earlier load or store to normal memory, which is why C11
+// memory_order_release (rdma-core providers/rxe/rxe_queue.h) compiles to
+// one; the call into assembly keeps the Go compiler from moving earlier
+// memory operations past it.
+
+// func storeRelease32(p *uint32, v uint32)
+TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVQ p+0(FP), AX
+	MOVL v+8(FP), BX
+	MOVL BX, (AX)
+	RET
+
+// func storeRelease64(p *uint64, v uint64)
+TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ v+8(FP), BX
+	MOVQ BX, (AX)
+	RET

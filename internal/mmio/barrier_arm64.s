@@ -32,3 +32,21 @@ TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVWU v+8(FP), R1
 	MOVW R1, (R0)
 	RET
+
+// A release store on aarch64 is STLR, as C11 memory_order_release compiles
+// to (rdma-core providers/rxe/rxe_queue.h): no earlier load or store may be
+// observed after it.
+
+// func storeRelease32(p *uint32, v uint32)
+TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVD p+0(FP), R0
+	MOVWU v+8(FP), R1
+	STLRW R1, (R0)
+	RET
+
+// func storeRelease64(p *uint64, v uint64)
+TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD p+0(FP), R0
+	MOVD v+8(FP), R1
+	STLR R1, (R0)
+	RET

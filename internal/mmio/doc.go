@@ -11,13 +11,17 @@
 // Go memory model and may be split, merged or hoisted by the compiler.
 //
 // LoadAcquire32/64 and StoreRelease32/64 name the ordering a ring protocol
-// needs. They are sync/atomic loads and stores, which the Go memory model defines as
-// sequentially consistent ("all the atomic operations executed in a program
-// behave as though executed in some sequentially consistent order",
-// https://go.dev/ref/mem#atomic). That is at least as strong as the kernel's
-// smp_load_acquire/smp_store_release and C11 memory_order_acquire/release
-// used by rdma-core (providers/rxe/rxe_queue.h). On amd64 a load is a MOV and
-// a store is an XCHG; on arm64 they are LDAR and STLR.
+// needs: the kernel's smp_load_acquire/smp_store_release and C11
+// memory_order_acquire/release used by rdma-core (providers/rxe/rxe_queue.h).
+// The loads are sync/atomic loads, which the Go memory model defines as
+// sequentially consistent (https://go.dev/ref/mem#atomic), at least as strong
+// as acquire: a MOV on amd64, LDAR on arm64. The stores are release stores in
+// assembly, as C compiles memory_order_release: a plain MOV on amd64 (x86
+// never reorders a store with earlier loads and stores), STLR on arm64. A
+// sync/atomic store would be sequentially consistent, a locked XCHG on amd64,
+// which the ring protocol does not need: nothing reads the other side's index
+// after publishing its own and relies on the order of the two. Race builds
+// keep the sync/atomic stores, which the race detector sees.
 //
 // # Device barriers
 //

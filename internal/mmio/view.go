@@ -75,16 +75,15 @@ func Ptr32(b []byte, off int) *uint32 {
 // release store (kernel smp_load_acquire, C11 memory_order_acquire).
 func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 
-// StoreRelease32 stores v to *p with (at least) release ordering: every
-// earlier write to the shared region is visible to the other side before it
-// can observe v (kernel smp_store_release, C11 memory_order_release).
-func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
+// StoreRelease32 (release.go, release_race.go) stores v to *p with release
+// ordering: every earlier write to the shared region is visible to the other
+// side before it can observe v (kernel smp_store_release, C11
+// memory_order_release).
 
 // LoadAcquire64 is LoadAcquire32 for a 64-bit word.
 func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 
 // StoreRelease64 is StoreRelease32 for a 64-bit word.
-func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
 
 // Bytes returns an n-byte slice of memory at the raw address addr, the form
 // in which RDMA scatter/gather entries name memory (struct ibv_sge.addr).

@@ -1,0 +1,13 @@
+//go:build race
+
+package mmio
+
+import "sync/atomic"
+
+// Under the race detector the stores stay sync/atomic ones, which it
+// understands as synchronisation; the assembly stores of release.go would
+// be invisible to it.
+
+func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
+
+func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
