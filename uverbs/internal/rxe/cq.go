@@ -1,6 +1,11 @@
 package rxe
 
-import "encoding/binary"
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+)
 
 // Work-completion flags (enum ib_wc_flags / IB_WC_*).
 const (
@@ -42,28 +47,32 @@ type WC struct {
 // DecodeCQE reads the struct ib_uverbs_wc at the start of slot into wc
 // (every field is overwritten). slot must be at least WCSize bytes.
 func DecodeCQE(slot []byte, wc *WC) {
-	s := slot[:WCSize:WCSize]
-	wc.ID = native.Uint64(s[wcWRID:])
-	wc.Status = native.Uint32(s[wcStatus:])
-	wc.Opcode = native.Uint32(s[wcOpcode:])
-	wc.VendorErr = native.Uint32(s[wcVendorErr:])
-	wc.ByteLen = native.Uint32(s[wcByteLen:])
-	wc.Flags = native.Uint32(s[wcFlags:])
+	// One view of the 48 bytes instead of a bounds-checked read per field.
+	e := (*abi.UverbsWC)(unsafe.Pointer(unsafe.SliceData(slot[:WCSize:WCSize])))
+	wc.ID = e.WRID
+	wc.Status = e.Status
+	wc.Opcode = e.Opcode
+	wc.VendorErr = e.VendorErr
+	wc.ByteLen = e.ByteLen
+	wc.Flags = e.WCFlags
 	// ex is a union: __be32 imm_data or u32 invalidate_rkey.
 	wc.ImmData, wc.InvalidatedRKey = 0, 0
-	if wc.Flags&WCWithImm != 0 {
-		wc.ImmData = binary.BigEndian.Uint32(s[wcEx:])
+	if wc.Flags&(WCWithImm|WCWithInvalidate) != 0 {
+		ex := native.Uint32(e.Ex[:])
+		if wc.Flags&WCWithImm != 0 {
+			wc.ImmData = bits.ReverseBytes32(ex)
+		}
+		if wc.Flags&WCWithInvalidate != 0 {
+			wc.InvalidatedRKey = ex
+		}
 	}
-	if wc.Flags&WCWithInvalidate != 0 {
-		wc.InvalidatedRKey = native.Uint32(s[wcEx:])
-	}
-	wc.QPNum = native.Uint32(s[wcQPNum:])
-	wc.SrcQP = native.Uint32(s[wcSrcQP:])
-	wc.PKeyIndex = native.Uint16(s[wcPKeyIndex:])
-	wc.SLID = native.Uint16(s[wcSLID:])
-	wc.SL = s[wcSL]
-	wc.DLIDPathBits = s[wcDLIDPathBits]
-	wc.PortNum = s[wcPortNum]
+	wc.QPNum = e.QPNum
+	wc.SrcQP = e.SrcQP
+	wc.PKeyIndex = e.PKeyIndex
+	wc.SLID = e.SLID
+	wc.SL = e.SL
+	wc.DLIDPathBits = e.DLIDPathBits
+	wc.PortNum = e.PortNum
 }
 
 // CQ is the user side of an rxe completion queue.
