@@ -3,7 +3,6 @@ package uverbs
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -49,7 +48,7 @@ type CQ struct {
 	// the CQ is read, by whichever Wait reads it; PollWait relies on it.
 	armed atomic.Bool
 
-	mu      sync.Mutex
+	mu      ringLock
 	ring    *sys.Mapping
 	q       *rxe.CQ // rxe; nil once closed
 	mx      *mlx5CQ // mlx5 (mlx5cq.go); nil on rxe and once closed

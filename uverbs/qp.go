@@ -83,14 +83,14 @@ type QP struct {
 
 	closeMu sync.Mutex // serialises Close
 
-	sendMu sync.Mutex
+	sendMu ringLock
 	sq     *rxe.SQ
 	sqMap  *sys.Mapping
 	db     *doorbell    // in dbMap
 	dbMap  *sys.Mapping // off-heap page holding the doorbell command and its response
 	lim    rxe.SendLimits
 
-	recvMu sync.Mutex
+	recvMu ringLock
 	rq     *rxe.RQ // nil with an SRQ
 	rqMap  *sys.Mapping
 

@@ -3,7 +3,6 @@ package uverbs
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
@@ -53,7 +52,7 @@ type SRQ struct {
 	srqn   uint32
 	kids   children // QPs
 
-	mu   sync.Mutex
+	mu   ringLock
 	ring *sys.Mapping
 	rq   *rxe.RQ  // rxe; nil once closed
 	mx   *mlx5SRQ // mlx5 (mlx5srq.go); nil on rxe and once closed
