@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -26,15 +27,55 @@ type Buffer struct {
 	clean runtime.Cleanup
 }
 
-// buffers lists the open Buffers by start address, for RegMR (which MR
-// lies in which Buffer) and for the inline-data check of PostSend. It holds
-// weak pointers only: a Buffer dropped without Close is collected, its
-// mapping unmapped by the GC safety net and its entry removed.
+// buffers lists the open Buffers sorted by start address, their ranges
+// disjoint, for RegMR (which MR lies in which Buffer) and for the
+// inline-data check of PostSend, which finds the one Buffer that can hold
+// an address by binary search. It holds weak pointers only: a Buffer dropped
+// without Close is collected, its mapping unmapped by the GC safety net and
+// its entry removed.
 var (
 	buffersMu  sync.RWMutex
-	buffers    = map[uint64]bufEntry{}
+	buffers    []bufEntry
 	nextBuffer uint64 // under buffersMu
 )
+
+// bufferAtLocked returns the index of the entry that can contain addr (the
+// last one starting at or below it), or -1. The caller holds buffersMu.
+func bufferAtLocked(addr uint64) int {
+	lo, hi := 0, len(buffers) // buffers[:lo] start at or below addr
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if buffers[m].start <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
+}
+
+// addBufferLocked lists e. An entry whose range overlaps e's is stale (its
+// Buffer was collected and its mapping is gone, or the kernel could not have
+// mapped e there) and is dropped. The caller holds buffersMu for writing.
+func addBufferLocked(e bufEntry) {
+	i := bufferAtLocked(e.start) + 1 // first entry starting above e.start
+	j := i
+	if i > 0 && buffers[i-1].end > e.start {
+		i--
+	}
+	for j < len(buffers) && buffers[j].start < e.end {
+		j++
+	}
+	buffers = slices.Replace(buffers, i, j, e)
+}
+
+// removeBufferLocked drops the entry of the Buffer with this start and id,
+// if it is still listed. The caller holds buffersMu for writing.
+func removeBufferLocked(start, id uint64) {
+	if i := bufferAtLocked(start); i >= 0 && buffers[i].start == start && buffers[i].id == id {
+		buffers = slices.Delete(buffers, i, i+1)
+	}
+}
 
 type bufEntry struct {
 	id         uint64
@@ -48,9 +89,7 @@ type bufKey struct{ start, id uint64 }
 // check keeps it from removing a newer Buffer mapped at the same address.
 func forgetBuffer(k bufKey) {
 	buffersMu.Lock()
-	if e, ok := buffers[k.start]; ok && e.id == k.id {
-		delete(buffers, k.start)
-	}
+	removeBufferLocked(k.start, k.id)
 	buffersMu.Unlock()
 }
 
@@ -75,7 +114,7 @@ func AllocBuffer(size int) (*Buffer, error) {
 	buffersMu.Lock()
 	nextBuffer++
 	b.id = nextBuffer
-	buffers[start] = bufEntry{id: b.id, start: start, end: start + uint64(size), b: weak.Make(b)}
+	addBufferLocked(bufEntry{id: b.id, start: start, end: start + uint64(size), b: weak.Make(b)})
 	buffersMu.Unlock()
 	b.clean = runtime.AddCleanup(b, forgetBuffer, bufKey{start: start, id: b.id})
 	return b, nil
@@ -124,9 +163,7 @@ func (b *Buffer) Close() error {
 			"the buffer is still registered by %s: close them before unmapping the memory they point at", plural(b.regs, "MR"))}}
 	}
 	start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.b))))
-	if e, ok := buffers[start]; ok && e.id == b.id {
-		delete(buffers, start)
-	}
+	removeBufferLocked(start, b.id)
 	b.clean.Stop()
 	m := b.m
 	b.m, b.b = nil, nil
@@ -138,25 +175,25 @@ func (b *Buffer) Close() error {
 func bufferOf(addr uint64, n int) *Buffer {
 	buffersMu.Lock()
 	defer buffersMu.Unlock()
-	for _, e := range buffers {
-		if addr < e.start || addr+uint64(n) > e.end || addr+uint64(n) < addr {
-			continue
-		}
-		b := e.b.Value()
-		if b == nil {
-			continue
-		}
-		b.mu.Lock()
-		ok := len(b.b) > 0
-		if ok {
-			b.regs++
-		}
-		b.mu.Unlock()
-		if ok {
-			return b
-		}
+	i := bufferAtLocked(addr)
+	if i < 0 {
+		return nil
 	}
-	return nil
+	e := buffers[i]
+	if addr+uint64(n) > e.end || addr+uint64(n) < addr {
+		return nil
+	}
+	b := e.b.Value()
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.b) == 0 {
+		return nil
+	}
+	b.regs++
+	return b
 }
 
 // inBufferLocked reports whether [addr, addr+n) lies inside an open Buffer.
@@ -167,14 +204,10 @@ func inBufferLocked(addr, n uint64) bool {
 	if end < addr {
 		return false
 	}
-	for _, e := range buffers {
-		// A nil Value is a Buffer the collector found unreachable: its
-		// mapping may already be gone.
-		if addr >= e.start && end <= e.end && e.b.Value() != nil {
-			return true
-		}
-	}
-	return false
+	i := bufferAtLocked(addr)
+	// A nil Value is a Buffer the collector found unreachable: its mapping
+	// may already be gone.
+	return i >= 0 && end <= buffers[i].end && buffers[i].b.Value() != nil
 }
 
 // unregister drops a registration counted by bufferOf.

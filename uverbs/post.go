@@ -240,11 +240,20 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if st := QPState(qp.state.Load()); st < QPStateRTS {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in %v)", ErrQPState, qp.qpn, st)}
 	}
+	// checkMRs: some inline SGE lies outside every open Buffer, so each is
+	// checked against the Buffers and the PD's MRs below.
+	checkMRs := false
 	if hasInline(wrs) {
 		// Held until the copy is done: Buffer.Close and MR.Close wait, so
-		// the memory checked stays mapped.
-		lockInline(qp.pd)
-		defer unlockInline(qp.pd)
+		// the memory checked stays mapped. The MR list is locked only when
+		// a source is not in a Buffer (lock order: buffersMu, pd.mrMu).
+		buffersMu.RLock()
+		defer buffersMu.RUnlock()
+		if !inlineInBuffersLocked(wrs) {
+			checkMRs = true
+			qp.pd.mrMu.RLock()
+			defer qp.pd.mrMu.RUnlock()
+		}
 	}
 	for i := range wrs {
 		wr := &wrs[i]
@@ -258,7 +267,7 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 		if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, wr.udAddr(), &qp.lim); err != nil {
 			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 		}
-		if wr.Flags&SendInline != 0 {
+		if checkMRs && wr.Flags&SendInline != 0 {
 			if j := qp.badInlineSGE(wr.SGEs); j >= 0 {
 				return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d (%d bytes at %#x) is not inside an open Buffer or a registered MR of the QP's PD: inline data must come from a Buffer or a registered MR",
 					ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
@@ -290,22 +299,27 @@ func hasInline(wrs []SendWR) bool {
 	return false
 }
 
-// lockInline and unlockInline hold the lists of open Buffers and of the
-// PD's MRs for reading.
-func lockInline(pd *PD) {
-	buffersMu.RLock()
-	pd.mrMu.RLock()
-}
-
-func unlockInline(pd *PD) {
-	pd.mrMu.RUnlock()
-	buffersMu.RUnlock()
+// inlineInBuffersLocked reports whether every inline SGE of wrs lies inside
+// an open Buffer. The caller holds buffersMu (read).
+func inlineInBuffersLocked(wrs []SendWR) bool {
+	for i := range wrs {
+		if wrs[i].Flags&SendInline == 0 {
+			continue
+		}
+		for _, g := range wrs[i].SGEs {
+			if g.Length != 0 && !inBufferLocked(g.Addr, uint64(g.Length)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // badInlineSGE returns the index of the first inline SGE whose bytes are
 // not inside an open Buffer or an open MR of the QP's PD, or -1. The inline
 // copy reads those addresses in this process, so anything else could fault
-// (the lkey is not used for inline data). The caller holds lockInline.
+// (the lkey is not used for inline data). The caller holds buffersMu and
+// pd.mrMu (read).
 func (qp *QP) badInlineSGE(sges []SGE) int {
 	for j := range sges {
 		a, n := sges[j].Addr, uint64(sges[j].Length)

@@ -1,0 +1,65 @@
+package uverbs
+
+import (
+	"runtime"
+	"testing"
+	"weak"
+)
+
+// TestBufferList drives the sorted list of open Buffers directly: lookups
+// find the one entry that can hold an address, stale overlapping entries
+// are replaced when a new Buffer is listed there, and removal checks the id.
+func TestBufferList(t *testing.T) {
+	buffersMu.Lock()
+	saved := buffers
+	buffers = nil
+	defer func() { buffers = saved; buffersMu.Unlock() }()
+
+	live := &Buffer{}
+	w := weak.Make(live)
+	add := func(id, start, end uint64) { addBufferLocked(bufEntry{id: id, start: start, end: end, b: w}) }
+	starts := func() []uint64 {
+		var s []uint64
+		for _, e := range buffers {
+			s = append(s, e.start)
+		}
+		return s
+	}
+	add(1, 0x3000, 0x4000)
+	add(2, 0x1000, 0x2000)
+	add(3, 0x8000, 0x9000)
+	if got := starts(); len(got) != 3 || got[0] != 0x1000 || got[1] != 0x3000 || got[2] != 0x8000 {
+		t.Fatalf("starts %#x, want sorted 0x1000 0x3000 0x8000", got)
+	}
+	for _, c := range []struct {
+		addr, n uint64
+		want    bool
+	}{
+		{0x1000, 0x1000, true}, {0x1800, 0x800, true}, {0x1800, 0x801, false},
+		{0x0fff, 1, false}, {0x2000, 1, false}, {0x3fff, 1, true}, {0x8000, 0x1000, true},
+		{0x9000, 1, false}, {0x10, 1, false}, {^uint64(0), 2, false},
+	} {
+		if got := inBufferLocked(c.addr, c.n); got != c.want {
+			t.Errorf("inBufferLocked(%#x, %#x) = %v, want %v", c.addr, c.n, got, c.want)
+		}
+	}
+	// A new Buffer over the range of 1 and 3's start can only be there if
+	// their mappings are gone: both entries go.
+	add(4, 0x2800, 0x8800)
+	if got := starts(); len(got) != 2 || got[0] != 0x1000 || got[1] != 0x2800 {
+		t.Fatalf("after an overlapping add: starts %#x, want 0x1000 0x2800", got)
+	}
+	removeBufferLocked(0x2800, 99) // another id: a newer Buffer at the address stays
+	if len(buffers) != 2 {
+		t.Fatalf("remove with a stale id dropped an entry: %d left", len(buffers))
+	}
+	removeBufferLocked(0x2800, 4)
+	removeBufferLocked(0x1000, 2)
+	if len(buffers) != 0 {
+		t.Fatalf("%d entries left after removing all", len(buffers))
+	}
+	if inBufferLocked(0x1000, 1) {
+		t.Fatal("an address is inside a Buffer of an empty list")
+	}
+	runtime.KeepAlive(live)
+}
