@@ -240,21 +240,32 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if st := QPState(qp.state.Load()); st < QPStateRTS {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in %v)", ErrQPState, qp.qpn, st)}
 	}
-	// checkMRs: some inline SGE lies outside every open Buffer, so each is
-	// checked against the Buffers and the PD's MRs below.
-	checkMRs := false
 	if hasInline(wrs) {
-		// Held until the copy is done: Buffer.Close and MR.Close wait, so
-		// the memory checked stays mapped. The MR list is locked only when
-		// a source is not in a Buffer (lock order: buffersMu, pd.mrMu).
-		buffersMu.RLock()
-		defer buffersMu.RUnlock()
-		if !inlineInBuffersLocked(wrs) {
-			checkMRs = true
-			qp.pd.mrMu.RLock()
-			defer qp.pd.mrMu.RUnlock()
-		}
+		return qp.stageSendInline(op, wrs)
 	}
+	return qp.stageSendChecked(op, wrs, false)
+}
+
+// stageSendInline holds the lists of open Buffers and, only when some
+// inline source is not inside a Buffer, of the PD's MRs (lock order:
+// buffersMu, pd.mrMu) until the inline bytes are copied: Buffer.Close and
+// MR.Close wait, so the memory checked stays mapped.
+func (qp *QP) stageSendInline(op string, wrs []SendWR) error {
+	buffersMu.RLock()
+	defer buffersMu.RUnlock()
+	if inlineInBuffersLocked(wrs) {
+		return qp.stageSendChecked(op, wrs, false)
+	}
+	qp.pd.mrMu.RLock()
+	defer qp.pd.mrMu.RUnlock()
+	return qp.stageSendChecked(op, wrs, true)
+}
+
+// stageSendChecked is stageSend once the QP is known to be open and in RTS.
+// With checkMRs each inline SGE is checked against the open Buffers and the
+// PD's MRs (the caller holds both lists); without, the caller found every
+// inline SGE inside an open Buffer and holds that list.
+func (qp *QP) stageSendChecked(op string, wrs []SendWR, checkMRs bool) error {
 	for i := range wrs {
 		wr := &wrs[i]
 		if wr.AH != nil {
