@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/mmio"
 )
 
 // Work-completion flags (enum ib_wc_flags / IB_WC_*).
@@ -48,7 +49,10 @@ type WC struct {
 // (every field is overwritten). slot must be at least WCSize bytes.
 func DecodeCQE(slot []byte, wc *WC) {
 	// One view of the 48 bytes instead of a bounds-checked read per field.
-	e := (*abi.UverbsWC)(unsafe.Pointer(unsafe.SliceData(slot[:WCSize:WCSize])))
+	decodeCQE((*abi.UverbsWC)(unsafe.Pointer(unsafe.SliceData(slot[:WCSize:WCSize]))), wc)
+}
+
+func decodeCQE(e *abi.UverbsWC, wc *WC) {
 	wc.ID = e.WRID
 	wc.Status = e.Status
 	wc.Opcode = e.Opcode
@@ -93,18 +97,30 @@ func NewCQ(buf []byte) (*CQ, error) {
 }
 
 // Poll decodes up to len(wcs) completions into wcs and returns how many. It
-// loads producer_index (acquire) when it has caught up with the last value
-// it saw, and publishes consumer_index once per call (store-release), after
-// the last entry was read. It allocates nothing.
+// loads producer_index (acquire) when the entries it saw last do not fill
+// wcs, and publishes consumer_index once per call (store-release), after the
+// last entry was read. It allocates nothing.
 func (q *CQ) Poll(wcs []WC) int {
-	n := 0
-	for n < len(wcs) && !q.Empty() {
-		DecodeCQE(q.Peek(), &wcs[n])
-		q.skip()
-		n++
+	c := q.Consumer
+	n := int((c.seen - c.next) & c.mask)
+	if n < len(wcs) {
+		c.seen = mmio.LoadAcquire32(c.prod) & c.mask
+		n = int((c.seen - c.next) & c.mask)
 	}
-	if n > 0 {
-		q.publish()
+	n = min(n, len(wcs))
+	if n == 0 {
+		return 0
 	}
+	// Every slot is at least WCSize bytes inside data (NewConsumer checked
+	// the geometry), so the entries are read through a pointer each,
+	// without a bounds check per entry.
+	base := unsafe.Pointer(unsafe.SliceData(c.data))
+	next := c.next
+	for i := range wcs[:n] {
+		decodeCQE((*abi.UverbsWC)(unsafe.Add(base, uintptr(next&c.mask)<<c.shift)), &wcs[i])
+		next++
+	}
+	c.next = next & c.mask
+	c.publish()
 	return n
 }
