@@ -181,18 +181,19 @@ func (e *PostError) Unwrap() error { return e.Err }
 // toWQE converts a send work request for the encoder; the SGEs are shared,
 // not copied.
 func (wr *SendWR) toWQE(w *rxe.SendWQE) {
-	*w = rxe.SendWQE{
-		ID:         wr.ID,
-		Opcode:     rxe.SendOpcode(wr.Op),
-		Flags:      rxe.SendFlags(wr.Flags),
-		ImmData:    wr.Imm,
-		RemoteAddr: wr.RemoteAddr,
-		RKey:       wr.RKey,
-		CompareAdd: wr.CompareAdd,
-		Swap:       wr.Swap,
-		SGEs:       rxeSGEs(wr.SGEs),
-	}
+	// Field by field: a composite literal assigned through w is built in a
+	// temporary and then copied.
+	w.ID = wr.ID
+	w.Opcode = rxe.SendOpcode(wr.Op)
+	w.Flags = rxe.SendFlags(wr.Flags)
+	w.ImmData = wr.Imm
+	w.InvalidateRKey = 0
+	w.RemoteAddr = wr.RemoteAddr
+	w.RKey = wr.RKey
+	w.CompareAdd = wr.CompareAdd
+	w.Swap = wr.Swap
 	w.UD = wr.udAddr()
+	w.SGEs = rxeSGEs(wr.SGEs)
 }
 
 // udAddr is the UD destination the encoder writes (zero without one).
