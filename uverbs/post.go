@@ -404,8 +404,14 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 // postRecv validates and posts wrs on a receive queue or SRQ; the caller
 // holds the queue's lock.
 func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
+	maxSGE := q.MaxSGE()
 	for i := range wrs {
-		if err := rxe.CheckRecv(rxeSGEs(wrs[i].SGEs), q.MaxSGE()); err != nil {
+		// One SGE within the limit cannot fail (its length is one u32):
+		// only longer lists need the full check.
+		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
+			continue
+		}
+		if err := rxe.CheckRecv(rxeSGEs(wrs[i].SGEs), maxSGE); err != nil {
 			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
 		}
 	}
