@@ -156,7 +156,8 @@ func (p *Producer) Stage() {
 }
 
 // Commit publishes the staged slots: a store-release of the private
-// producer index (rdma-core advance_producer, once per batch).
+// producer index (rdma-core advance_producer, once per batch; docs/abi.md
+// §3.5).
 func (p *Producer) Commit() { mmio.StoreRelease32(p.prod, p.next) }
 
 // Consumer is the user side of a ring the kernel fills and the user drains:
