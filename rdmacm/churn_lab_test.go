@@ -171,10 +171,14 @@ func serveEcho(ctx context.Context, t *testing.T, c *Conn) {
 	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess {
 		t.Fatalf("server send: %v %v", wc.Status, err)
 	}
+	// The server ends the connection (see echoServer).
+	if err := c.Disconnect(); err != nil {
+		t.Fatalf("server disconnect: %v", err)
+	}
 	select {
 	case <-c.Done():
 	case <-ctx.Done():
-		t.Fatal("no DISCONNECTED from the client")
+		t.Fatal("the CM did not confirm the server's disconnect")
 	}
 }
 

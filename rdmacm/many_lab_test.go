@@ -18,7 +18,11 @@ import (
 
 // echoServer accepts connections on l until acceptCtx ends and echoes one
 // message on each: it posts a receive before accepting, waits for it, sends
-// the bytes back and waits (within ctx) for the client to disconnect.
+// the bytes back, and once that send has completed disconnects and waits
+// (within ctx) for the CM to confirm. The server ends the connection, not
+// the client: a receive completes before its ACK leaves, so a client that
+// disconnected on seeing the echo could flush the server's send
+// (docs/kernel-behaviour.md §2).
 func echoServer(acceptCtx, ctx context.Context, t *testing.T, l *Listener, wg *sync.WaitGroup) {
 	for {
 		c, err := l.GetRequest(acceptCtx)
@@ -52,16 +56,21 @@ func echoServer(acceptCtx, ctx context.Context, t *testing.T, l *Listener, wg *s
 				t.Errorf("server send: %v %v", wc.Status, err)
 				return
 			}
+			if err := c.Disconnect(); err != nil {
+				t.Errorf("server disconnect: %v", err)
+				return
+			}
 			select {
 			case <-c.Done():
 			case <-ctx.Done():
-				t.Errorf("server: no DISCONNECTED from %v", c.RemoteAddr())
+				t.Errorf("server: the CM did not confirm the disconnect from %v", c.RemoteAddr())
 			}
 		}()
 	}
 }
 
-// echoClient connects, sends msg and checks the echo.
+// echoClient connects, sends msg, checks the echo and waits for the
+// server to disconnect (see echoServer).
 func echoClient(ctx context.Context, addr, msg string) error {
 	c, err := Dial(ctx, addr, nil)
 	if err != nil {
@@ -97,7 +106,12 @@ func echoClient(ctx context.Context, addr, msg string) error {
 	if echo := string(buf.Bytes()[64 : 64+len(msg)]); echo != msg {
 		return fmt.Errorf("echo %q, sent %q", echo, msg)
 	}
-	return nil
+	select {
+	case <-c.Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("no DISCONNECTED from the server after the echo: %w", ctx.Err())
+	}
 }
 
 // TestManyClients: 16 clients connect to one listener at once; each gets
