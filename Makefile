@@ -2,7 +2,11 @@
 #
 #   make test          unit tests on this machine, then every package's tests
 #                      in the rxe lab (QEMU + Debian 6.1 kernel with rdma_rxe)
-#   make test-kernels  the same, in the lab on the 6.1 and the 6.12 kernels
+#   make test-kernels  the same, in the lab on the 6.1 and the 6.12 kernels,
+#                      then make test-arm64's lab part
+#   make test-arm64    every package's tests built with GOARCH=arm64, in the
+#                      arm64 lab (qemu-system-aarch64, Debian's arm64 6.12
+#                      kernel and userland); ARM64_KERNEL=6.1 picks the other
 #   make bench         Go benchmarks in the lab (BENCH=regexp picks them, e.g.
 #                      BENCH=VersusRdmaCore), the library's own cost on this
 #                      machine, then rdma-perf against C perftest in the lab;
@@ -26,6 +30,7 @@
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 KERNEL  ?= 6.1
+ARM64_KERNEL ?= 6.12
 BENCH   ?= .
 LAB     := $(CURDIR)/bin/rxelab
 # Packages whose tests run inside the lab (the lab's own tests run on the host).
@@ -42,7 +47,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab test test-kernels bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet nocgo unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -75,12 +80,24 @@ lab: lab-bin
 	$(GO) test -count=1 -p 1 -run '$(TWO_GUEST)' -exec "$(LAB) -kernel $(KERNEL) -guests 2" $(TWO_GUEST_PKGS)
 	cd examples/grpc && $(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL)" ./...
 
+# The same tests built for arm64 (go test cross-compiles; the lab runs them
+# in an arm64 guest under TCG, docs/testing.md §2).
+lab-arm64: lab-bin
+	GOARCH=arm64 $(GO) test -count=1 -p 1 -skip '$(TWO_GUEST)' -exec "$(LAB) -arch arm64 -kernel $(KERNEL)" $(LAB_PKGS)
+	GOARCH=arm64 $(GO) test -count=1 -p 1 -run '$(TWO_GUEST)' -exec "$(LAB) -arch arm64 -kernel $(KERNEL) -guests 2" $(TWO_GUEST_PKGS)
+	cd examples/grpc && GOARCH=arm64 $(GO) test -count=1 -p 1 -exec "$(LAB) -arch arm64 -kernel $(KERNEL)" ./...
+
 test: unit
 	$(MAKE) lab KERNEL=6.1
 
 test-kernels: unit
 	$(MAKE) lab KERNEL=6.1
 	$(MAKE) lab KERNEL=6.12
+	$(MAKE) lab-arm64 KERNEL=6.12
+
+test-arm64: nocgo
+	GOARCH=arm64 $(GO) vet ./...
+	$(MAKE) lab-arm64 KERNEL=$(ARM64_KERNEL)
 
 # The lab writes only to /tmp, which it shares with this machine.
 BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md

@@ -168,8 +168,8 @@ func serveEcho(ctx context.Context, t *testing.T, c *Conn) {
 		SGEs: []uverbs.SGE{ep.mr.SGE(0, int(wc.ByteLen))}}}); err != nil {
 		t.Fatal(err)
 	}
-	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess {
-		t.Fatalf("server send: %v %v", wc.Status, err)
+	if err := echoSent(ctx, c); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case <-c.Done():
@@ -438,8 +438,9 @@ func TestChurn(t *testing.T) {
 }
 
 // churnServe echoes one message; a client that went away is not an error
-// of the server (it reports it and ends).
-func churnServe(ctx context.Context, c *Conn) error {
+// of the server (it reports it and ends). Shutdown runs on every path once
+// the MR is registered, so that the buffer can be freed.
+func churnServe(ctx context.Context, c *Conn) (err error) {
 	buf, err := uverbs.AllocBuffer(4096)
 	if err != nil {
 		return err
@@ -449,34 +450,28 @@ func churnServe(ctx context.Context, c *Conn) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		err = errors.Join(err, c.Shutdown(sctx))
+	}()
 	if err := c.QP().PostRecv([]uverbs.RecvWR{{ID: 1, SGEs: []uverbs.SGE{mr.SGE(0, 64)}}}); err != nil {
 		return err
 	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
 	wcs := make([]uverbs.WC, 1)
-	wait := func() error {
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		if _, err := c.CQ().PollWait(wctx, wcs); err != nil {
-			return err
-		}
-		if wcs[0].Status != uverbs.WCSuccess {
-			return fmt.Errorf("wr %d: %v", wcs[0].ID, wcs[0].Status)
-		}
-		return nil
-	}
-	if err := wait(); err != nil {
+	if _, err := c.CQ().PollWait(wctx, wcs); err != nil {
 		return err
+	}
+	if wcs[0].Status != uverbs.WCSuccess {
+		return fmt.Errorf("wr %d: %v", wcs[0].ID, wcs[0].Status)
 	}
 	if err := c.QP().PostSend([]uverbs.SendWR{{ID: 2, Op: uverbs.OpSend, Flags: uverbs.SendSignaled,
 		SGEs: []uverbs.SGE{mr.SGE(0, int(wcs[0].ByteLen))}}}); err != nil {
 		return err
 	}
-	if err := wait(); err != nil {
-		return err
-	}
-	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	return c.Shutdown(sctx)
+	return echoSent(wctx, c)
 }
 
 // TestShutdown: Shutdown disconnects, waits for the CM, flushes the posted

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +41,9 @@ import (
 // over TCP; it and the RS_* queue settings are removed from the environment,
 // and the lab has no /etc/rdma/rsocket, so rsocket's defaults hold.
 
-const preloadLib = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
+// preloadLib is librdmacm1's preload in the multiarch directory of the
+// test binary's architecture (the arm64 lab runs an arm64 userland).
+var preloadLib = "/usr/lib/" + map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}[runtime.GOARCH] + "/rsocket/librspreload.so"
 
 // preloadCommon is the start of both scripts: rsocket() returns the fd of
 // a new rsocket from the preload.

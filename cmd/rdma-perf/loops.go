@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -192,6 +193,9 @@ func (s *session) beginRun() {
 	s.clk.stop()
 	s.tickEvery = int64(s.clk.perUsec * 1e6)
 	s.nextPrint = cycles() + 2*s.tickEvery
+	if s.noProgress {
+		s.nextPrint = math.MaxInt64
+	}
 	s.yieldAt = cycles() + s.yieldEvery()
 }
 

@@ -72,6 +72,10 @@ type session struct {
 	started                time.Time
 	count                  int // iterations done, for the progress line
 	printed                bool
+	// noProgress leaves the progress line out: TestHotPathAllocs counts
+	// the allocations of the measured loops, and a slow run (over 2 s, as
+	// under the arm64 lab's TCG) would count the line's formatting too.
+	noProgress bool
 }
 
 // qpState is one QP of a test and what its loops keep of it: perftest

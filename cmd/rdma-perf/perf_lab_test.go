@@ -164,6 +164,7 @@ func TestHotPathAllocs(t *testing.T) {
 			c.hook = func(s *session) error {
 				// The program's own context (the signal context) is kept:
 				// CompChannel.Wait registers it once, not per Wait.
+				s.noProgress = true
 				s.prepSend(c.size)
 				run := s.runBW
 				if s.o.lat {

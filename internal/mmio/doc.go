@@ -23,6 +23,32 @@
 // after publishing its own and relies on the order of the two. Race builds
 // keep the sync/atomic stores, which the race detector sees.
 //
+// # Each access, per GOARCH
+//
+// What every shared access of the module compiles to, and the rdma-core
+// access it matches (providers/rxe/rxe_queue.h for the rings, util/mmio.h
+// and util/udma_barrier.h for doorbells):
+//
+//	access                                  Go                       amd64   arm64   rdma-core
+//	ring: producer reads the consumer index LoadAcquire32            MOVL    LDARW   queue_full: atomic_load_explicit(consumer, acquire)
+//	ring: producer publishes its index      StoreRelease32           XCHGL   STLRW   advance_producer/store_producer_index: release store
+//	ring: consumer reads the producer index LoadAcquire32            MOVL    LDARW   queue_empty: atomic_load_explicit(producer, acquire)
+//	ring: consumer publishes its index      StoreRelease32           XCHGL   STLRW   advance_consumer/store_consumer_index: release store
+//	ring geometry (log2 size, index mask)   U32().Load               MOVL    LDARW   plain read after mmap (the kernel set it before)
+//	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
+//	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)
+//	before a doorbell record or register    ToDeviceBarrier          none    DMB OSHST  udma_to_device_barrier
+//	after reading a device-written CQE      FromDeviceBarrier        LFENCE  DMB OSHLD  udma_from_device_barrier
+//	after a write-combining doorbell copy   FlushWrites              SFENCE  DSB ST  mmio_flush_writes
+//
+// rdma-core reads its own index relaxed (load_producer_index); the views
+// load it with acquire, which is stronger and costs nothing on either CPU
+// where the index is only ever read by its owner. The arm64 lab
+// (docs/testing.md §2) runs the arm64 instructions above against Debian's
+// arm64 kernels under QEMU's multi-threaded TCG, which turns each guest
+// barrier and acquire/release into a host fence and adds none for plain
+// accesses (docs/testing.md §2 says what that can and cannot catch).
+//
 // # Device barriers
 //
 // sync/atomic orders memory between CPUs. It says nothing about a DMA

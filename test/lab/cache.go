@@ -20,7 +20,7 @@ func (e *env) touchAndPrune(used ...string) {
 		_ = os.Chtimes(p, now, now)
 		keep[p] = true
 	}
-	for _, dir := range []string{"kernels", "init", "initramfs"} {
+	for _, dir := range []string{"kernels", "init", "initramfs", "userland"} {
 		ents, _ := os.ReadDir(filepath.Join(e.cache, dir))
 		for _, ent := range ents {
 			p := filepath.Join(e.cache, dir, ent.Name())

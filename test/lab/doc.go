@@ -50,6 +50,17 @@
 // The control protocol between the host, the guests' /init and package peer
 // is defined once, in internal/proto.
 //
+// # arm64 guests
+//
+// With Config.Arch = "arm64" (rxelab -arch arm64) the guest is
+// qemu-system-aarch64's virt board running Debian's arm64 kernel of the
+// series. Its userland is Debian's arm64 packages (userlandPackages and
+// their dependencies), downloaded with apt-get download through an apt state
+// of its own in the cache and unpacked with dpkg-deb; the guest mounts it
+// over the host's /usr, so the command (an arm64 binary, e.g. built with
+// GOARCH=arm64) finds an arm64 sh, rdma, python3 and rdma-core's tools at
+// the usual paths, and everything outside /usr is the host's.
+//
 // GOVERBS_LAB_APPEND adds words to the guest kernel's command line (for
 // debugging, e.g. GOVERBS_LAB_APPEND=loglevel=7 with rxelab -v).
 //

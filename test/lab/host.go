@@ -34,9 +34,14 @@ type env struct {
 	log     io.Writer
 	verbose bool
 	accel   []string // QEMU's -accel and -cpu options (accelArgs)
+	arch    *guestArch
+	usr     string // a foreign guest's /usr (userland), else ""
 
 	updateOnce sync.Once
 	updateErr  error
+
+	foreignUpdateOnce sync.Once // apt-get update of the guest's architecture (arch.go)
+	foreignUpdateErr  error
 }
 
 // lockFile takes an exclusive flock on cache/locks/name; the returned func
@@ -140,9 +145,14 @@ func (e *env) aptUpdate() error {
 	return e.updateErr
 }
 
-// ensurePackages installs the missing hostPackages with apt-get.
-func (e *env) ensurePackages() error {
-	missing := missingPackages(hostPackages)
+// ensurePackages installs the missing hostPackages, and the QEMU of the
+// guest's architecture, with apt-get.
+func (e *env) ensurePackages(arch *guestArch) error {
+	pkgs := hostPackages
+	if arch.pkg != hostPackages[0] {
+		pkgs = append(append([]string{}, hostPackages...), arch.pkg)
+	}
+	missing := missingPackages(pkgs)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -151,7 +161,7 @@ func (e *env) ensurePackages() error {
 		return err
 	}
 	defer unlock()
-	if missing = missingPackages(hostPackages); len(missing) == 0 {
+	if missing = missingPackages(pkgs); len(missing) == 0 {
 		return nil
 	}
 	if os.Geteuid() != 0 {
@@ -165,7 +175,7 @@ func (e *env) ensurePackages() error {
 	if err := e.apt(append([]string{"install", "-y", "--no-install-recommends"}, missing...)...); err != nil {
 		return fmt.Errorf("installing the lab's host packages: %w", err)
 	}
-	if missing = missingPackages(hostPackages); len(missing) != 0 {
+	if missing = missingPackages(pkgs); len(missing) != 0 {
 		return fmt.Errorf("apt-get install did not install %s", strings.Join(missing, " "))
 	}
 	return nil

@@ -45,9 +45,9 @@ func guestInitFiles() (map[string][]byte, error) {
 	return files, err
 }
 
-func guestInitHash() string {
+func guestInitHash(goarch string) string {
 	h := sha256.New()
-	h.Write([]byte(runtime.GOARCH + "\n"))
+	h.Write([]byte(goarch + "\n"))
 	files, err := guestInitFiles()
 	if err != nil {
 		panic(err) // embedded files are always readable
@@ -86,10 +86,10 @@ func goTool() (string, error) {
 	return "", errors.New("the lab builds the guest's /init with the Go toolchain, but no go command was found in $GOROOT/bin, PATH or /usr/local/go/bin; install Go or put go in PATH")
 }
 
-// guestInit returns the path of the static /init binary, building it once
-// per source version.
-func (e *env) guestInit() (string, error) {
-	final := filepath.Join(e.cache, "init", guestInitHash())
+// guestInit returns the path of the static /init binary for goarch, building
+// it once per source version.
+func (e *env) guestInit(goarch string) (string, error) {
+	final := filepath.Join(e.cache, "init", guestInitHash(goarch))
 	bin := filepath.Join(final, "init")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
@@ -123,7 +123,7 @@ func (e *env) guestInit() (string, error) {
 	e.logf("building the guest /init ...")
 	cmd := exec.Command(goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", "init", "./"+guestInitDir+"/guestinit")
 	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH,
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch,
 		"GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "GOPROXY=off")
 	if os.Getenv("HOME") == "" && os.Getenv("GOCACHE") == "" && os.Getenv("XDG_CACHE_HOME") == "" {
 		cmd.Env = append(cmd.Env, "GOCACHE="+filepath.Join(e.cache, "gocache"))
@@ -145,9 +145,9 @@ func (e *env) guestInit() (string, error) {
 
 // initramfs returns an uncompressed newc initramfs with /init, /dev/console
 // and the kernel's modules, cached per kernel and /init version.
-func (e *env) initramfs(k *kernel, initBin string) (string, error) {
+func (e *env) initramfs(k *kernel, initBin, goarch string) (string, error) {
 	dir := filepath.Join(e.cache, "initramfs")
-	final := filepath.Join(dir, k.key+"-"+guestInitHash()+".cpio")
+	final := filepath.Join(dir, k.key+"-"+guestInitHash(goarch)+".cpio")
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
 	}

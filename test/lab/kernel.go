@@ -49,9 +49,10 @@ func fileExists(p string) bool {
 // cache entries are not used.
 const cacheLayout = "3"
 
-// aptDepends returns the linux-image package meta depends on, from apt-cache.
-func aptDepends(meta string) (string, error) {
-	out, err := exec.Command("apt-cache", "depends", meta).CombinedOutput()
+// aptDepends returns the linux-image package meta depends on, from apt-cache
+// (with aptOpts, the options of a foreign architecture's apt state).
+func aptDepends(aptOpts []string, meta string) (string, error) {
+	out, err := exec.Command("apt-cache", append(append([]string{}, aptOpts...), "depends", meta)...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("apt-cache depends %s: %v: %s", meta, err, strings.TrimSpace(string(out)))
 	}
@@ -67,15 +68,31 @@ func aptDepends(meta string) (string, error) {
 
 // kernelPackage resolves the kernel package of a series. Without apt data it
 // falls back to the newest kernel of the series already in the cache.
-func (e *env) kernelPackage(series string) (string, error) {
-	meta, ok := Series[series]
-	if !ok {
+func (e *env) kernelPackage(series string, arch *guestArch) (string, error) {
+	if _, ok := Series[series]; !ok {
 		return "", fmt.Errorf("unknown kernel series %q; use one of 6.1, 6.12", series)
 	}
-	pkg, err := aptDepends(meta)
-	if err != nil && os.Geteuid() == 0 {
-		if uerr := e.aptUpdate(); uerr == nil {
-			pkg, err = aptDepends(meta)
+	meta := arch.kernelMeta(series)
+	var pkg string
+	var err error
+	if arch.foreign() {
+		opts := e.foreignAptOpts(arch.name)
+		if !e.foreignAptHasLists(arch.name) {
+			err = e.foreignAptUpdate(arch.name)
+		}
+		if err == nil {
+			if pkg, err = aptDepends(opts, meta); err != nil {
+				if uerr := e.foreignAptUpdate(arch.name); uerr == nil {
+					pkg, err = aptDepends(opts, meta)
+				}
+			}
+		}
+	} else {
+		pkg, err = aptDepends(nil, meta)
+		if err != nil && os.Geteuid() == 0 {
+			if uerr := e.aptUpdate(); uerr == nil {
+				pkg, err = aptDepends(nil, meta)
+			}
 		}
 	}
 	if err == nil {
@@ -84,7 +101,8 @@ func (e *env) kernelPackage(series string) (string, error) {
 	ents, _ := os.ReadDir(filepath.Join(e.cache, "kernels"))
 	var cached []string
 	for _, ent := range ents {
-		if strings.HasPrefix(ent.Name(), "linux-image-"+series+".") {
+		k, _, _ := strings.Cut(ent.Name(), "@")
+		if strings.HasPrefix(k, "linux-image-"+series+".") && strings.HasSuffix(k, "-"+arch.name) {
 			cached = append(cached, ent.Name())
 		}
 	}
@@ -107,8 +125,8 @@ func moduleSetHash() string {
 // prepareKernel makes sure the kernel of series is unpacked in the cache.
 // One process prepares a given package at a time (flock); the result is
 // moved into place with a rename, so readers never see a partial entry.
-func (e *env) prepareKernel(series string) (*kernel, error) {
-	pkg, err := e.kernelPackage(series)
+func (e *env) prepareKernel(series string, arch *guestArch) (*kernel, error) {
+	pkg, err := e.kernelPackage(series, arch)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +143,7 @@ func (e *env) prepareKernel(series string) (*kernel, error) {
 	if k.load() == nil {
 		return k, nil
 	}
-	if err := e.buildKernel(k); err != nil {
+	if err := e.buildKernel(k, arch); err != nil {
 		return nil, fmt.Errorf("preparing %s: %w", pkg, err)
 	}
 	return k, k.load()
@@ -141,7 +159,7 @@ func (k *kernel) load() error {
 	return err
 }
 
-func (e *env) buildKernel(k *kernel) error {
+func (e *env) buildKernel(k *kernel, arch *guestArch) error {
 	if err := os.MkdirAll(filepath.Join(e.cache, "kernels"), 0o755); err != nil {
 		return err
 	}
@@ -163,8 +181,13 @@ func (e *env) buildKernel(k *kernel) error {
 	// apt-get download as root warns that the _apt sandbox user cannot
 	// write here; download as root directly.
 	dl := []string{"-o", "APT::Sandbox::User=root", "download", k.pkg}
+	update := e.aptUpdate
+	if arch.foreign() {
+		dl = append(e.foreignAptOpts(arch.name), "download", k.pkg)
+		update = func() error { return e.foreignAptUpdate(arch.name) }
+	}
 	if err := e.run(tmp, "apt-get", dl...); err != nil {
-		if uerr := e.aptUpdate(); uerr != nil {
+		if uerr := update(); uerr != nil {
 			return err
 		}
 		if err := e.run(tmp, "apt-get", dl...); err != nil {
@@ -194,7 +217,9 @@ func (e *env) buildKernel(k *kernel) error {
 	if err := os.Rename(filepath.Join(root, "boot", "vmlinuz-"+release), filepath.Join(out, "vmlinuz")); err != nil {
 		return fmt.Errorf("%s has no boot/vmlinuz-%s: %w", k.pkg, release, err)
 	}
-	e.writeVmlinux(filepath.Join(out, "vmlinuz"), filepath.Join(out, "vmlinux"))
+	if arch.elfOK {
+		e.writeVmlinux(filepath.Join(out, "vmlinuz"), filepath.Join(out, "vmlinux"))
+	}
 	tree, err := openModuleTree(filepath.Join(root, "lib/modules", release))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +32,7 @@ const (
 // Config describes one run.
 type Config struct {
 	Kernel      string        // kernel series: "6.1" or "6.12"
+	Arch        string        // guest architecture: "amd64" (the default) or "arm64"
 	Timeout     time.Duration // limit for the command, from its start
 	BootTimeout time.Duration // limit from starting QEMU to starting the command
 	Verbose     bool          // copy the kernel console and progress to Log
@@ -171,27 +173,38 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "cache directory: %v (set GOVERBS_LAB_CACHE to a writable directory)", err)
 	}
-	accel, err := accelArgs(os.Getenv("GOVERBS_LAB_ACCEL"))
+	arch, err := archFor(cfg.Arch)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
-	e := &env{cache: cfg.CacheDir, log: cfg.Log, verbose: cfg.Verbose, accel: accel}
-	if err := e.ensurePackages(); err != nil {
-		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
-	}
-	k, err := e.prepareKernel(cfg.Kernel)
+	accel, err := accelArgs(os.Getenv("GOVERBS_LAB_ACCEL"), arch)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
-	initBin, err := e.guestInit()
+	e := &env{cache: cfg.CacheDir, log: cfg.Log, verbose: cfg.Verbose, accel: accel, arch: arch}
+	if err := e.ensurePackages(arch); err != nil {
+		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
+	}
+	k, err := e.prepareKernel(cfg.Kernel, arch)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
-	initrd, err := e.initramfs(k, initBin)
+	initBin, err := e.guestInit(arch.name)
+	if err != nil {
+		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
+	}
+	initrd, err := e.initramfs(k, initBin, arch.name)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "writing the initramfs: %v", err)
 	}
-	e.touchAndPrune(k.dir, filepath.Dir(initBin), initrd)
+	used := []string{k.dir, filepath.Dir(initBin), initrd}
+	if arch.foreign() {
+		if e.usr, err = e.userland(arch); err != nil {
+			return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
+		}
+		used = append(used, filepath.Dir(filepath.Dir(e.usr)))
+	}
+	e.touchAndPrune(used...)
 	code, err := e.boot(ctx, cfg, k, initrd)
 	// A guest that hangs or panics while booting under TCG (seen once in a
 	// few dozen boots, e.g. an int3 oops in sched_clock_cpu on 6.12) never
@@ -229,12 +242,16 @@ func tempShares() []proto.Share {
 // accelArgs returns QEMU's accelerator and CPU options for
 // GOVERBS_LAB_ACCEL. TCG is the default: KVM guests were seen to hang during
 // boot on some hosts, and TCG needs no /dev/kvm. GOVERBS_LAB_ACCEL=kvm opts
-// in to KVM, which boots and runs the guest much faster where it works.
-func accelArgs(v string) ([]string, error) {
+// in to KVM, which boots and runs the guest much faster where it works (and
+// only for guests of the host's architecture).
+func accelArgs(v string, arch *guestArch) ([]string, error) {
 	switch v {
 	case "", "tcg":
-		return []string{"-accel", "tcg,thread=multi", "-cpu", "max"}, nil
+		return append([]string{"-accel", "tcg,thread=multi"}, arch.tcg...), nil
 	case "kvm":
+		if arch.name != runtime.GOARCH {
+			return nil, fmt.Errorf("GOVERBS_LAB_ACCEL=kvm runs only %s guests here, not %s; unset GOVERBS_LAB_ACCEL to run under TCG", runtime.GOARCH, arch.name)
+		}
 		f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
 		if err != nil {
 			return nil, fmt.Errorf("GOVERBS_LAB_ACCEL=kvm, but /dev/kvm cannot be used: %v; unset GOVERBS_LAB_ACCEL to run under TCG", err)
@@ -273,6 +290,9 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 	two := cfg.Guests == 2
 
 	shares := tempShares()
+	if e.usr != "" {
+		shares = append(shares, proto.Share{Tag: "hostusr", Path: e.usr, ReadOnly: true, At: "/usr"})
+	}
 	reqA := proto.Command{
 		Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
 		Root: "hostroot", Shares: shares, Verbose: cfg.Verbose,

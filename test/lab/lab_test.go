@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,11 +157,36 @@ func TestGoTool(t *testing.T) {
 }
 
 func TestAccelArgs(t *testing.T) {
+	amd64, arm64 := guestArchs[ArchAMD64], guestArchs[ArchARM64]
 	for _, v := range []string{"", "tcg"} {
-		a, err := accelArgs(v)
+		a, err := accelArgs(v, amd64)
 		require.NoError(t, err)
 		require.Equal(t, []string{"-accel", "tcg,thread=multi", "-cpu", "max"}, a)
+		a, err = accelArgs(v, arm64)
+		require.NoError(t, err)
+		require.Equal(t, []string{"-accel", "tcg,thread=multi", "-cpu", "max,pauth-impdef=on"}, a)
 	}
-	_, err := accelArgs("hvf")
+	_, err := accelArgs("hvf", amd64)
 	require.ErrorContains(t, err, `GOVERBS_LAB_ACCEL="hvf": use tcg (the default) or kvm`)
+	foreign := arm64
+	if runtime.GOARCH == ArchARM64 {
+		foreign = amd64
+	}
+	_, err = accelArgs("kvm", foreign)
+	require.ErrorContains(t, err, "unset GOVERBS_LAB_ACCEL to run under TCG")
+}
+
+func TestArch(t *testing.T) {
+	a, err := archFor("")
+	require.NoError(t, err)
+	require.Equal(t, ArchAMD64, a.name)
+	require.Equal(t, runtime.GOARCH != ArchAMD64, a.foreign())
+	require.Equal(t, "linux-image-6.12-amd64", a.kernelMeta("6.12"))
+	a, err = archFor("arm64")
+	require.NoError(t, err)
+	require.Equal(t, runtime.GOARCH != ArchARM64, a.foreign())
+	require.Equal(t, "linux-image-arm64", a.kernelMeta("6.1"))
+	require.Equal(t, "linux-image-6.12-arm64", a.kernelMeta("6.12"))
+	_, err = archFor("riscv64")
+	require.ErrorContains(t, err, "use -arch amd64 or -arch arm64")
 }

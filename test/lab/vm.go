@@ -53,12 +53,13 @@ func (e *env) startVM(k *kernel, initrd string, shares []proto.Share, o vmOpts) 
 	}
 	args := append([]string{
 		"-nodefaults", "-no-user-config", "-display", "none",
-	}, e.accel...)
+	}, e.arch.mach...)
+	args = append(args, e.accel...)
 	args = append(args,
 		"-m", "2048", "-smp", "2",
 		"-no-reboot",
 		"-kernel", k.bootImage(), "-initrd", initrd,
-		"-append", strings.TrimSpace("console=ttyS0 quiet panic=-1 "+os.Getenv("GOVERBS_LAB_APPEND")),
+		"-append", strings.TrimSpace("console="+e.arch.cons+" quiet panic=-1 "+os.Getenv("GOVERBS_LAB_APPEND")),
 		// Kernel console on the first serial port, captured apart from the
 		// command's output, which travels over a virtio-serial port.
 		"-chardev", "socket,id=con,path="+qemuEscape(conPath), "-serial", "chardev:con",
@@ -68,7 +69,11 @@ func (e *env) startVM(k *kernel, initrd string, shares []proto.Share, o vmOpts) 
 		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
 	)
 	for _, s := range shares {
-		args = append(args, "-virtfs", fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,multidevs=remap", qemuEscape(s.Path), s.Tag))
+		ro := ""
+		if s.ReadOnly {
+			ro = ",readonly=on"
+		}
+		args = append(args, "-virtfs", fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none%s,multidevs=remap", qemuEscape(s.Path), s.Tag, ro))
 	}
 	args = append(args, o.extraArgs...)
 
@@ -81,13 +86,13 @@ func (e *env) startVM(k *kernel, initrd string, shares []proto.Share, o vmOpts) 
 		frames:  make(chan proto.Frame, 64),
 		quit:    make(chan struct{}),
 	}
-	v.qemu = exec.Command("qemu-system-x86_64", args...)
+	v.qemu = exec.Command(e.arch.qemu, args...)
 	// Stdin stays nil: os/exec then gives QEMU /dev/null (CI has no stdin).
 	v.qemu.Stdout, v.qemu.Stderr = v.qemuOut, v.qemuOut
 	v.qemu.ExtraFiles = o.extraFiles
 	v.qemu.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if e.verbose {
-		e.logf("%s: qemu-system-x86_64 %s", v.name, strings.Join(args, " "))
+		e.logf("%s: %s %s", v.name, e.arch.qemu, strings.Join(args, " "))
 	}
 	if err := v.qemu.Start(); err != nil {
 		conL.Close()

@@ -2,7 +2,7 @@
 // rdma_rxe booted under QEMU (see package test/lab). The command's stdout and
 // stderr are streamed to rxelab's, and its exit status becomes rxelab's.
 //
-//	rxelab [-kernel 6.1|6.12] [-guests 1|2] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
+//	rxelab [-kernel 6.1|6.12] [-arch amd64|arm64] [-guests 1|2] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
 //
 // With -guests 2 a peer VM boots too (see package test/lab). Inside the
 // primary guest, rxelab -peer [--] CMD [ARGS...] runs CMD in the peer (its
@@ -14,6 +14,12 @@
 // paths as on the host, so it works as a go test -exec wrapper:
 //
 //	go test -exec "rxelab -kernel 6.12" ./...
+//
+// -arch arm64 (or GOVERBS_LAB_ARCH=arm64) boots Debian's arm64 kernel on
+// qemu-system-aarch64 with an arm64 userland mounted over the host's /usr;
+// the command must be an arm64 binary or script:
+//
+//	GOARCH=arm64 go test -exec "rxelab -arch arm64 -kernel 6.12" ./...
 //
 // Failures of the lab itself exit with 125, a command that runs past
 // -timeout with 124.

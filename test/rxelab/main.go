@@ -25,6 +25,11 @@ func run() int {
 		kernelDefault = lab.DefaultKernel
 	}
 	kernel := fs.String("kernel", kernelDefault, "kernel series: 6.1 or 6.12 (env GOVERBS_LAB_KERNEL)")
+	archDefault := os.Getenv("GOVERBS_LAB_ARCH")
+	if archDefault == "" {
+		archDefault = lab.ArchAMD64
+	}
+	arch := fs.String("arch", archDefault, "guest architecture: amd64 or arm64 (env GOVERBS_LAB_ARCH); arm64 runs arm64 binaries (GOARCH=arm64) on an arm64 userland")
 	timeout := fs.Duration("timeout", lab.DefaultTimeout, "stop the VM if the command runs longer than this")
 	bootTimeout := fs.Duration("boot-timeout", lab.DefaultBootTimeout, "stop the VM if the command has not started after this")
 	verbose := fs.Bool("v", false, "show the kernel console and progress on stderr")
@@ -32,7 +37,7 @@ func run() int {
 	powerOff := fs.Bool("poweroff-peer", false, "inside the primary guest of the two-guest lab: power the peer guest off at once")
 	guests := fs.Int("guests", 1, "1, or 2: a peer VM joined by a network of their own (see package test/lab/peer)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12] [-guests 1|2] [-timeout 10m] [-v] [--] CMD [ARGS...]\n"+
+		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12] [-arch amd64|arm64] [-guests 1|2] [-timeout 10m] [-v] [--] CMD [ARGS...]\n"+
 			"       rxelab -peer [--] CMD [ARGS...]    (in the primary guest)\n"+
 			"       rxelab -poweroff-peer              (in the primary guest)\n\n"+
 			"Runs CMD as root in a QEMU VM with a Debian kernel and rdma_rxe devices\n"+
@@ -71,6 +76,7 @@ func run() int {
 
 	code, err := lab.Run(context.Background(), lab.Config{
 		Kernel:      *kernel,
+		Arch:        *arch,
 		Timeout:     *timeout,
 		BootTimeout: *bootTimeout,
 		Verbose:     *verbose,

@@ -236,10 +236,19 @@ func mountRoot(req proto.Command) error {
 		var flags uintptr
 		o := opts
 		if s.ReadOnly {
-			flags, o = syscall.MS_RDONLY, opts+",ro"
+			flags, o = syscall.MS_RDONLY, opts+",ro,cache=loose"
 		}
-		if err := mount(s.Tag, filepath.Join(newRoot, s.Path), "9p", flags, o); err != nil {
+		at := s.Path
+		if s.At != "" {
+			at = s.At
+		}
+		if err := mount(s.Tag, filepath.Join(newRoot, at), "9p", flags, o); err != nil {
 			return err
+		}
+		if at == "/usr" {
+			if err := bindMergedUsr(); err != nil {
+				return err
+			}
 		}
 	}
 	for _, m := range []struct {
@@ -825,6 +834,24 @@ func rdmaLinkAdd(dev, netdev string) error {
 	m.str(attrNdevName, netdev)
 	if err := nlDo(netlinkRDMA, m); err != nil {
 		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", dev, netdev, err)
+	}
+	return nil
+}
+
+// bindMergedUsr makes a /usr mounted over the host's (a foreign guest's
+// userland) also provide /bin, /sbin and /lib. On a host with the merged
+// /usr (Debian 12 and later) they are links into /usr already; on others
+// the userland's directories are bound over the host's.
+func bindMergedUsr() error {
+	for _, d := range []string{"bin", "sbin", "lib"} {
+		p := filepath.Join(newRoot, d)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+			continue
+		}
+		if err := syscall.Mount(filepath.Join(newRoot, "usr", d), p, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind mount of /usr/%s on /%s: %w", d, d, err)
+		}
 	}
 	return nil
 }

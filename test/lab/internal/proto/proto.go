@@ -37,11 +37,12 @@ type Frame struct {
 	Body []byte
 }
 
-// Share is a host directory mounted in the guest at the same path.
+// Share is a host directory mounted in the guest at the same path, or at At.
 type Share struct {
 	Tag      string // the virtfs mount_tag
 	Path     string
 	ReadOnly bool
+	At       string `json:",omitempty"` // the guest's mount point if not Path
 }
 
 // Role of a guest in the two-guest lab.
