@@ -11,8 +11,7 @@ import (
 )
 
 // The data path allocates nothing once a connection is up: Write, Read and
-// what they wake (the completion goroutine, credit updates, reposted
-// receives). testing.AllocsPerRun counts the whole process's allocations,
+// what they do when they wake (credit updates, reposted receives). testing.AllocsPerRun counts the whole process's allocations,
 // the peer's side included.
 
 // allocPair returns a connected client and server on the lab's veth pair,

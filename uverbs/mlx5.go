@@ -120,6 +120,8 @@ func (c *Device) getMLX5Context() error {
 	c.numCompVectors = int(resp.core.NumCompVectors)
 	mc, err := c.mapMLX5Context(op, pageSize, &resp.drv)
 	if err != nil {
+		c.async.Close()
+		c.async = nil
 		return err
 	}
 	c.mlx = mc

@@ -525,3 +525,17 @@ func TestMLX5UDSend(t *testing.T) {
 		t.Errorf("UD send without an AH: %v, want ErrUDAddress", err)
 	}
 }
+
+// A QP created with no receive queue (MaxRecvWR 0, no SRQ) refuses
+// receives with ErrQueueFull, as libmlx5 and the rxe path do, instead of
+// touching a queue it does not have.
+func TestMLX5NoReceiveQueue(t *testing.T) {
+	f := newFakeMLX5(t)
+	cq := f.cq(t, 15, 0x78)
+	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxSendSGE: 1}}, 0x124, 1)
+	err := qp.PostRecv([]RecvWR{{ID: 9, SGEs: []SGE{{Addr: 0x1000, Length: 64, LKey: 1}}}})
+	var pe *PostError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrQueueFull) || pe.ID != 9 {
+		t.Fatalf("PostRecv on a QP without a receive queue: %v, want a *PostError for ID 9 matching ErrQueueFull", err)
+	}
+}

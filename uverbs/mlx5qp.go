@@ -161,6 +161,9 @@ func (m *mlx5QP) postSend(op string, cq *CQ, wrs []SendWR) error {
 // postRecv validates and posts receives on the QP's receive queue
 // (qp.c mlx5_post_recv). The caller holds QP.recvMu.
 func (m *mlx5QP) postRecv(op string, cq *CQ, wrs []RecvWR) error {
+	if m.rq == nil { // created with MaxRecvWR 0
+		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}
+	}
 	cfg := m.rq.Config()
 	if err := validateRecvs(op, wrs, cfg.MaxSGE); err != nil {
 		return err

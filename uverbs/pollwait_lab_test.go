@@ -3,6 +3,7 @@ package uverbs
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -170,7 +171,7 @@ func TestCQPollWaitAllocs(t *testing.T) {
 // WaitNotify returns at once on a CQ that is not armed, ends with its
 // context on an armed CQ with nothing to report, and returns once a
 // completion that comes while it sleeps raises the event; two goroutines
-// waiting on one armed CQ both return with that one event. A CQ without a
+// asleep on one armed CQ both return with that one event. A CQ without a
 // channel is refused.
 func TestCQWaitNotify(t *testing.T) {
 	e := newVerbsEnv(t)
@@ -211,6 +212,14 @@ func TestCQWaitNotify(t *testing.T) {
 		for range 2 {
 			go func() { woke <- cq.WaitNotify(ctx) }()
 		}
+		// Both asleep before the send, so that one reads the event and the
+		// other must learn of it.
+		for asleep := 0; asleep < 2; asleep = waitingIn("(*CQ).WaitNotify(") {
+			if ctx.Err() != nil {
+				t.Fatalf("%v: %d of 2 WaitNotify calls asleep", mode, asleep)
+			}
+			time.Sleep(time.Millisecond)
+		}
 		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,4 +242,19 @@ func TestCQWaitNotify(t *testing.T) {
 			t.Fatalf("%v: %d completions after the event, want 2", mode, got)
 		}
 	}
+}
+
+// waitingIn counts the goroutines asleep in fn: blocked in a system call
+// (ppoll), parked in the netpoller, or in a select (waiting for another's
+// read of the channel).
+func waitingIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(g, fn) && (strings.Contains(head, "[syscall") || strings.Contains(head, "[IO wait") || strings.Contains(head, "[select")) {
+			n++
+		}
+	}
+	return n
 }

@@ -31,9 +31,9 @@
 //
 //	access                                  Go                       amd64   arm64   rdma-core
 //	ring: producer reads the consumer index LoadAcquire32            MOVL    LDARW   queue_full: atomic_load_explicit(consumer, acquire)
-//	ring: producer publishes its index      StoreRelease32           XCHGL   STLRW   advance_producer/store_producer_index: release store
+//	ring: producer publishes its index      StoreRelease32           MOVL    STLRW   advance_producer/store_producer_index: release store
 //	ring: consumer reads the producer index LoadAcquire32            MOVL    LDARW   queue_empty: atomic_load_explicit(producer, acquire)
-//	ring: consumer publishes its index      StoreRelease32           XCHGL   STLRW   advance_consumer/store_consumer_index: release store
+//	ring: consumer publishes its index      StoreRelease32           MOVL    STLRW   advance_consumer/store_consumer_index: release store
 //	ring geometry (log2 size, index mask)   U32().Load               MOVL    LDARW   plain read after mmap (the kernel set it before)
 //	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
 //	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)
