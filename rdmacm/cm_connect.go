@@ -375,7 +375,25 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	if err != nil || id.ps == PortSpaceUDP {
 		return err
 	}
-	_, err = id.expect(ctx, op, EventEstablished)
+	return id.awaitEstablished(ctx, op)
+}
+
+// awaitEstablished waits for the ESTABLISHED event of an accepted request.
+// A DISCONNECTED event (status 0) first means the peer established the
+// connection, used it and ended it before our CM saw its RTU: a DREQ is
+// only sent from ESTABLISHED (kernel: core/cm.c cm_send_dreq_locked), and
+// the CM handles each MAD on a work queue that can run the DREQ before
+// the RTU. What the peer sent has landed, so the accept succeeds, as
+// librdmacm's rdma_accept does (ucma_complete fails only on a non-zero
+// status), and the DISCONNECTED event stays queued for the caller, with
+// Done closed (docs/kernel-behaviour.md §2).
+func (id *ID) awaitEstablished(ctx context.Context, op string) error {
+	e, err := id.expect(ctx, op, EventEstablished)
+	if err != nil && e.Type == EventDisconnected && e.Status == 0 {
+		id.log("%s: the peer ended the connection before its RTU was seen: established and disconnected", id)
+		id.unget(e)
+		return nil
+	}
 	return err
 }
 

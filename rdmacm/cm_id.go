@@ -242,6 +242,16 @@ func (id *ID) GetEvent(ctx context.Context) (Event, error) {
 	}
 }
 
+// unget puts e back at the head of the queue, for the next GetEvent.
+func (id *ID) unget(e Event) {
+	id.qmu.Lock()
+	if !id.qclosed {
+		id.queue = append([]Event{e}, id.queue...)
+	}
+	id.qmu.Unlock()
+	id.wake()
+}
+
 // nextEvent takes the next queued event, if any; err is set once the ID or
 // its channel is closed and nothing is queued.
 func (id *ID) nextEvent() (e Event, ok bool, err error) {

@@ -171,12 +171,23 @@ func TestHotPathAllocs(t *testing.T) {
 					run = func(int) (bwResult, error) { return bwResult{}, s.runLatRead() }
 				}
 				var err error
-				allocs = testing.AllocsPerRun(5, func() {
-					if _, e := run(c.size); e != nil {
-						err = e
+				// AllocsPerRun counts the whole process, so a goroutine
+				// that happens to allocate meanwhile (the in-process
+				// server on its way into its exchange, on a loaded
+				// machine) shows up too. A loop that allocates does so
+				// in every attempt; the lowest of three is the loop's.
+				allocs = -1
+				for attempt := 0; attempt < 3 && allocs != 0 && err == nil; attempt++ {
+					a := testing.AllocsPerRun(5, func() {
+						if _, e := run(c.size); e != nil {
+							err = e
+						}
+						s.prepSend(c.size)
+					})
+					if allocs < 0 || a < allocs {
+						allocs = a
 					}
-					s.prepSend(c.size)
-				})
+				}
 				return err
 			}
 			c.server, c.client, c.sizes = "ours", "ours", 1
