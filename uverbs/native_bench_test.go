@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -108,7 +109,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 		}
 		qp := &QP{pd: pd, typ: typ, qpn: 0x11, sq: sq, lim: lim}
 		qp.state.Store(uint32(QPStateRTS))
-		return qp, buf, func() { cons.Store(prod.Load()) }
+		return qp, buf, func() { mmio.StoreRelease32(cons, prod.Load()) }
 	}
 	r.qp, r.sqBuf, r.sqCons = newQP(RC, rxe.QPTypeRC)
 	r.ud, r.udBuf, r.udCons = newQP(UD, rxe.QPTypeUD)
@@ -118,7 +119,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.qp.rq, r.rqBuf, r.rqCons = rq, rqBuf, func() { rqCons.Store(rqProd.Load()) }
+	r.qp.rq, r.rqBuf, r.rqCons = rq, rqBuf, func() { mmio.StoreRelease32(rqCons, rqProd.Load()) }
 
 	// A CQ whose every slot holds a successful RDMA WRITE completion.
 	cqBuf, cqProd, _ := fakeRing(tb, 6, 1024)
@@ -182,7 +183,9 @@ func (r *nativeRig) postRecv(tb testing.TB, wrs []RecvWR) {
 // 16 and expects n.
 func (r *nativeRig) pollN(tb testing.TB, n int) {
 	if n > 0 {
-		r.cqProd.Store((r.cqProd.Load() + uint32(n)) & 1023)
+		// A release store, as the kernel's and the C harness's
+		// (kernel_produce); a sync/atomic Store would be a locked XCHG.
+		mmio.StoreRelease32(r.cqProd, (r.cqProd.Load()+uint32(n))&1023)
 	}
 	got, err := r.cq.Poll(r.wcs)
 	if got != n || err != nil || (n > 0 && r.wcs[0].Status != WCSuccess) {

@@ -52,32 +52,66 @@ func DecodeCQE(slot []byte, wc *WC) {
 	decodeCQE((*abi.UverbsWC)(unsafe.Pointer(unsafe.SliceData(slot[:WCSize:WCSize]))), wc)
 }
 
+// decodeCQE copies the two runs of fields that WC lays out as the
+// kernel's ib_uverbs_wc does (wr_id to byte_len, 24 bytes; qp_num to
+// port_num, 19 bytes, copied with the reserved byte into WC's padding),
+// then splits the ex union. rdma-core copies the whole 48 bytes
+// (providers/rxe/rxe.c cq_next_poll: its ibv_wc has the kernel's layout).
+// Two calls, each small enough to be inlined into Poll's loop.
 func decodeCQE(e *abi.UverbsWC, wc *WC) {
-	wc.ID = e.WRID
-	wc.Status = e.Status
-	wc.Opcode = e.Opcode
-	wc.VendorErr = e.VendorErr
-	wc.ByteLen = e.ByteLen
-	wc.Flags = e.WCFlags
-	// ex is a union: __be32 imm_data or u32 invalidate_rkey.
+	copyCQE(unsafe.Pointer(wc), unsafe.Pointer(e))
+	splitEx(e, wc)
+}
+
+// copyCQE copies word by word: an array copy through these pointers would
+// be a call to memmove (they could overlap, for all the compiler knows).
+func copyCQE(dst, src unsafe.Pointer) {
+	const tail = unsafe.Offsetof(abi.UverbsWC{}.QPNum)
+	*(*uint64)(dst) = *(*uint64)(src)
+	*(*uint64)(unsafe.Add(dst, 8)) = *(*uint64)(unsafe.Add(src, 8))
+	*(*uint64)(unsafe.Add(dst, 16)) = *(*uint64)(unsafe.Add(src, 16))
+	*(*uint64)(unsafe.Add(dst, wcTailAt)) = *(*uint64)(unsafe.Add(src, tail))
+	*(*uint64)(unsafe.Add(dst, wcTailAt+8)) = *(*uint64)(unsafe.Add(src, tail+8))
+	*(*uint32)(unsafe.Add(dst, wcTailAt+16)) = *(*uint32)(unsafe.Add(src, tail+16))
+}
+
+// splitEx reads the union ex: __be32 imm_data or u32 invalidate_rkey.
+func splitEx(e *abi.UverbsWC, wc *WC) {
 	wc.ImmData, wc.InvalidatedRKey = 0, 0
-	if wc.Flags&(WCWithImm|WCWithInvalidate) != 0 {
+	if f := wc.Flags; f&(WCWithImm|WCWithInvalidate) != 0 {
 		ex := native.Uint32(e.Ex[:])
-		if wc.Flags&WCWithImm != 0 {
+		if f&WCWithImm != 0 {
 			wc.ImmData = bits.ReverseBytes32(ex)
 		}
-		if wc.Flags&WCWithInvalidate != 0 {
+		if f&WCWithInvalidate != 0 {
 			wc.InvalidatedRKey = ex
 		}
 	}
-	wc.QPNum = e.QPNum
-	wc.SrcQP = e.SrcQP
-	wc.PKeyIndex = e.PKeyIndex
-	wc.SLID = e.SLID
-	wc.SL = e.SL
-	wc.DLIDPathBits = e.DLIDPathBits
-	wc.PortNum = e.PortNum
 }
+
+// The runs decodeCQE copies as blocks, checked at compile time against
+// both layouts: a negative array length does not compile.
+const (
+	wcHead   = unsafe.Offsetof(WC{}.ImmData)
+	wcTailAt = unsafe.Offsetof(WC{}.QPNum)
+	wcTail   = unsafe.Sizeof(abi.UverbsWC{}) - unsafe.Offsetof(abi.UverbsWC{}.QPNum)
+)
+
+var (
+	_ [wcHead - unsafe.Offsetof(abi.UverbsWC{}.Ex)]byte
+	_ [unsafe.Offsetof(abi.UverbsWC{}.Ex) - wcHead]byte
+	_ [unsafe.Offsetof(WC{}.ByteLen) - unsafe.Offsetof(abi.UverbsWC{}.ByteLen)]byte
+	_ [unsafe.Offsetof(abi.UverbsWC{}.ByteLen) - unsafe.Offsetof(WC{}.ByteLen)]byte
+	_ [unsafe.Offsetof(WC{}.PortNum) - wcTailAt - (unsafe.Offsetof(abi.UverbsWC{}.PortNum) - unsafe.Offsetof(abi.UverbsWC{}.QPNum))]byte
+	_ [unsafe.Offsetof(abi.UverbsWC{}.PortNum) - unsafe.Offsetof(abi.UverbsWC{}.QPNum) - (unsafe.Offsetof(WC{}.PortNum) - wcTailAt)]byte
+	_ [unsafe.Offsetof(WC{}.PKeyIndex) - wcTailAt - (unsafe.Offsetof(abi.UverbsWC{}.PKeyIndex) - unsafe.Offsetof(abi.UverbsWC{}.QPNum))]byte
+	_ [unsafe.Offsetof(abi.UverbsWC{}.PKeyIndex) - unsafe.Offsetof(abi.UverbsWC{}.QPNum) - (unsafe.Offsetof(WC{}.PKeyIndex) - wcTailAt)]byte
+	_ [unsafe.Sizeof(WC{}) - wcTailAt - wcTail]byte // the reserved byte lands in padding
+	_ [wcHead - 24]byte
+	_ [24 - wcHead]byte
+	_ [wcTail - 20]byte
+	_ [20 - wcTail]byte
+)
 
 // CQ is the user side of an rxe completion queue.
 //
@@ -117,7 +151,9 @@ func (q *CQ) Poll(wcs []WC) int {
 	base := unsafe.Pointer(unsafe.SliceData(c.data))
 	next := c.next
 	for i := range wcs[:n] {
-		decodeCQE((*abi.UverbsWC)(unsafe.Add(base, uintptr(next&c.mask)<<c.shift)), &wcs[i])
+		e := (*abi.UverbsWC)(unsafe.Add(base, uintptr(next&c.mask)<<c.shift))
+		copyCQE(unsafe.Pointer(&wcs[i]), unsafe.Pointer(e)) // decodeCQE, inlined
+		splitEx(e, &wcs[i])
 		next++
 	}
 	c.next = next & c.mask
