@@ -222,6 +222,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		qp.close(true)
 		return nil, err
 	}
+	addSender(qp)
 	return qp, nil
 }
 
@@ -435,6 +436,7 @@ func (qp *QP) close(bool) error {
 	qp.closed = true
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
+	dropSender(qp)
 	errDrain := qp.drain()
 
 	qp.sendMu.Lock()
