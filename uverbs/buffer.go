@@ -37,10 +37,10 @@ type Buffer struct {
 //
 // Writers change buffers under buffersMu and publish a copy in bufferView
 // (publishBuffersLocked). PostSend reads bufferView with one plain load,
-// under its QP's send lock: Buffer.Close unlists the Buffer, then takes and
-// releases the send lock of every open QP once (inlineSenders) before it
-// unmaps, so no inline copy that found the Buffer listed is still running
-// (docs/architecture.md §3).
+// under its QP's send lock: Buffer.Close unlists the Buffer, then waits
+// for the current holder of every open QP's send lock (inlineSenders)
+// before it unmaps, so no inline copy that found the Buffer listed is
+// still running (docs/architecture.md §3).
 var (
 	buffersMu  sync.Mutex
 	buffers    []bufEntry
@@ -56,37 +56,43 @@ func publishBuffersLocked() {
 }
 
 // inlineSenders are the open QPs, whose posts may copy inline data out of
-// a Buffer while they hold their send lock.
+// a Buffer while they hold their send lock. Weak, so that a QP dropped
+// without Close is still collected (and with it its Device).
 var (
 	sendersMu     sync.Mutex
-	inlineSenders = map[*QP]struct{}{}
+	inlineSenders = map[weak.Pointer[QP]]struct{}{}
 )
 
 func addSender(qp *QP) {
 	sendersMu.Lock()
-	inlineSenders[qp] = struct{}{}
+	inlineSenders[weak.Make(qp)] = struct{}{}
 	sendersMu.Unlock()
 }
 
 func dropSender(qp *QP) {
 	sendersMu.Lock()
-	delete(inlineSenders, qp)
+	delete(inlineSenders, weak.Make(qp))
 	sendersMu.Unlock()
 }
 
 // waitInlineCopies returns once every post that could have read the
-// Buffer list before the caller's last publish has finished: each open
-// QP's send lock is taken and released once.
+// Buffer list before the caller's last publish has finished: it waits for
+// the current holder of each open QP's send lock, if any, to release it
+// (ringLock.waitRelease; a post reads the list after taking the lock).
+// Posts that take the lock later see the new list and are not waited for.
 func waitInlineCopies() {
 	sendersMu.Lock()
 	qps := make([]*QP, 0, len(inlineSenders))
-	for qp := range inlineSenders {
-		qps = append(qps, qp)
+	for w := range inlineSenders {
+		if qp := w.Value(); qp != nil {
+			qps = append(qps, qp)
+		} else {
+			delete(inlineSenders, w) // collected: no post can be running on it
+		}
 	}
 	sendersMu.Unlock()
 	for _, qp := range qps {
-		qp.sendMu.Lock()
-		qp.sendMu.Unlock() //nolint:staticcheck // an empty section: the wait is the point
+		qp.sendMu.waitRelease()
 	}
 }
 
@@ -110,7 +116,7 @@ func bufferAt(list []bufEntry, addr uint64) int {
 
 // addBufferLocked lists e. An entry whose range overlaps e's is stale (its
 // Buffer was collected and its mapping is gone, or the kernel could not have
-// mapped e there) and is dropped. The caller holds buffersMu for writing.
+// mapped e there) and is dropped. The caller holds buffersMu.
 func addBufferLocked(e bufEntry) {
 	i := bufferAtLocked(e.start) + 1 // first entry starting above e.start
 	j := i
@@ -125,7 +131,7 @@ func addBufferLocked(e bufEntry) {
 }
 
 // removeBufferLocked drops the entry of the Buffer with this start and id,
-// if it is still listed. The caller holds buffersMu for writing.
+// if it is still listed. The caller holds buffersMu.
 func removeBufferLocked(start, id uint64) {
 	if i := bufferAtLocked(start); i >= 0 && buffers[i].start == start && buffers[i].id == id {
 		buffers = slices.Delete(buffers, i, i+1)

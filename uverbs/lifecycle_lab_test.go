@@ -42,9 +42,10 @@ func stillOpen() int {
 	return n
 }
 
-// A Device dropped with a PD and a CQ, without Close, is collected: no
-// package-level table keeps it reachable, so the GC safety net closes its
-// descriptor and unmaps the CQ ring.
+// A Device dropped with a PD, a CQ and a QP, without Close, is collected:
+// no package-level table keeps it reachable (the lists of open handles and
+// of QPs that may copy inline data hold weak pointers), so the GC safety
+// net closes its descriptor and unmaps the rings.
 func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
 	name := testutil.LoopbackDevice(t)
 	runtime.GC()
@@ -54,11 +55,15 @@ func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.AllocPD(); err != nil {
+		pd, err := c.AllocPD()
+		if err != nil {
 			t.Fatal(err)
 		}
 		cq, err := c.CreateCQ(CQInit{Depth: 16})
 		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pd.CreateQP(QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: defaultCap}); err != nil {
 			t.Fatal(err)
 		}
 		if uverbsFDs(t) != fds+1 {
@@ -80,8 +85,8 @@ func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
 	// The descriptor, the async event file and the CQ ring were released by
 	// the collector; the tracer reports them, as it should. Drop those
 	// expected records so that the run's leak check stays clean.
-	if n := sys.ForgetCollected(); n < 3 {
-		t.Fatalf("%d records of collected resources, want at least 3 (uverbs fd, async event fd, CQ ring)", n)
+	if n := sys.ForgetCollected(); n < 5 {
+		t.Fatalf("%d records of collected resources, want at least 5 (uverbs fd, async event fd, CQ ring, the QP's two rings)", n)
 	}
 }
 

@@ -218,11 +218,11 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	for _, p := range parents {
 		p.kids.adopt(qp, kindQP)
 	}
+	addSender(qp) // before the QP can be found, let alone posted to
 	if err := r.add(op, qp.h, kindQP, qp); err != nil {
 		qp.close(true)
 		return nil, err
 	}
-	addSender(qp)
 	return qp, nil
 }
 
