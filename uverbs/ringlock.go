@@ -17,15 +17,19 @@ import (
 // processor until it is free (the rare long sections, Modify and Close with
 // their system calls, only cost a waiter its spinning). Not reentrant.
 //
-// The word counts: odd while held, and each Lock and Unlock adds one, so a
-// changed word means the holder seen has left (waitRelease).
+// The word counts: odd while held, and each Unlock moves it to the next
+// even value, so a changed word means the holder seen has left
+// (waitRelease).
 //
 // Race builds use sync.Mutex instead (ringlock_race.go), which the race
 // detector understands.
 type ringLock struct{ word atomic.Uint32 }
 
+// Lock sets the word's low bit; it has the lock if the bit was clear. (On
+// amd64 the Or is a load and a compare-and-swap, small enough to be
+// inlined, which a load and a separate compare-and-swap are not.)
 func (l *ringLock) Lock() {
-	if w := l.word.Load(); w&1 != 0 || !l.word.CompareAndSwap(w, w+1) {
+	if l.word.Or(1)&1 != 0 {
 		l.lockSlow()
 	}
 }
@@ -33,7 +37,7 @@ func (l *ringLock) Lock() {
 func (l *ringLock) lockSlow() {
 	for {
 		// Read first, so waiters share the line until it is free.
-		if w := l.word.Load(); w&1 == 0 && l.word.CompareAndSwap(w, w+1) {
+		if l.word.Load()&1 == 0 && l.word.Or(1)&1 == 0 {
 			return
 		}
 		runtime.Gosched()
