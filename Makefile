@@ -15,7 +15,10 @@
 #                      then cmd/rstream against rdma-core's rstream, over
 #                      rsocket and over TCP (make bench-rstream runs only that),
 #                      then write_bw and send_bw with 1, 8 and 64 QPs against
-#                      perftest's -q (make bench-scale runs only that)
+#                      perftest's -q, and send_lat's round-robin ping-pong over
+#                      as many QPs against lat_many, a C program of ours built
+#                      with gcc and libibverbs-dev (installed when missing)
+#                      (make bench-scale runs only that)
 #   make bench-native  the user-space cost of posting and polling, natively
 #                      here: rdma-core's rxe provider (v44.0 and v64.0, built
 #                      with gcc from a fetched checkout) against uverbs, the
@@ -47,7 +50,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet nocgo unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -105,7 +108,7 @@ BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
 BENCH_RS_OUT ?= /tmp/goverbs-rstream-$(shell id -u).md
 BENCH_SC_OUT ?= /tmp/goverbs-scale-$(shell id -u).md
 
-bench: lab-bin
+bench: lab-bin lat-many
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
 	@# The library's own cost, natively here (no device needed; under the
 	@# lab's TCG these would be emulated instructions).
@@ -115,15 +118,33 @@ bench: lab-bin
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
-	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_SC_OUT)
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -lat-many $(LAT_MANY) -out $(BENCH_SC_OUT)
 	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) BENCHMARKS.md
 
 # Scaling only: write_bw and send_bw with 1, 8 and 64 QPs, rdma-perf against
-# perftest's -q, into BENCHMARKS.md (also part of make bench).
-bench-scale: lab-bin
+# perftest's -q, and send_lat's round-robin ping-pong over 1, 8 and 64 QPs
+# against lat_many, into BENCHMARKS.md (also part of make bench).
+bench-scale: lab-bin lat-many
 	$(GO) build -o bin/ ./cmd/rdma-perf ./test/perfbench
-	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_SC_OUT)
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -lat-many $(LAT_MANY) -out $(BENCH_SC_OUT)
 	$(CURDIR)/bin/perfbench write -scale $(BENCH_SC_OUT) BENCHMARKS.md
+
+# lat_many (test/perfbench/c/lat_many.c), the C side of the scaling
+# section's latency table: perftest has no latency test with several QPs.
+# Built here with gcc against libibverbs (the lab guest runs this machine's
+# binaries); libibverbs-dev is installed with apt-get when missing.
+LAT_MANY := $(CURDIR)/bin/lat_many
+lat-many:
+	@mkdir -p bin
+	@command -v gcc >/dev/null || { echo "lat_many needs gcc; install it with: sudo apt-get install -y gcc"; exit 1; }
+	@if [ ! -f /usr/include/infiniband/verbs.h ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "lat_many needs libibverbs' headers; install them with: sudo apt-get install -y libibverbs-dev"; exit 1; \
+		fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libibverbs-dev || \
+			{ echo "installing libibverbs-dev failed (try apt-get update first)"; exit 1; }; \
+	fi
+	gcc -O2 -Wall -Wextra -o $(LAT_MANY) test/perfbench/c/lat_many.c -libverbs -lm
 
 # Connection set-up only: our cmtime against rdma-core's, per step, into
 # BENCHMARKS.md (also part of make bench).

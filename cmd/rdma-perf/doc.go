@@ -14,7 +14,7 @@
 // atomic_lat (an "ib_" prefix is accepted). The options have perftest's
 // letters and meanings: -d device, -i port, -x GID index, -s size, -n
 // iterations, -D duration (with -f margin), -a all sizes from 2 to 8 MiB,
-// -q number of QPs (bandwidth tests; not with -R), -b bidirectional
+// -q number of QPs (not with -R; see below for latency tests), -b bidirectional
 // (bandwidth tests: both sides send and each prints the sum), -t TX depth, -r RX depth, -Q CQ moderation, -I inline size, -o
 // outstanding READs, -m MTU, -u QP timeout, -R connect through the RDMA CM,
 // -e sleep on completion events, -p port, --report_gbits; -F is accepted
@@ -37,6 +37,12 @@
 //     sample, as perftest prints), average, standard deviation, p99 and
 //     p99.9; halved (RTT/2) for send and write, the full round trip for read
 //     and atomics.
+//   - Latency with -q N (send_lat and write_lat; ours, perftest refuses
+//     -q in latency tests): both sides open N RC QPs on one CQ and the
+//     ping-pong goes round-robin, exchange k over QP k mod N, one message
+//     in flight at a time, so that each sample is what a service with N
+//     connections open sees; -n counts the exchanges in all, and send_lat
+//     posts on each QP at most as many receives as it has exchanges.
 //   - write_lat uses no receives: each side spins on the last byte of the
 //     message its peer writes into its memory, as perftest does; so -e is
 //     refused for WRITE tests, as perftest refuses it.

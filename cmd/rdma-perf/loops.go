@@ -52,16 +52,16 @@ func (s *session) sendWR(size int, local uint64, peer dest, sge []uverbs.SGE) uv
 	return wr
 }
 
-// postRecvs posts n receives of size bytes on each QP, into its receive
-// half of the buffer; a receive's ID is its QP's index (perftest:
-// ctx_set_recv_wqes).
+// postRecvs posts n receives of size bytes on each QP, at most as many as
+// it carries messages (qpIters), into its receive half of the buffer; a
+// receive's ID is its QP's index (perftest: ctx_set_recv_wqes).
 func (s *session) postRecvs(size, n int) error {
 	s.rcnt = 0
 	for i, st := range s.qps {
 		st.rsge[0] = uverbs.SGE{Addr: st.recvBuf, Length: uint32(size), LKey: s.mr.LKey()}
 		st.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGEs: st.rsge[:]}
 		st.rposted = 0
-		for j := 0; j < n; j++ {
+		for j := 0; j < min(n, s.qpIters(i)); j++ {
 			if err := st.qp.PostRecv(st.rwr[:]); err != nil {
 				return fmt.Errorf("couldn't post receive %d of %d on QP %d: %w", j+1, n, i, err)
 			}
@@ -89,7 +89,7 @@ func (s *session) reap() (int, error) {
 		}
 		if wc.Opcode.IsRecv() {
 			s.rcnt++
-			if st := s.qps[wc.ID]; st.rposted < s.iters() {
+			if st := s.qps[wc.ID]; st.rposted < s.qpIters(int(wc.ID)) {
 				if err := st.qp.PostRecv(st.rwr[:]); err != nil {
 					return n, fmt.Errorf("couldn't post a receive after %d: %w", s.rcnt, err)
 				}
@@ -350,15 +350,31 @@ func (s *session) runBW(size int) (bwResult, error) {
 	return bwStats(size, o.cqMod, s.posts, s.comps, s.clk.perUsec, o.gbits), nil
 }
 
-// stamp notes when send scnt is posted (for the latency samples) and
-// names its work request after it.
-func (s *session) stamp(wr *uverbs.SendWR, scnt int) (now int64) {
+// stamp notes when send scnt is posted (for the latency samples).
+func (s *session) stamp(scnt int) (now int64) {
 	now = cycles()
 	if s.posts != nil {
 		s.posts[scnt] = now
 	}
-	wr.ID = uint64(scnt)
 	return now
+}
+
+// lane is the QP that carries exchange k (from 0) of a latency run: with
+// -q the exchanges go round-robin, k over QP k mod -q, one at a time (ours:
+// perftest refuses -q in latency tests). It returns the QP's index, its
+// state and the exchange's number on that QP (from 1), which write_lat
+// writes into the message's last byte.
+func (s *session) lane(k int) (int, *qpState, byte) {
+	i := k % len(s.qps)
+	return i, s.qps[i], byte(k/len(s.qps) + 1)
+}
+
+// post posts the QP's work request, named after the QP and the send's
+// number on it, as reap reads it.
+func (st *qpState) post(i int) error {
+	st.swr[0].ID = uint64(i)<<32 | uint64(st.scnt)
+	st.scnt++
+	return st.qp.PostSend(st.swr[:])
 }
 
 // reapOrIdle takes the completions there are and, when there were none,
@@ -475,13 +491,14 @@ func (s *session) runLatRead() error {
 }
 
 // runLatSend is send_lat (run_iter_lat_send): the client sends first; each
-// side sends once it received; one send in -Q is signaled and waited for.
+// side sends once it received; one send in -Q on each QP is signaled, and
+// its QP's last, and waited for. With -q, exchange k goes over QP k mod -q
+// (lane) on both sides.
 func (s *session) runLatSend(size int) error {
 	o := s.o
 	iters := s.iters()
 	client := o.server != ""
-	wr := &s.swr[0]
-	base := wr.Flags
+	base := s.qps[0].swr[0].Flags
 	s.beginRun()
 	// rcnt counts the receives this loop consumed; s.rcnt those completed,
 	// which may be ahead when a receive was polled while waiting for a send.
@@ -494,18 +511,20 @@ func (s *session) runLatSend(size int) error {
 			rcnt++
 		}
 		if scnt < iters {
-			now := s.stamp(wr, scnt)
+			i, st, _ := s.lane(scnt)
+			now := s.stamp(scnt)
 			scnt++
-			signaled := scnt%o.cqMod == 0 || scnt == iters
-			wr.Flags = base
+			n := st.scnt + 1
+			signaled := n%o.cqMod == 0 || n == s.qpIters(i)
+			st.swr[0].Flags = base
 			if signaled {
-				wr.Flags |= uverbs.SendSignaled
+				st.swr[0].Flags |= uverbs.SendSignaled
 			}
-			if err := s.qp.PostSend(s.swr[:]); err != nil {
+			if err := st.post(i); err != nil {
 				return fmt.Errorf("couldn't post send %d: %w", scnt, err)
 			}
 			if signaled {
-				if err := s.waitSends(scnt); err != nil {
+				if err := s.waitCount(&st.ccnt, st.scnt); err != nil {
 					return err
 				}
 			}
@@ -523,34 +542,38 @@ func (s *session) runLatSend(size int) error {
 
 // runLatWrite is write_lat (run_iter_lat_write): no receives; each side
 // spins on the last byte of the message its peer writes into its buffer
-// until it holds the iteration's number, and writes the next number in the
-// last byte of its own message. The server writes first.
+// until it holds the exchange's number, and writes the next number in the
+// last byte of its own message. The server writes first. With -q,
+// exchange k goes over QP k mod -q (lane), into that QP's receive half,
+// and the numbers count that QP's exchanges.
 func (s *session) runLatWrite(size int) error {
 	o := s.o
 	iters := s.iters()
 	server := o.server == ""
-	wr := &s.swr[0]
-	wr.Flags |= uverbs.SendSignaled
-	mem := s.buf.Bytes()
-	pollAt := wordOf(mem, s.half+size-1)
-	shift := uint((s.half + size - 1) & 3 * 8)
-	postAt := &mem[size-1]
+	for _, st := range s.qps {
+		st.swr[0].Flags |= uverbs.SendSignaled
+	}
+	mem, base := s.buf.Bytes(), s.buf.Addr()
 	s.beginRun()
 	scnt, rcnt := 0, 0
 	for scnt < iters || s.ccnt < iters || rcnt < iters {
 		if rcnt < iters && !(scnt < 1 && server) {
+			_, st, want := s.lane(rcnt)
+			at := int(st.recvBuf-base) + size - 1
+			pollAt, shift := wordOf(mem, at), uint(at&3*8)
 			rcnt++
-			for byte(atomic.LoadUint32(pollAt)>>shift) != byte(rcnt) {
+			for byte(atomic.LoadUint32(pollAt)>>shift) != want {
 				if err := s.idle(); err != nil {
 					return err
 				}
 			}
 		}
 		if scnt < iters {
-			now := s.stamp(wr, scnt)
+			i, st, num := s.lane(scnt)
+			now := s.stamp(scnt)
 			scnt++
-			*postAt = byte(scnt)
-			if err := s.qp.PostSend(s.swr[:]); err != nil {
+			mem[int(st.local-base)+size-1] = num
+			if err := st.post(i); err != nil {
 				return fmt.Errorf("couldn't post send %d: %w", scnt, err)
 			}
 			s.count = scnt

@@ -44,6 +44,12 @@ atomic_lat (perftest's ib_TEST). Options (perftest's letters and meanings):
   -D, --duration=<sec>     run for <sec> seconds instead of -n iterations
   -f, --margin=<sec>       with -D: seconds left out at each end (default D/4)
   -a, --all                every size from 2 to 8388608 bytes
+  -q, --qp=<n>             QPs (default 1; not with -R): a bandwidth test runs -n
+                           iterations on each; send_lat and write_lat (ours:
+                           perftest refuses -q in latency tests) open <n> QPs
+                           and ping-pong over them in turn, exchange k over
+                           QP k mod <n>, one at a time, -n exchanges in all
+  -b, --bidirectional      both sides send (bandwidth tests)
   -t, --tx-depth=<n>       send queue depth (default 128 bw, 1 lat)
   -r, --rx-depth=<n>       receives posted (default 512 send tests)
   -Q, --cq-mod=<n>         one signaled completion every <n> sends (default 100;
@@ -136,7 +142,7 @@ type options struct {
 	duration int // seconds; 0: -n iterations
 	margin   int
 	all      bool
-	qps      int  // -q: QPs of a bandwidth test
+	qps      int  // -q: QPs (bandwidth tests; send_lat and write_lat round-robin)
 	duplex   bool // -b: both sides send (bandwidth tests)
 	txDepth  int
 	rxDepth  int
@@ -234,8 +240,8 @@ func (o *options) finish() error {
 		return cmdline.Usagef("-u %d: the timeout exponent is 0..31", o.timeout)
 	case o.qps < 1 || o.qps > maxQPs:
 		return cmdline.Usagef("-q %d: 1 to %d QPs", o.qps, maxQPs)
-	case o.qps > 1 && o.lat:
-		return cmdline.Usagef("-q %d: several QPs are for bandwidth tests (perftest refuses them in latency tests too)", o.qps)
+	case o.qps > 1 && (o.verb == read || o.verb == atomicOp) && o.lat:
+		return cmdline.Usagef("-q %d: of the latency tests, send_lat and write_lat take several QPs (a round-robin ping-pong; perftest refuses -q in every latency test)", o.qps)
 	case o.duplex && o.lat:
 		return cmdline.Usagef("-b: bidirectional runs are for bandwidth tests")
 	case o.duplex && o.duration > 0:
@@ -317,6 +323,10 @@ func (o *options) finish() error {
 	}
 	if o.duration == 0 && o.verb == send && o.rxDepth > o.iters {
 		o.rxDepth = o.iters
+	}
+	if share := (o.iters + o.qps - 1) / o.qps; o.duration == 0 && o.verb == send && o.lat && o.rxDepth > share {
+		// send_lat -q: each QP receives its share of the exchanges.
+		o.rxDepth = share
 	}
 	if o.verb == send && o.rxDepth%2 == 1 && !o.all {
 		o.rxDepth++ // perftest: "WA for a bug when rx_depth is odd in SEND"

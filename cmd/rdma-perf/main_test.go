@@ -52,6 +52,19 @@ func TestParseArgs(t *testing.T) {
 	if o.qps != 8 {
 		t.Fatalf("write_bw -q 8: %+v", o)
 	}
+	// -q on send_lat and write_lat (ours): each QP receives only its share
+	// of the -n exchanges, so send_lat posts that many receives per QP.
+	o, err = parseArgs([]string{"send_lat", "-q", "64", "-n", "2000"})
+	if err != nil || o.qps != 64 || o.rxDepth != 32 || o.txDepth != 1 || o.cqMod != 1 {
+		t.Fatalf("send_lat -q 64 -n 2000: %+v, %v", o, err)
+	}
+	o, err = parseArgs([]string{"send_lat", "-q", "8", "-n", "300"})
+	if err != nil || o.rxDepth != 38 { // 300/8 rounded up, then even (perftest's odd rx_depth fix)
+		t.Fatalf("send_lat -q 8 -n 300: %+v, %v", o, err)
+	}
+	if o, err = parseArgs([]string{"write_lat", "-q", "4"}); err != nil || o.qps != 4 {
+		t.Fatalf("write_lat -q 4: %+v, %v", o, err)
+	}
 	if _, err := parseArgs([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
@@ -71,7 +84,9 @@ func TestParseArgs(t *testing.T) {
 		{"send_bw", "-n", "2"},
 		{"send_bw", "h1", "h2"},
 		{"write_bw", "-q", "0"},
-		{"write_lat", "-q", "2"}, // perftest: several QPs in bandwidth tests only
+		{"read_lat", "-q", "2"}, // round-robin latency: send_lat and write_lat only
+		{"atomic_lat", "-q", "2"},
+		{"send_lat", "-q", "2", "-R"},
 		{"send_bw", "-q", "2", "-R"},
 	} {
 		var uerr *cmdline.UsageError

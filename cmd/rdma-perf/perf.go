@@ -455,7 +455,7 @@ func (s *session) sequence() error {
 	o := s.o
 	pre := o.qps // handshakes before connecting: one per QP
 	if o.lat && o.verb != send {
-		pre = 2
+		pre = max(2, o.qps)
 	}
 	if err := s.handshakes(pre, true); err != nil {
 		return err
@@ -585,12 +585,27 @@ func (s *session) iters() int {
 	return s.o.iters
 }
 
+// qpIters is how many messages QP i carries in one run: -n in a bandwidth
+// test (perftest's -n counts per QP); in a latency test the -n exchanges
+// are shared out round-robin (lane), QP i taking the i-th, the (i+q)-th...
+func (s *session) qpIters(i int) int {
+	n := s.iters()
+	if s.o.lat && s.o.duration == 0 {
+		return (n - i + len(s.qps) - 1) / len(s.qps)
+	}
+	return n
+}
+
 func (s *session) allocTimes() {
 	if s.o.duration > 0 {
 		return
 	}
-	s.posts = make([]int64, s.o.iters*s.o.qps)
-	s.comps = make([]int64, s.o.iters*s.o.qps)
+	n := s.o.iters // latency: one sample per exchange, whatever the QP
+	if !s.o.lat {
+		n *= s.o.qps
+	}
+	s.posts = make([]int64, n)
+	s.comps = make([]int64, n)
 }
 
 // printHeader prints a short description and the table's header.

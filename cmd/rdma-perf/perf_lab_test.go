@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -133,6 +137,14 @@ func TestGoToGo(t *testing.T) {
 		{name: "write_lat_all_sizes", test: "write_lat", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
 		{name: "send_bw_all_sizes", test: "send_bw", args: []string{"-a", "-n", "5"}, iters: 5, sizes: 23},
 		{name: "read_lat_duration", test: "read_lat", args: []string{"-s", "64", "-D", "2"}, size: 64, duration: true},
+		// -q on a latency test (ours): -n exchanges in all, round-robin
+		// over the QPs; 300 over 64 QPs leaves some with 4, some with 5.
+		{name: "send_lat_q8", test: "send_lat", args: []string{"-s", "64", "-n", "300", "-q", "8"}, size: 64, iters: 300},
+		{name: "send_lat_q64", test: "send_lat", args: []string{"-s", "64", "-n", "300", "-q", "64"}, size: 64, iters: 300},
+		{name: "send_lat_q4_events", test: "send_lat", args: []string{"-s", "4096", "-n", "300", "-q", "4", "-e"}, size: 4096, iters: 300},
+		{name: "write_lat_q4", test: "write_lat", args: []string{"-s", "64", "-n", "300", "-q", "4"}, size: 64, iters: 300},
+		{name: "write_lat_q3_all_sizes", test: "write_lat", args: []string{"-a", "-n", "5", "-q", "3"}, iters: 5, sizes: 23},
+		{name: "send_lat_q2_duration", test: "send_lat", args: []string{"-s", "64", "-D", "2", "-q", "2"}, size: 64, duration: true},
 		{name: "write_bw_duration", test: "write_bw", args: []string{"-s", "4096", "-D", "2", "--report_gbits"}, size: 4096, duration: true},
 	}
 	for i, c := range cases {
@@ -201,6 +213,100 @@ func TestHotPathAllocs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The ping-pong loops allocate nothing either, with -q's round-robin too.
+// Both sides run them, so both run the loop here, in this process, and
+// meet before each run, their receives posted (meet: no channel, whose
+// blocking takes sudogs that a GC drops); the server counts the process's
+// allocations over each of its loops, and their average per run, rounded
+// down as AllocsPerRun does, must be 0. A thread the runtime starts
+// allocates (runtime newm: when a system call blocks, sysmon hands its P
+// to another thread), so spareThreads starts some first; the first run is
+// left out. Completion events are TestHotPathAllocs' (read_lat -e, one
+// waiter in the process): with both sides' waits in this one process,
+// send_lat -q 4 -e counted 10 allocations in 10 runs twice after the
+// package's other tests (none when run alone), not traced yet.
+func TestHotPathAllocsPingPong(t *testing.T) {
+	for i, c := range []perfCase{
+		{test: "send_lat", args: []string{"-s", "64", "-n", "200"}, size: 64},
+		{test: "send_lat", args: []string{"-s", "64", "-n", "200", "-q", "8"}, size: 64},
+		{test: "write_lat", args: []string{"-s", "64", "-n", "200"}, size: 64},
+		{test: "write_lat", args: []string{"-s", "64", "-n", "200", "-q", "4"}, size: 64},
+	} {
+		t.Run(c.test+"_"+strings.Join(c.args, ""), func(t *testing.T) {
+			const runs = 10
+			var arrived [2]atomic.Int64 // server, client: meetings reached
+			var allocs uint64
+			c.hook = func(s *session) error {
+				server := s.o.server == ""
+				me := 0
+				if !server {
+					me = 1
+				}
+				meet := func() error {
+					n := arrived[me].Add(1)
+					for arrived[1-me].Load() < n {
+						if err := s.ctx.Err(); err != nil {
+							return err
+						}
+						runtime.Gosched()
+					}
+					return nil
+				}
+				s.noProgress = true
+				loop := s.runLatSend
+				if s.o.verb == write {
+					loop = s.runLatWrite
+				}
+				var before, after runtime.MemStats
+				for run := 0; run <= runs; run++ {
+					s.prepSend(c.size)
+					if s.o.verb == send {
+						if err := s.postRecvs(c.size, min(s.o.rxDepth, s.iters())); err != nil {
+							return err
+						}
+					}
+					if err := meet(); err != nil {
+						return err
+					}
+					if server {
+						runtime.ReadMemStats(&before)
+					}
+					if err := loop(c.size); err != nil {
+						return err
+					}
+					if server && run > 0 {
+						runtime.ReadMemStats(&after)
+						allocs += after.Mallocs - before.Mallocs
+					}
+				}
+				return nil
+			}
+			c.server, c.client, c.sizes, c.iters = "ours", "ours", 1, 200
+			spareThreads(8)
+			runPerfCase(t, c, 19700+i)
+			if allocs/runs != 0 {
+				t.Errorf("%s %v: %d allocations in %d runs of the loop, want fewer than one per run", c.test, c.args, allocs, runs)
+			}
+		})
+	}
+}
+
+// spareThreads leaves n threads idle for the runtime to reuse: n goroutines
+// sleep in a system call at once, and sysmon hands their Ps on to new
+// threads (runtime retake, handoffp).
+func spareThreads(n int) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ts := syscall.NsecToTimespec(int64(50 * time.Millisecond))
+			syscall.Nanosleep(&ts, nil)
+		}()
+	}
+	wg.Wait()
 }
 
 func runPerfCase(t *testing.T, c perfCase, port int) {

@@ -5,8 +5,11 @@
 //	perfbench cmtime -cmtime PATH -out FILE   in the lab: our cmtime against rdma-core's, per step
 //	perfbench rstream -rstream PATH -out FILE in the lab: our rstream against rdma-core's,
 //	                                          over rsocket and over TCP
-//	perfbench scale -rdma-perf PATH -out FILE in the lab: write_bw and send_bw with 1, 8
-//	                                          and 64 QPs (-q), ours against perftest's
+//	perfbench scale -rdma-perf PATH -lat-many PATH -out FILE
+//	                                          in the lab: write_bw and send_bw with 1, 8
+//	                                          and 64 QPs (-q), ours against perftest's,
+//	                                          and send_lat's round-robin ping-pong over
+//	                                          1, 8 and 64 QPs against test/perfbench/c/lat_many.c
 //	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] BENCHMARKS.md
 //	                                          on the host: put the sections (and the host
 //	                                          benchmarks' output) between their markers
@@ -71,6 +74,9 @@ type cell struct {
 	events bool
 	qps    int // -q, when above 1
 	n      int // -n, when set; else iters()
+	// cprog is the C side's program when it is not perftest's ib_TEST
+	// (it takes perftest's options of the cell).
+	cprog string
 }
 
 func (c cell) mode() string {
@@ -131,6 +137,7 @@ func matrix() []cell {
 type result struct {
 	bw      float64 // MB/s, average
 	typical float64 // µs
+	p99     float64 // µs
 	p999    float64 // µs
 }
 
@@ -300,9 +307,12 @@ func runPair(c cell, ours bool, bin, lo, vdev, vaddr string, port int) (result, 
 	}
 	cmd := func(cpu string, extra ...string) *exec.Cmd {
 		a := []string{"-c", cpu}
-		if ours {
+		switch {
+		case ours:
 			a = append(a, bin, c.test)
-		} else {
+		case c.cprog != "":
+			a = append(a, c.cprog)
+		default:
 			a = append(a, "ib_"+c.test)
 		}
 		a = append(a, args...)
@@ -372,7 +382,7 @@ func parse(c cell, out []byte) (result, error) {
 			v = append(v, n)
 		}
 		if c.lat() && len(v) == 9 {
-			return result{typical: v[4], p999: v[8]}, nil
+			return result{typical: v[4], p99: v[7], p999: v[8]}, nil
 		}
 		if !c.lat() && len(v) == 5 {
 			return result{bw: v[3]}, nil

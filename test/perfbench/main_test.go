@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,53 @@ func TestScaleCells(t *testing.T) {
 		if c.iters()%100 != 0 {
 			t.Errorf("%s -q %d: -n %d is not a multiple of the CQ moderation (100)", c.test, c.qps, c.iters())
 		}
+	}
+}
+
+// The latency lines run send_lat with every QP count on lat_many's C side,
+// the same exchanges in all on every line.
+func TestLatManyCells(t *testing.T) {
+	cells := latManyCells("/x/lat_many")
+	if len(cells) != len(scaleQPs) {
+		t.Fatalf("%d cells", len(cells))
+	}
+	for i, c := range cells {
+		if c.test != "send_lat" || !c.lat() || c.size != 64 || c.qps != scaleQPs[i] || c.iters() != latManyExchanges || c.cprog != "/x/lat_many" {
+			t.Errorf("cell %d: %+v", i, c)
+		}
+	}
+	if cName(cells[0], false) != "C lat_many" || cName(cells[0], true) != "rdma-perf" || cName(cell{test: "send_bw"}, false) != "C perftest" {
+		t.Error("cName")
+	}
+}
+
+// lat_many prints perftest's latency line, which parse reads as
+// perftest's, p99 included.
+func TestParseLatMany(t *testing.T) {
+	out := " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n" +
+		" 64      2000          20.51          311.40      31.25  \t       35.02     \t14.90\t\t98.75  \t\t250.00 \n"
+	r, err := parse(cell{test: "send_lat", size: 64, cprog: "lat_many"}, []byte(out))
+	if err != nil || r.typical != 31.25 || r.p99 != 98.75 || r.p999 != 250 {
+		t.Fatalf("parse: %+v, %v", r, err)
+	}
+}
+
+// The latency table: medians of the rounds, ours over C, and each
+// program's typical over its own one-QP typical.
+func TestWriteScaleLat(t *testing.T) {
+	rows := []scaleRow{
+		{c: cell{qps: 1}, cs: []result{{typical: 10, p99: 20}, {typical: 30, p99: 40}, {typical: 20, p99: 30}}, g: []result{{typical: 15, p99: 30}}},
+		{c: cell{qps: 8}, cs: []result{{typical: 40, p99: 60}}, g: []result{{typical: 30, p99: 90}}},
+		{c: cell{qps: 64}, cs: []result{{typical: 40, p99: 60}}}, // every Go run failed
+	}
+	var b bytes.Buffer
+	writeScaleLat(&b, rows)
+	want := "| QPs | C typical | ours typical | ours/C | C vs 1 QP | ours vs 1 QP | C p99 | ours p99 | p99 ours/C |\n" +
+		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" +
+		"| 1 | 20.00 | 15.00 | 0.75 | 1.00 | 1.00 | 30.00 | 30.00 | 1.00 |\n" +
+		"| 8 | 40.00 | 30.00 | 0.75 | 2.00 | 2.00 | 60.00 | 90.00 | 1.50 |\n" +
+		"| 64 | 40.00 | n/a | n/a | 2.00 | n/a | 60.00 | n/a | n/a |\n"
+	if b.String() != want {
+		t.Fatalf("table:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

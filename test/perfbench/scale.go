@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -15,7 +16,8 @@ import (
 // same guest, interleaved as in run. Every line moves the same number of
 // messages in all (scaleMessages, split evenly over the QPs: perftest's -n
 // counts per QP), so that a line differs from the one-QP line only in how
-// many QPs the messages are spread over.
+// many QPs the messages are spread over. Then the latency with as many
+// connections open (latManyCells), against a C program of our own.
 
 // scaleQPs are the QP counts of the scaling table.
 var scaleQPs = []int{1, 8, 64}
@@ -39,16 +41,41 @@ func scaleCells() []cell {
 	return cells
 }
 
+// latManyExchanges is each latency line's number of exchanges (-n, in
+// all, shared out round-robin): as many as the 64 B latency cells of run,
+// so that p99.9 is not the single worst sample.
+const latManyExchanges = 2000
+
+// latManyCells are the latency lines: send_lat's round-robin ping-pong
+// over 1, 8 and 64 QPs, ours (rdma-perf send_lat -q, ours alone: perftest
+// refuses -q in latency tests) against lat_many, our C program doing the
+// same with libibverbs (test/perfbench/c/lat_many.c).
+func latManyCells(latMany string) []cell {
+	var cells []cell
+	for _, q := range scaleQPs {
+		cells = append(cells, cell{test: "send_lat", size: 64, qps: q, n: latManyExchanges, cprog: latMany})
+	}
+	return cells
+}
+
+// scaleRow is one line's runs.
+type scaleRow struct {
+	c     cell
+	cs, g []result
+	errs  []string
+}
+
 func scaleCmd(args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	bin := fs.String("rdma-perf", "", "path of the rdma-perf binary")
+	latMany := fs.String("lat-many", "", "path of lat_many, built from test/perfbench/c/lat_many.c")
 	out := fs.String("out", "", "Markdown section to write")
 	rounds := fs.Int("rounds", 5, "C/Go pairs per line (the table has their medians)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *bin == "" || *out == "" {
-		return fmt.Errorf("-rdma-perf and -out are required")
+	if *bin == "" || *latMany == "" || *out == "" {
+		return fmt.Errorf("-rdma-perf, -lat-many and -out are required")
 	}
 	lo := os.Getenv("GOVERBS_LAB_LO_DEV")
 	if lo == "" {
@@ -57,55 +84,48 @@ func scaleCmd(args []string) error {
 	kernel, _ := exec.Command("uname", "-r").Output()
 	start := time.Now()
 	port := 21000
-	type row struct {
-		c     cell
-		cs, g []result
-		errs  []string
-	}
-	var rows []row
-	for _, c := range scaleCells() {
-		r := row{c: c}
-		for i := 0; i < *rounds; i++ {
-			for _, ours := range []bool{false, true} {
-				port++
-				res, err := runPair(c, ours, *bin, lo, "", "", port)
-				who := "C perftest"
-				if ours {
-					who = "rdma-perf"
-				}
-				if err != nil {
-					r.errs = append(r.errs, who+": "+err.Error())
-					fmt.Fprintf(os.Stderr, "%s -q %d %s: %v\n", c.test, c.qps, who, err)
-					continue
-				}
-				if ours {
-					r.g = append(r.g, res)
-				} else {
-					r.cs = append(r.cs, res)
+	run := func(cells []cell) []scaleRow {
+		var rows []scaleRow
+		for _, c := range cells {
+			r := scaleRow{c: c}
+			for i := 0; i < *rounds; i++ {
+				for _, ours := range []bool{false, true} {
+					port++
+					res, err := runPair(c, ours, *bin, lo, "", "", port)
+					if err != nil {
+						r.errs = append(r.errs, cName(c, ours)+": "+err.Error())
+						fmt.Fprintf(os.Stderr, "%s -q %d %s: %v\n", c.test, c.qps, cName(c, ours), err)
+						continue
+					}
+					if ours {
+						r.g = append(r.g, res)
+					} else {
+						r.cs = append(r.cs, res)
+					}
 				}
 			}
+			rows = append(rows, r)
+			if c.lat() {
+				fmt.Fprintf(os.Stderr, "%s -q %d: C %.2f, Go %.2f µs\n", c.test, c.qps, pick(r.cs, typicalOf), pick(r.g, typicalOf))
+			} else {
+				fmt.Fprintf(os.Stderr, "%s -q %d: C %.2f, Go %.2f MB/s\n", c.test, c.qps, pick(r.cs, bwOf), pick(r.g, bwOf))
+			}
 		}
-		rows = append(rows, r)
-		fmt.Fprintf(os.Stderr, "%s -q %d: C %.2f, Go %.2f MB/s\n", c.test, c.qps, pick(r.cs, bwOf), pick(r.g, bwOf))
+		return rows
 	}
+	bw := run(scaleCells())
+	lat := run(latManyCells(*latMany))
 
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "Kernel %s in one lab guest (QEMU TCG, 2 vCPUs), %s; %d interleaved C/Go rounds per line, took %s.\n\n",
 		strings.TrimSpace(string(kernel)), time.Now().UTC().Format("2006-01-02 15:04 MST"), *rounds, time.Since(start).Round(time.Second))
 	fmt.Fprintf(&b, "Settings, identical for both: rxe0 on lo (-x 1), 64 B messages, %d in all per line (-n %d/%d/%d per QP with -q %d/%d/%d), the tools' other defaults (TX depth 128 per QP, capped at -n, one signaled send in 100 per QP, inline 0); -F; server on CPU 0, client on CPU 1. Figures are the client's average MB/s, each the median of the rounds; \"vs 1 QP\" is the line's figure over the same program's one-QP figure.\n\n",
 		scaleMessages, scaleMessages/scaleQPs[0], scaleMessages/scaleQPs[1], scaleMessages/scaleQPs[2], scaleQPs[0], scaleQPs[1], scaleQPs[2])
-	fmt.Fprintln(&b, "| test | QPs | C perftest | rdma-perf | ours/C | C vs 1 QP | ours vs 1 QP |")
-	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
-	var c1, g1 float64
-	for _, r := range rows {
-		cb, gb := pick(r.cs, bwOf), pick(r.g, bwOf)
-		if r.c.qps == 1 {
-			c1, g1 = cb, gb
-		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s |\n", r.c.test, r.c.qps, num(cb), num(gb), ratio(gb, cb), ratio(cb, c1), ratio(gb, g1))
-	}
+	writeScaleBW(&b, bw)
+	fmt.Fprintf(&b, "\nLatency with many connections open: send_lat at 64 B, %d exchanges per line, round-robin over the QPs (exchange k over QP k mod -q, one message in flight), rdma-perf send_lat -q against lat_many (test/perfbench/c/lat_many.c, libibverbs); both with send queue depth 1, every send signaled, inline 0, one CQ, each QP's share of the exchanges posted as receives (at most 512); same pinning. Figures are the client's typical (median) and p99 RTT/2 in µs, each the median of the rounds; ours/C at or below 1.00 is as fast, and \"vs 1 QP\" is the line's typical over the same program's one-QP typical.\n\n", latManyExchanges)
+	writeScaleLat(&b, lat)
 	var failed []string
-	for _, r := range rows {
+	for _, r := range append(bw, lat...) {
 		for _, e := range r.errs {
 			failed = append(failed, fmt.Sprintf("%s -q %d: %s", r.c.test, r.c.qps, e))
 		}
@@ -119,4 +139,48 @@ func scaleCmd(args []string) error {
 	return os.WriteFile(*out, b.Bytes(), 0o644)
 }
 
-func bwOf(r result) float64 { return r.bw }
+// cName names a line's C or Go side.
+func cName(c cell, ours bool) string {
+	switch {
+	case ours:
+		return "rdma-perf"
+	case c.cprog != "":
+		return "C " + filepath.Base(c.cprog)
+	}
+	return "C perftest"
+}
+
+// writeScaleBW writes the bandwidth table: the rates, and each program's
+// over its own one-QP rate of the same test.
+func writeScaleBW(b *bytes.Buffer, rows []scaleRow) {
+	fmt.Fprintln(b, "| test | QPs | C perftest | rdma-perf | ours/C | C vs 1 QP | ours vs 1 QP |")
+	fmt.Fprintln(b, "|---|---:|---:|---:|---:|---:|---:|")
+	var c1, g1 float64
+	for _, r := range rows {
+		cb, gb := pick(r.cs, bwOf), pick(r.g, bwOf)
+		if r.c.qps == 1 {
+			c1, g1 = cb, gb
+		}
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s |\n", r.c.test, r.c.qps, num(cb), num(gb), ratio(gb, cb), ratio(cb, c1), ratio(gb, g1))
+	}
+}
+
+// writeScaleLat writes the latency table: typical and p99 of both, and
+// how each program's typical grows over its one-QP typical.
+func writeScaleLat(b *bytes.Buffer, rows []scaleRow) {
+	fmt.Fprintln(b, "| QPs | C typical | ours typical | ours/C | C vs 1 QP | ours vs 1 QP | C p99 | ours p99 | p99 ours/C |")
+	fmt.Fprintln(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	var c1, g1 float64
+	for _, r := range rows {
+		ct, gt := pick(r.cs, typicalOf), pick(r.g, typicalOf)
+		cp, gp := pick(r.cs, p99Of), pick(r.g, p99Of)
+		if r.c.qps == 1 {
+			c1, g1 = ct, gt
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.c.qps, num(ct), num(gt), ratio(gt, ct), ratio(ct, c1), ratio(gt, g1), num(cp), num(gp), ratio(gp, cp))
+	}
+}
+
+func bwOf(r result) float64      { return r.bw }
+func typicalOf(r result) float64 { return r.typical }
+func p99Of(r result) float64     { return r.p99 }
