@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,7 +176,15 @@ func recvWithin[T any](t *testing.T, ch <-chan T, what string) T {
 
 func rpcContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
-	t.Cleanup(cancel)
+	t.Cleanup(func() {
+		// A call that stalled until the deadline: the stacks say where
+		// (taken before the server's cleanup stops it).
+		if t.Failed() && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			buf := make([]byte, 4<<20)
+			t.Logf("goroutines at the RPC deadline:\n%s", buf[:runtime.Stack(buf, true)])
+		}
+		cancel()
+	})
 	return ctx
 }
 
