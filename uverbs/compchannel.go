@@ -221,9 +221,21 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 // waiter.
 func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
 	for cq.armed.Load() {
+		if testHookTurn != nil {
+			testHookTurn()
+		}
 		reading, err := ch.turn(ctx, cq)
 		if err != nil || !reading {
 			return err
+		}
+		// Look again with the token held: the previous holder may have
+		// read cq's event after the look above, or turn's select may have
+		// taken the token when it could as well have taken the news of
+		// that read. A read now would wait for an event that no arm will
+		// raise.
+		if !cq.armed.Load() {
+			<-ch.reader
+			return nil
 		}
 		got, err := ch.read(ctx)
 		<-ch.reader
@@ -233,6 +245,10 @@ func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
 	}
 	return nil
 }
+
+// testHookTurn, set only by tests, runs in waitFor between its look at
+// cq.armed and turn, where another's read of the event changes both.
+var testHookTurn func()
 
 // turn takes the reader's token and returns true, or returns false once
 // an event was read by another (cq may have been disarmed by it).
@@ -307,11 +323,19 @@ func (ch *CompChannel) read(ctx context.Context) (*CQ, error) {
 }
 
 // TryWait returns the CQ of a queued notification without waiting, or nil
-// if none is queued.
+// if none is queued or a Wait (or a CQ's WaitNotify) is reading the channel:
+// that read takes the event, and taking it here instead would leave it
+// waiting for another.
 func (ch *CompChannel) TryWait() (*CQ, error) {
 	if ch == nil {
 		return nil, closedErr(readEventOp)
 	}
+	select {
+	case ch.reader <- struct{}{}:
+	default:
+		return nil, nil
+	}
+	defer func() { <-ch.reader }()
 	for {
 		var desc abi.UverbsCompEventDesc
 		n, err := ch.ev.TryRead(bytesOf(&desc))

@@ -3,6 +3,7 @@ package uverbs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -240,6 +241,70 @@ func TestCQWaitNotify(t *testing.T) {
 		}
 		if got != 2 {
 			t.Fatalf("%v: %d completions after the event, want 2", mode, got)
+		}
+	}
+}
+
+// A WaitNotify that finds its CQ armed and then gets the turn to read the
+// channel returns at once if another read the CQ's event in between: with
+// the CQ disarmed no event would end a read of its own. (Under load this
+// was an rsocket Read or Write asleep for good.) The other reader comes in
+// through testHookTurn, at that point of the first look.
+func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
+	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
+	ch := e.channel()
+	cq := e.cq(64, ch)
+	a, b := e.rcPair(cq, defaultCap)
+	bg := context.Background()
+	wcs := make([]WC, 4)
+	t.Cleanup(func() { testHookTurn = nil })
+	for _, mode := range waitModes {
+		if err := ch.SetWaitMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+		var other error
+		first := true
+		testHookTurn = func() {
+			if first {
+				first = false
+				ch.reader <- struct{}{}
+				var got *CQ
+				if got, other = ch.read(ctx); other == nil && got != cq {
+					other = fmt.Errorf("read the event of %p, want the CQ's %p", got, cq)
+				}
+				<-ch.reader
+			}
+		}
+		err := cq.WaitNotify(ctx)
+		cancel()
+		testHookTurn = nil
+		if other != nil {
+			t.Fatalf("%v: the other read: %v", mode, other)
+		}
+		if err != nil {
+			t.Fatalf("%v: WaitNotify after another read its CQ's event: %v, want nil at once", mode, err)
+		}
+		n := 0
+		for deadline := time.Now().Add(20 * time.Second); n < 2 && time.Now().Before(deadline); {
+			k, err := cq.Poll(wcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += k
+		}
+		if n != 2 {
+			t.Fatalf("%v: %d completions, want 2", mode, n)
 		}
 	}
 }
