@@ -66,7 +66,7 @@ func (c *Conn) shutdown(code func() uint32) {
 	})
 	defer timer.Stop()
 	wait := func(done func() bool) bool {
-		armed := false
+		var sl sleeper
 		for {
 			ctx := c.wakeCtxLocked()
 			c.pollLocked()
@@ -80,7 +80,7 @@ func (c *Conn) shutdown(code func() uint32) {
 				c.set.logf("rsocket %v: sends still in flight after %v", c.raddr, c.set.CloseTimeout)
 				return false
 			}
-			armed = c.sleepLocked(ctx, armed)
+			c.sleepLocked(ctx, &sl)
 		}
 	}
 	if !wait(func() bool { return !c.connected || c.ctrlSeqno != c.ctrlMax }) || !c.connected {

@@ -248,14 +248,21 @@ func (c *Conn) slotLength() uint32 { return mmio.U32(c.tbuf.Bytes(), c.slot*sgeS
 // Armed: it waits for the CQ's event on this goroutine (the kernel wakes
 // its thread, as it wakes a C program blocked in ibv_get_cq_event), or
 // until ctx, taken from wakeCtxLocked before the caller looked at its
-// state, is cancelled. It returns whether the CQ is now armed.
-func (c *Conn) sleepLocked(ctx context.Context, armed bool) bool {
+// state, is cancelled.
+//
+// A Read and a Write sleep on the CQ at once, and whichever reads the
+// event polls for both. So the wait ends also when an event was read
+// since this sleeper armed (uverbs.CQ.WaitNotifySince): the other may
+// have polled what this one waits for while it was between its poll and
+// its wait, and armed the CQ again for itself.
+func (c *Conn) sleepLocked(ctx context.Context, s *sleeper) {
 	c.asleep++
 	c.mu.Unlock()
 	var err error
-	if armed {
-		err = c.cq.WaitNotify(ctx)
+	if s.armed {
+		err = c.cq.WaitNotifySince(ctx, s.seq)
 	} else {
+		s.seq = c.cq.NotifySeq()
 		err = c.cq.ReqNotify(false)
 	}
 	c.mu.Lock()
@@ -265,7 +272,14 @@ func (c *Conn) sleepLocked(ctx context.Context, armed bool) bool {
 	if err != nil && ctx.Err() == nil {
 		c.failLocked(err)
 	}
-	return !armed && err == nil
+	s.armed = !s.armed && err == nil
+}
+
+// sleeper is the state of one caller's sleepLocked steps: whether it armed
+// the CQ, and the CQ's count of read events before it did.
+type sleeper struct {
+	armed bool
+	seq   uint64
 }
 
 // wakeCtxLocked returns the context sleepers wait under. Take it before
@@ -580,7 +594,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 // waitRead waits until data can be read and calls take with mu held, or
 // returns why it cannot (EOF, deadline, close, failure).
 func (c *Conn) waitRead(take func()) error {
-	spin, armed := c.set.Spin, false
+	spin, sl := c.set.Spin, sleeper{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
@@ -608,7 +622,7 @@ func (c *Conn) waitRead(take func()) error {
 			c.mu.Lock()
 			continue
 		}
-		armed = c.sleepLocked(ctx, armed)
+		c.sleepLocked(ctx, &sl)
 	}
 }
 
@@ -688,7 +702,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // waitWrite waits until a data message can be sent and calls send with mu
 // held, or returns why it cannot.
 func (c *Conn) waitWrite(op string, send func() error) error {
-	spin, armed := c.set.Spin, false
+	spin, sl := c.set.Spin, sleeper{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
@@ -714,7 +728,7 @@ func (c *Conn) waitWrite(op string, send func() error) error {
 			c.mu.Lock()
 			continue
 		}
-		armed = c.sleepLocked(ctx, armed)
+		c.sleepLocked(ctx, &sl)
 	}
 }
 

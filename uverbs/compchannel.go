@@ -213,18 +213,18 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	return ch.read(ctx)
 }
 
-// waitFor waits until the event of cq is read, by this call or by another
-// Wait on the channel, and returns nil then or at once if cq is not armed.
-// A call that finds another reading waits for its turn or for any event to
-// be read, and then looks at cq.armed again: so CQs sharing the channel
-// can be waited for at once without one's event being lost to the other's
-// waiter.
-func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
-	for cq.armed.Load() {
+// waitFor waits until an event of cq is read after its count of read
+// events was seq, by this call or by another Wait on the channel, and
+// returns nil then, or at once if that happened already or cq is not
+// armed. A call that finds another reading waits for its turn or for any
+// event to be read, and then looks again: so CQs sharing the channel can be
+// waited for at once without one's event being lost to the other's waiter.
+func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ, seq uint64) error {
+	for cq.waiting(seq) {
 		if testHookTurn != nil {
 			testHookTurn()
 		}
-		reading, err := ch.turn(ctx, cq)
+		reading, err := ch.turn(ctx, cq, seq)
 		if err != nil || !reading {
 			return err
 		}
@@ -233,7 +233,7 @@ func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
 		// taken the token when it could as well have taken the news of
 		// that read. A read now would wait for an event that no arm will
 		// raise.
-		if !cq.armed.Load() {
+		if !cq.waiting(seq) {
 			<-ch.reader
 			return nil
 		}
@@ -246,13 +246,13 @@ func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ) error {
 	return nil
 }
 
-// testHookTurn, set only by tests, runs in waitFor between its look at
-// cq.armed and turn, where another's read of the event changes both.
+// testHookTurn, set only by tests, runs in waitFor between its look at cq
+// and turn, where another's read of cq's event changes both.
 var testHookTurn func()
 
 // turn takes the reader's token and returns true, or returns false once
 // an event was read by another (cq may have been disarmed by it).
-func (ch *CompChannel) turn(ctx context.Context, cq *CQ) (bool, error) {
+func (ch *CompChannel) turn(ctx context.Context, cq *CQ, seq uint64) (bool, error) {
 	select {
 	case ch.reader <- struct{}{}:
 		return true, nil
@@ -269,7 +269,7 @@ func (ch *CompChannel) turn(ctx context.Context, cq *CQ) (bool, error) {
 	}()
 	// Counted in blocked before this look: an event read after it closes
 	// note.
-	if !cq.armed.Load() {
+	if !cq.waiting(seq) {
 		return false, nil
 	}
 	select {
@@ -363,6 +363,7 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 		return nil, false
 	}
 	cq.armed.Store(false)
+	cq.events.Add(1)
 	if cq.ctx.mlx != nil {
 		cq.mlx5Event()
 	}

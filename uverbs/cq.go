@@ -45,8 +45,10 @@ type CQ struct {
 	handle uint32
 	depth  atomic.Int32
 	// armed is set by ReqNotify and cleared when the channel's event for
-	// the CQ is read, by whichever Wait reads it; PollWait relies on it.
-	armed atomic.Bool
+	// the CQ is read, by whichever Wait reads it; events counts those
+	// reads. PollWait and WaitNotify rely on both.
+	armed  atomic.Bool
+	events atomic.Uint64
 
 	mu      ringLock
 	ring    *sys.Mapping
@@ -316,6 +318,7 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
 		return 0, &OpError{Op: op, Err: fmt.Errorf("the CQ has no completion channel to wait on: create it with CQInit.Channel, or use Poll")}
 	}
 	for {
+		seq := cq.events.Load()
 		n, err := cq.Poll(wcs)
 		if n > 0 || err != nil {
 			return n, err
@@ -326,7 +329,7 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
 			}
 			continue
 		}
-		if err := cq.ch.waitFor(ctx, cq); err != nil {
+		if err := cq.ch.waitFor(ctx, cq, seq); err != nil {
 			return 0, err
 		}
 	}
@@ -341,15 +344,52 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
 // when ctx ends first, and an error matching ErrClosed when the channel is
 // closed. It allocates nothing when CompChannel.Wait would not.
 //
+// Goroutines that share a CQ but wait for different things (a reader and a
+// writer of one connection) need WaitNotifySince: another may read the
+// event and arm the CQ again between this one's poll and its wait.
+//
 // rdma-core: ibv_get_cq_event, for one CQ of a channel.
 func (cq *CQ) WaitNotify(ctx context.Context) error {
+	if cq == nil {
+		return closedErr(readEventOp)
+	}
+	return cq.WaitNotifySince(ctx, cq.events.Load())
+}
+
+// NotifySeq returns how many notifications of the CQ have been read from
+// its channel so far, by any Wait, WaitNotify or PollWait. Take it before
+// ReqNotify, for WaitNotifySince.
+func (cq *CQ) NotifySeq() uint64 {
+	if cq == nil {
+		return 0
+	}
+	return cq.events.Load()
+}
+
+// WaitNotifySince is WaitNotify for a CQ that goroutines waiting for
+// different things share, each polling under a lock of their own: it also
+// returns at once once a notification of the CQ has been read since
+// NotifySeq returned seq. The loop is: seq := NotifySeq(), ReqNotify, poll,
+// and only if that found nothing for this goroutine, WaitNotifySince(ctx,
+// seq). Whoever reads the event raised by a completion that came after the
+// poll may also handle that completion, for this goroutine too, and arm
+// the CQ again; a WaitNotify that starts after that waits for the next
+// event, which may never come. WaitNotifySince returns instead, and the
+// caller looks at its state again.
+func (cq *CQ) WaitNotifySince(ctx context.Context, seq uint64) error {
 	if cq == nil {
 		return closedErr(readEventOp)
 	}
 	if cq.ch == nil {
 		return &OpError{Op: readEventOp, Err: fmt.Errorf("the CQ has no completion channel to wait on: create it with CQInit.Channel")}
 	}
-	return cq.ch.waitFor(ctx, cq)
+	return cq.ch.waitFor(ctx, cq, seq)
+}
+
+// waiting reports whether a wait that took seq goes on: the CQ is armed
+// and no notification of it was read since.
+func (cq *CQ) waiting(seq uint64) bool {
+	return cq.armed.Load() && cq.events.Load() == seq
 }
 
 // Resize changes the CQ to hold at least n completions (write() command

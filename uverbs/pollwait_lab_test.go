@@ -309,6 +309,79 @@ func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 	}
 }
 
+// WaitNotifySince returns at once when the CQ's event was read and the CQ
+// armed again by another since the caller took its NotifySeq, where
+// WaitNotify, which cannot tell, waits for the next event: the other's
+// poll may have taken what the caller waits for (an rsocket Read and Write
+// of one connection slept for good that way).
+func TestCQWaitNotifySince(t *testing.T) {
+	e := newVerbsEnv(t)
+	_, mr := e.memory(4096)
+	ch := e.channel()
+	cq := e.cq(64, ch)
+	a, b := e.rcPair(cq, defaultCap)
+	bg := context.Background()
+	wcs := make([]WC, 4)
+	if err := e.cq(4, nil).WaitNotifySince(bg, 0); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
+		t.Errorf("WaitNotifySince on a CQ without a channel: %v, want an error naming CQInit.Channel", err)
+	}
+	for _, mode := range waitModes {
+		if err := ch.SetWaitMode(mode); err != nil {
+			t.Fatal(err)
+		}
+		seq := cq.NotifySeq()
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		// The other goroutine: reads the event, polls, arms again.
+		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+		if got, err := ch.Wait(ctx); err != nil || got != cq {
+			t.Fatalf("%v: Wait: %v, %v; want the CQ", mode, got, err)
+		}
+		n := 0
+		for n < 2 && ctx.Err() == nil {
+			k, err := cq.Poll(wcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += k
+		}
+		if n != 2 {
+			t.Fatalf("%v: %d completions, want 2", mode, n)
+		}
+		if err := cq.ReqNotify(false); err != nil {
+			t.Fatal(err)
+		}
+		if got := cq.NotifySeq(); got != seq+1 {
+			t.Errorf("%v: NotifySeq %d after one event, want %d", mode, got, seq+1)
+		}
+		if err := cq.WaitNotifySince(ctx, seq); err != nil {
+			t.Fatalf("%v: WaitNotifySince after another read the event: %v, want nil at once", mode, err)
+		}
+		cancel()
+		// WaitNotify cannot tell: armed, nothing coming, it waits.
+		ctx, cancel = context.WithTimeout(bg, 50*time.Millisecond)
+		err := cq.WaitNotify(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%v: WaitNotify on an armed, idle CQ: %v, want deadline exceeded", mode, err)
+		}
+		// And WaitNotifySince with the count of now waits as well.
+		ctx, cancel = context.WithTimeout(bg, 50*time.Millisecond)
+		err = cq.WaitNotifySince(ctx, cq.NotifySeq())
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%v: WaitNotifySince with the current count on an armed, idle CQ: %v, want deadline exceeded", mode, err)
+		}
+	}
+}
+
 // waitingIn counts the goroutines asleep in fn: blocked in a system call
 // (ppoll), parked in the netpoller, or in a select (waiting for another's
 // read of the channel).
