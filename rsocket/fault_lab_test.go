@@ -1203,7 +1203,7 @@ func faultBlocked(fn string) bool {
 		// ppoll (a blocked thread), parked in the netpoller, or waiting
 		// for another sleeper's read.
 		head, _, _ := strings.Cut(g, "\n")
-		onChannel := strings.Contains(g, "uverbs.(*CQ).WaitNotify(") &&
+		onChannel := strings.Contains(g, "uverbs.(*CQ).WaitNotifySince(") &&
 			(strings.Contains(head, "[syscall") || strings.Contains(head, "[IO wait"))
 		if (onChannel || strings.Contains(head, "[select")) && strings.Contains(g, "rsocket."+fn+"(") {
 			return true
