@@ -252,10 +252,9 @@ func (c *Conn) slotLength() uint32 { return mmio.U32(c.tbuf.Bytes(), c.slot*sgeS
 //
 // A Read and a Write sleep on the CQ at once, and whichever reads the
 // event polls for both. So the wait ends also when an event was read
-// since this sleeper armed (uverbs.CQ.WaitNotifySince, docs/rsocket.md
-// §2.6): the other may
+// since this sleeper armed (uverbs.CQ.WaitNotifySince): the other may
 // have polled what this one waits for while it was between its poll and
-// its wait, and armed the CQ again for itself.
+// its wait, and armed the CQ again for itself (docs/rsocket.md §2.6).
 func (c *Conn) sleepLocked(ctx context.Context, s *sleeper) {
 	c.asleep++
 	c.mu.Unlock()
