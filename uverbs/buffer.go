@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -33,19 +34,78 @@ type Buffer struct {
 // an address by binary search. It holds weak pointers only: a Buffer dropped
 // without Close is collected, its mapping unmapped by the GC safety net and
 // its entry removed.
+//
+// Writers change buffers under buffersMu and publish a copy in bufferView
+// (publishBuffersLocked). PostSend reads bufferView with one plain load,
+// under its QP's send lock: Buffer.Close unlists the Buffer, then waits
+// for the current holder of every open QP's send lock (inlineSenders)
+// before it unmaps, so no inline copy that found the Buffer listed is
+// still running (docs/architecture.md §3).
 var (
-	buffersMu  sync.RWMutex
+	buffersMu  sync.Mutex
 	buffers    []bufEntry
 	nextBuffer uint64 // under buffersMu
+	bufferView atomic.Pointer[[]bufEntry]
 )
+
+// publishBuffersLocked makes the current list the one PostSend sees. The
+// caller holds buffersMu.
+func publishBuffersLocked() {
+	v := slices.Clone(buffers)
+	bufferView.Store(&v)
+}
+
+// inlineSenders are the open QPs, whose posts may copy inline data out of
+// a Buffer while they hold their send lock. Weak, so that a QP dropped
+// without Close is still collected (and with it its Device).
+var (
+	sendersMu     sync.Mutex
+	inlineSenders = map[weak.Pointer[QP]]struct{}{}
+)
+
+func addSender(qp *QP) {
+	sendersMu.Lock()
+	inlineSenders[weak.Make(qp)] = struct{}{}
+	sendersMu.Unlock()
+}
+
+func dropSender(qp *QP) {
+	sendersMu.Lock()
+	delete(inlineSenders, weak.Make(qp))
+	sendersMu.Unlock()
+}
+
+// waitInlineCopies returns once every post that could have read the
+// Buffer list before the caller's last publish has finished: it waits for
+// the current holder of each open QP's send lock, if any, to release it
+// (ringLock.waitRelease; a post reads the list after taking the lock).
+// Posts that take the lock later see the new list and are not waited for.
+func waitInlineCopies() {
+	sendersMu.Lock()
+	qps := make([]*QP, 0, len(inlineSenders))
+	for w := range inlineSenders {
+		if qp := w.Value(); qp != nil {
+			qps = append(qps, qp)
+		} else {
+			delete(inlineSenders, w) // collected: no post can be running on it
+		}
+	}
+	sendersMu.Unlock()
+	for _, qp := range qps {
+		qp.sendMu.waitRelease()
+	}
+}
 
 // bufferAtLocked returns the index of the entry that can contain addr (the
 // last one starting at or below it), or -1. The caller holds buffersMu.
-func bufferAtLocked(addr uint64) int {
-	lo, hi := 0, len(buffers) // buffers[:lo] start at or below addr
+func bufferAtLocked(addr uint64) int { return bufferAt(buffers, addr) }
+
+// bufferAt returns the index of the entry of list that can contain addr.
+func bufferAt(list []bufEntry, addr uint64) int {
+	lo, hi := 0, len(list) // list[:lo] start at or below addr
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if buffers[m].start <= addr {
+		if list[m].start <= addr {
 			lo = m + 1
 		} else {
 			hi = m
@@ -56,7 +116,7 @@ func bufferAtLocked(addr uint64) int {
 
 // addBufferLocked lists e. An entry whose range overlaps e's is stale (its
 // Buffer was collected and its mapping is gone, or the kernel could not have
-// mapped e there) and is dropped. The caller holds buffersMu for writing.
+// mapped e there) and is dropped. The caller holds buffersMu.
 func addBufferLocked(e bufEntry) {
 	i := bufferAtLocked(e.start) + 1 // first entry starting above e.start
 	j := i
@@ -67,13 +127,15 @@ func addBufferLocked(e bufEntry) {
 		j++
 	}
 	buffers = slices.Replace(buffers, i, j, e)
+	publishBuffersLocked()
 }
 
 // removeBufferLocked drops the entry of the Buffer with this start and id,
-// if it is still listed. The caller holds buffersMu for writing.
+// if it is still listed. The caller holds buffersMu.
 func removeBufferLocked(start, id uint64) {
 	if i := bufferAtLocked(start); i >= 0 && buffers[i].start == start && buffers[i].id == id {
 		buffers = slices.Delete(buffers, i, i+1)
+		publishBuffersLocked()
 	}
 }
 
@@ -145,21 +207,33 @@ func (b *Buffer) Addr() uint64 {
 }
 
 // Close unmaps the buffer. It refuses with an error matching ErrBusy while
-// an MR still registers part of it: close the MR first.
+// an MR still registers part of it: close the MR first. A PostSend copying
+// inline data out of the buffer finishes first.
 func (b *Buffer) Close() error {
 	if b == nil {
 		return nil
 	}
+	m, err := b.unlist()
+	if m == nil {
+		return err
+	}
+	waitInlineCopies()
+	return m.Unmap()
+}
+
+// unlist takes the buffer off the list and returns its mapping, or nil if
+// it is closed already or still registered (then with the error).
+func (b *Buffer) unlist() (*sys.Mapping, error) {
 	// Lock order: buffersMu, then b.mu (as in bufferOf).
 	buffersMu.Lock()
 	defer buffersMu.Unlock()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		return nil
+		return nil, nil
 	}
 	if b.regs > 0 {
-		return &OpError{Op: "close buffer", Err: &busyError{msg: fmt.Sprintf(
+		return nil, &OpError{Op: "close buffer", Err: &busyError{msg: fmt.Sprintf(
 			"the buffer is still registered by %s: close them before unmapping the memory they point at", plural(b.regs, "MR"))}}
 	}
 	start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.b))))
@@ -167,7 +241,7 @@ func (b *Buffer) Close() error {
 	b.clean.Stop()
 	m := b.m
 	b.m, b.b = nil, nil
-	return m.Unmap()
+	return m, nil
 }
 
 // bufferOf returns the open Buffer that contains [addr, addr+n) and counts a
@@ -196,18 +270,18 @@ func bufferOf(addr uint64, n int) *Buffer {
 	return b
 }
 
-// inBufferLocked reports whether [addr, addr+n) lies inside an open Buffer.
-// The caller holds buffersMu (read), which keeps every listed Buffer mapped
-// (Close takes it for writing). It allocates nothing.
-func inBufferLocked(addr, n uint64) bool {
+// inBuffer reports whether [addr, addr+n) lies inside a Buffer of list (a
+// bufferView). The caller holds its QP's send lock, which keeps every
+// Buffer it finds mapped (Buffer.Close waits for it). It allocates nothing.
+func inBuffer(list []bufEntry, addr, n uint64) bool {
 	end := addr + n
 	if end < addr {
 		return false
 	}
-	i := bufferAtLocked(addr)
+	i := bufferAt(list, addr)
 	// A nil Value is a Buffer the collector found unreachable: its mapping
 	// may already be gone.
-	return i >= 0 && end <= buffers[i].end && buffers[i].b.Value() != nil
+	return i >= 0 && end <= list[i].end && list[i].b.Value() != nil
 }
 
 // unregister drops a registration counted by bufferOf.

@@ -2,7 +2,11 @@ package uverbs
 
 import (
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"testing"
+	"time"
+	"unsafe"
 	"weak"
 )
 
@@ -13,7 +17,7 @@ func TestBufferList(t *testing.T) {
 	buffersMu.Lock()
 	saved := buffers
 	buffers = nil
-	defer func() { buffers = saved; buffersMu.Unlock() }()
+	defer func() { buffers = saved; publishBuffersLocked(); buffersMu.Unlock() }()
 
 	live := &Buffer{}
 	w := weak.Make(live)
@@ -31,6 +35,9 @@ func TestBufferList(t *testing.T) {
 	if got := starts(); len(got) != 3 || got[0] != 0x1000 || got[1] != 0x3000 || got[2] != 0x8000 {
 		t.Fatalf("starts %#x, want sorted 0x1000 0x3000 0x8000", got)
 	}
+	if v := bufferView.Load(); v == nil || !slices.Equal(*v, buffers) {
+		t.Fatal("the list PostSend reads is not the one published last")
+	}
 	for _, c := range []struct {
 		addr, n uint64
 		want    bool
@@ -39,8 +46,8 @@ func TestBufferList(t *testing.T) {
 		{0x0fff, 1, false}, {0x2000, 1, false}, {0x3fff, 1, true}, {0x8000, 0x1000, true},
 		{0x9000, 1, false}, {0x10, 1, false}, {^uint64(0), 2, false},
 	} {
-		if got := inBufferLocked(c.addr, c.n); got != c.want {
-			t.Errorf("inBufferLocked(%#x, %#x) = %v, want %v", c.addr, c.n, got, c.want)
+		if got := inBuffer(buffers, c.addr, c.n); got != c.want {
+			t.Errorf("inBuffer(%#x, %#x) = %v, want %v", c.addr, c.n, got, c.want)
 		}
 	}
 	// A new Buffer over the range of 1 and 3's start can only be there if
@@ -55,11 +62,58 @@ func TestBufferList(t *testing.T) {
 	}
 	removeBufferLocked(0x2800, 4)
 	removeBufferLocked(0x1000, 2)
-	if len(buffers) != 0 {
-		t.Fatalf("%d entries left after removing all", len(buffers))
+	if len(buffers) != 0 || len(*bufferView.Load()) != 0 {
+		t.Fatalf("%d entries left after removing all (%d published)", len(buffers), len(*bufferView.Load()))
 	}
-	if inBufferLocked(0x1000, 1) {
+	if inBuffer(buffers, 0x1000, 1) {
 		t.Fatal("an address is inside a Buffer of an empty list")
 	}
 	runtime.KeepAlive(live)
+}
+
+// Buffer.Close unlists the Buffer at once but unmaps it only once no post
+// can still be copying inline data out of it: a post holds its QP's send
+// lock from reading the list until the copy is done, and Close takes every
+// open QP's send lock once before it unmaps.
+func TestBufferCloseWaitsForInlineCopy(t *testing.T) {
+	r := newNativeRig(t)
+	addSender(r.qp)
+	defer dropSender(r.qp)
+	b, err := AllocBuffer(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := b.Bytes()
+	r.qp.sendMu.Lock() // a post that has read the list and copies now
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	for b.Bytes() != nil { // unlisted under b.mu and buffersMu
+		runtime.Gosched()
+	}
+	if v := bufferView.Load(); v != nil && inBuffer(*v, uint64(uintptr(unsafe.Pointer(&mem[0]))), 1) {
+		t.Error("a closing Buffer is still listed for PostSend")
+	}
+	// The memory must stay mapped as long as the send lock is held.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("Buffer.Close unmapped while a post held its QP's send lock: %v", p)
+			}
+		}()
+		for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+			mem[0]++
+			select {
+			case err := <-closed:
+				t.Errorf("Buffer.Close returned (%v) while a post held its QP's send lock", err)
+				return
+			default:
+			}
+			runtime.Gosched()
+		}
+	}()
+	r.qp.sendMu.Unlock()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
 }

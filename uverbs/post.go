@@ -244,29 +244,33 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if hasInline(wrs) {
 		return qp.stageSendInline(op, wrs)
 	}
-	return qp.stageSendChecked(op, wrs, false)
+	return qp.stageSendChecked(op, wrs, nil, false)
 }
 
-// stageSendInline holds the lists of open Buffers and, only when some
-// inline source is not inside a Buffer, of the PD's MRs (lock order:
-// buffersMu, pd.mrMu) until the inline bytes are copied: Buffer.Close and
-// MR.Close wait, so the memory checked stays mapped.
+// stageSendInline checks inline sources against the open Buffers (the
+// list published last, read once) and, only when some inline source is not
+// inside a Buffer, against the PD's MRs, whose list it holds until the
+// inline bytes are copied so that MR.Close waits. Buffer.Close waits for
+// the caller's send lock instead (waitInlineCopies), so the memory checked
+// stays mapped.
 func (qp *QP) stageSendInline(op string, wrs []SendWR) error {
-	buffersMu.RLock()
-	defer buffersMu.RUnlock()
-	if inlineInBuffersLocked(wrs) {
-		return qp.stageSendChecked(op, wrs, false)
+	var list []bufEntry
+	if p := bufferView.Load(); p != nil {
+		list = *p
+	}
+	if inlineInBuffers(list, wrs) {
+		return qp.stageSendChecked(op, wrs, nil, false)
 	}
 	qp.pd.mrMu.RLock()
 	defer qp.pd.mrMu.RUnlock()
-	return qp.stageSendChecked(op, wrs, true)
+	return qp.stageSendChecked(op, wrs, list, true)
 }
 
 // stageSendChecked is stageSend once the QP is known to be open and in RTS.
-// With checkMRs each inline SGE is checked against the open Buffers and the
-// PD's MRs (the caller holds both lists); without, the caller found every
-// inline SGE inside an open Buffer and holds that list.
-func (qp *QP) stageSendChecked(op string, wrs []SendWR, checkMRs bool) error {
+// With checkMRs each inline SGE is checked against the open Buffers of list
+// and the PD's MRs (the caller holds the MR list); without, the caller
+// found every inline SGE inside an open Buffer.
+func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMRs bool) error {
 	for i := range wrs {
 		wr := &wrs[i]
 		if wr.AH != nil {
@@ -280,7 +284,7 @@ func (qp *QP) stageSendChecked(op string, wrs []SendWR, checkMRs bool) error {
 			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 		}
 		if checkMRs && wr.Flags&SendInline != 0 {
-			if j := qp.badInlineSGE(wr.SGEs); j >= 0 {
+			if j := qp.badInlineSGE(list, wr.SGEs); j >= 0 {
 				return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d (%d bytes at %#x) is not inside an open Buffer or a registered MR of the QP's PD: inline data must come from a Buffer or a registered MR",
 					ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
 			}
@@ -311,15 +315,15 @@ func hasInline(wrs []SendWR) bool {
 	return false
 }
 
-// inlineInBuffersLocked reports whether every inline SGE of wrs lies inside
-// an open Buffer. The caller holds buffersMu (read).
-func inlineInBuffersLocked(wrs []SendWR) bool {
+// inlineInBuffers reports whether every inline SGE of wrs lies inside a
+// Buffer of list.
+func inlineInBuffers(list []bufEntry, wrs []SendWR) bool {
 	for i := range wrs {
 		if wrs[i].Flags&SendInline == 0 {
 			continue
 		}
 		for _, g := range wrs[i].SGEs {
-			if g.Length != 0 && !inBufferLocked(g.Addr, uint64(g.Length)) {
+			if g.Length != 0 && !inBuffer(list, g.Addr, uint64(g.Length)) {
 				return false
 			}
 		}
@@ -330,15 +334,15 @@ func inlineInBuffersLocked(wrs []SendWR) bool {
 // badInlineSGE returns the index of the first inline SGE whose bytes are
 // not inside an open Buffer or an open MR of the QP's PD, or -1. The inline
 // copy reads those addresses in this process, so anything else could fault
-// (the lkey is not used for inline data). The caller holds buffersMu and
-// pd.mrMu (read).
-func (qp *QP) badInlineSGE(sges []SGE) int {
+// (the lkey is not used for inline data). list is the Buffer list the
+// caller read; it holds pd.mrMu (read).
+func (qp *QP) badInlineSGE(list []bufEntry, sges []SGE) int {
 	for j := range sges {
 		a, n := sges[j].Addr, uint64(sges[j].Length)
 		if n == 0 {
 			continue
 		}
-		if a == 0 || !(inBufferLocked(a, n) || qp.pd.inMRLocked(a, n)) {
+		if a == 0 || !(inBuffer(list, a, n) || qp.pd.inMRLocked(a, n)) {
 			return j
 		}
 	}

@@ -218,6 +218,7 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	for _, p := range parents {
 		p.kids.adopt(qp, kindQP)
 	}
+	addSender(qp) // before the QP can be found, let alone posted to
 	if err := r.add(op, qp.h, kindQP, qp); err != nil {
 		qp.close(true)
 		return nil, err
@@ -435,6 +436,7 @@ func (qp *QP) close(bool) error {
 	qp.closed = true
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
+	dropSender(qp)
 	errDrain := qp.drain()
 
 	qp.sendMu.Lock()

@@ -17,12 +17,19 @@ import (
 // processor until it is free (the rare long sections, Modify and Close with
 // their system calls, only cost a waiter its spinning). Not reentrant.
 //
+// The word counts: odd while held, and each Unlock moves it to the next
+// even value, so a changed word means the holder seen has left
+// (waitRelease).
+//
 // Race builds use sync.Mutex instead (ringlock_race.go), which the race
 // detector understands.
-type ringLock struct{ held atomic.Uint32 }
+type ringLock struct{ word atomic.Uint32 }
 
+// Lock sets the word's low bit; it has the lock if the bit was clear. (On
+// amd64 the Or is a load and a compare-and-swap, small enough to be
+// inlined, which a load and a separate compare-and-swap are not.)
 func (l *ringLock) Lock() {
-	if !l.held.CompareAndSwap(0, 1) {
+	if l.word.Or(1)&1 != 0 {
 		l.lockSlow()
 	}
 }
@@ -30,7 +37,7 @@ func (l *ringLock) Lock() {
 func (l *ringLock) lockSlow() {
 	for {
 		// Read first, so waiters share the line until it is free.
-		if l.held.Load() == 0 && l.held.CompareAndSwap(0, 1) {
+		if l.word.Load()&1 == 0 && l.word.Or(1)&1 == 0 {
 			return
 		}
 		runtime.Gosched()
@@ -41,8 +48,27 @@ func (l *ringLock) lockSlow() {
 // next holder before it sees the lock free (a release store, as
 // pthread_spin_unlock).
 func (l *ringLock) Unlock() {
-	if l.held.Load() == 0 {
+	w := l.word.Load()
+	if w&1 == 0 {
 		panic("uverbs: unlock of an unlocked ring lock")
 	}
-	mmio.StoreRelease32(&l.held, 0)
+	mmio.StoreRelease32(&l.word, w+1)
+}
+
+// waitRelease returns once whoever holds the lock now has released it
+// (at once if no one does), without taking it: later holders, however
+// many, do not delay it. The caller's earlier sync/atomic stores are
+// visible to every holder after that one (sequentially consistent, as the
+// compare-and-swap that takes the lock).
+func (l *ringLock) waitRelease() { l.waitPast(l.word.Load()) }
+
+// waitPast returns once the lock word is no longer w, a value it held
+// while held (at once if w is even: no one held it).
+func (l *ringLock) waitPast(w uint32) {
+	if w&1 == 0 {
+		return
+	}
+	for l.word.Load() == w {
+		runtime.Gosched()
+	}
 }

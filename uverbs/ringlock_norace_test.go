@@ -2,7 +2,10 @@
 
 package uverbs
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestRingLockUnlockUnlockedPanics(t *testing.T) {
 	defer func() {
@@ -12,4 +15,33 @@ func TestRingLockUnlockUnlockedPanics(t *testing.T) {
 	}()
 	var l ringLock
 	l.Unlock()
+}
+
+// waitRelease ends with the holder it found, even when the lock is taken
+// again at once: a busy QP cannot hold up Buffer.Close.
+func TestRingLockWaitRelease(t *testing.T) {
+	var l ringLock
+	l.waitRelease() // free: returns at once
+	l.Lock()
+	held := l.word.Load() // what waitRelease reads while this holder has it
+	done := make(chan struct{})
+	go func() { l.waitPast(held); close(done) }()
+	l.Unlock()
+	l.Lock() // a new holder, at once
+	<-done   // the test's own timeout catches a wait for the new holder
+	l.Unlock()
+	if w := l.word.Load(); w != 4 {
+		t.Fatalf("lock word %d after two Lock/Unlock pairs, want 4", w)
+	}
+	l.Lock()
+	held = l.word.Load()
+	done = make(chan struct{})
+	go func() { l.waitPast(held); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("waitPast returned while the holder it found still held the lock")
+	case <-time.After(10 * time.Millisecond):
+	}
+	l.Unlock()
+	<-done
 }
