@@ -42,7 +42,8 @@
 //     ping-pong goes round-robin, exchange k over QP k mod N, one message
 //     in flight at a time, so that each sample is what a service with N
 //     connections open sees; -n counts the exchanges in all, and send_lat
-//     posts on each QP at most as many receives as it has exchanges.
+//     posts on each QP at most as many receives as it has exchanges (with
+//     -D, its share of -r, at least 2, reposted as they complete).
 //   - write_lat uses no receives: each side spins on the last byte of the
 //     message its peer writes into its memory, as perftest does; so -e is
 //     refused for WRITE tests, as perftest refuses it.

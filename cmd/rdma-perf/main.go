@@ -324,9 +324,17 @@ func (o *options) finish() error {
 	if o.duration == 0 && o.verb == send && o.rxDepth > o.iters {
 		o.rxDepth = o.iters
 	}
-	if share := (o.iters + o.qps - 1) / o.qps; o.duration == 0 && o.verb == send && o.lat && o.rxDepth > share {
-		// send_lat -q: each QP receives its share of the exchanges.
-		o.rxDepth = share
+	if o.verb == send && o.lat {
+		// send_lat -q: one exchange is in flight at a time, round-robin,
+		// so each QP receives its share of the exchanges, or with -D (a
+		// receive is posted again as each completes) its share of the
+		// receive depth. The CQ holds every QP's receives, so without
+		// this -q 64 -D would ask for more than rxe's 32767 entries.
+		share := (o.iters + o.qps - 1) / o.qps
+		if o.duration > 0 {
+			share = max(2, (o.rxDepth+o.qps-1)/o.qps)
+		}
+		o.rxDepth = min(o.rxDepth, share)
 	}
 	if o.verb == send && o.rxDepth%2 == 1 && !o.all {
 		o.rxDepth++ // perftest: "WA for a bug when rx_depth is odd in SEND"

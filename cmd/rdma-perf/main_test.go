@@ -58,6 +58,20 @@ func TestParseArgs(t *testing.T) {
 	if err != nil || o.qps != 64 || o.rxDepth != 32 || o.txDepth != 1 || o.cqMod != 1 {
 		t.Fatalf("send_lat -q 64 -n 2000: %+v, %v", o, err)
 	}
+	// With -D, each QP posts its share of the receive depth (512), which
+	// keeps the CQ of 64 QPs within rxe's max_cqe.
+	o, err = parseArgs([]string{"send_lat", "-q", "64", "-D", "4"})
+	if err != nil || o.rxDepth != 8 {
+		t.Fatalf("send_lat -q 64 -D 4: rx depth %d, %v; want 8", o.rxDepth, err)
+	}
+	o, err = parseArgs([]string{"send_lat", "-q", "1000", "-D", "4"})
+	if err != nil || o.rxDepth != 2 {
+		t.Fatalf("send_lat -q 1000 -D 4: rx depth %d, %v; want 2", o.rxDepth, err)
+	}
+	o, err = parseArgs([]string{"send_lat", "-D", "4"})
+	if err != nil || o.rxDepth != 512 {
+		t.Fatalf("send_lat -D 4: rx depth %d, %v; want 512", o.rxDepth, err)
+	}
 	o, err = parseArgs([]string{"send_lat", "-q", "8", "-n", "300"})
 	if err != nil || o.rxDepth != 38 { // 300/8 rounded up, then even (perftest's odd rx_depth fix)
 		t.Fatalf("send_lat -q 8 -n 300: %+v, %v", o, err)

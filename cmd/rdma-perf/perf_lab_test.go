@@ -145,6 +145,7 @@ func TestGoToGo(t *testing.T) {
 		{name: "write_lat_q4", test: "write_lat", args: []string{"-s", "64", "-n", "300", "-q", "4"}, size: 64, iters: 300},
 		{name: "write_lat_q3_all_sizes", test: "write_lat", args: []string{"-a", "-n", "5", "-q", "3"}, iters: 5, sizes: 23},
 		{name: "send_lat_q2_duration", test: "send_lat", args: []string{"-s", "64", "-D", "2", "-q", "2"}, size: 64, duration: true},
+		{name: "send_lat_q64_duration", test: "send_lat", args: []string{"-s", "64", "-D", "2", "-q", "64"}, size: 64, duration: true},
 		{name: "write_bw_duration", test: "write_bw", args: []string{"-s", "4096", "-D", "2", "--report_gbits"}, size: 4096, duration: true},
 	}
 	for i, c := range cases {
