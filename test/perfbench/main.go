@@ -312,6 +312,9 @@ func runPair(c cell, ours bool, bin, lo, vdev, vaddr string, port int) (result, 
 			a = append(a, bin, c.test)
 		case c.cprog != "":
 			a = append(a, c.cprog)
+			if c.test == "write_lat" {
+				a = append(a, "-w") // lat_many's RDMA WRITE ping-pong
+			}
 		default:
 			a = append(a, "ib_"+c.test)
 		}

@@ -94,15 +94,16 @@ func TestScaleCells(t *testing.T) {
 	}
 }
 
-// The latency lines run send_lat with every QP count on lat_many's C side,
-// the same exchanges in all on every line.
+// The latency lines run send_lat, then write_lat, with every QP count on
+// lat_many's C side, the same exchanges in all on every line.
 func TestLatManyCells(t *testing.T) {
 	cells := latManyCells("/x/lat_many")
-	if len(cells) != len(scaleQPs) {
+	if len(cells) != 2*len(scaleQPs) {
 		t.Fatalf("%d cells", len(cells))
 	}
 	for i, c := range cells {
-		if c.test != "send_lat" || !c.lat() || c.size != 64 || c.qps != scaleQPs[i] || c.iters() != latManyExchanges || c.cprog != "/x/lat_many" {
+		test := []string{"send_lat", "write_lat"}[i/len(scaleQPs)]
+		if c.test != test || !c.lat() || c.size != 64 || c.qps != scaleQPs[i%len(scaleQPs)] || c.iters() != latManyExchanges || c.cprog != "/x/lat_many" {
 			t.Errorf("cell %d: %+v", i, c)
 		}
 	}
@@ -126,17 +127,22 @@ func TestParseLatMany(t *testing.T) {
 // program's typical over its own one-QP typical.
 func TestWriteScaleLat(t *testing.T) {
 	rows := []scaleRow{
-		{c: cell{qps: 1}, cs: []result{{typical: 10, p99: 20}, {typical: 30, p99: 40}, {typical: 20, p99: 30}}, g: []result{{typical: 15, p99: 30}}},
-		{c: cell{qps: 8}, cs: []result{{typical: 40, p99: 60}}, g: []result{{typical: 30, p99: 90}}},
-		{c: cell{qps: 64}, cs: []result{{typical: 40, p99: 60}}}, // every Go run failed
+		{c: cell{test: "send_lat", qps: 1}, cs: []result{{typical: 10, p99: 20}, {typical: 30, p99: 40}, {typical: 20, p99: 30}}, g: []result{{typical: 15, p99: 30}}},
+		{c: cell{test: "send_lat", qps: 8}, cs: []result{{typical: 40, p99: 60}}, g: []result{{typical: 30, p99: 90}}},
+		{c: cell{test: "send_lat", qps: 64}, cs: []result{{typical: 40, p99: 60}}}, // every Go run failed
+		// "vs 1 QP" is over write_lat's own one-QP line.
+		{c: cell{test: "write_lat", qps: 1}, cs: []result{{typical: 8, p99: 16}}, g: []result{{typical: 10, p99: 20}}},
+		{c: cell{test: "write_lat", qps: 8}, cs: []result{{typical: 16, p99: 32}}, g: []result{{typical: 15, p99: 20}}},
 	}
 	var b bytes.Buffer
 	writeScaleLat(&b, rows)
-	want := "| QPs | C typical | ours typical | ours/C | C vs 1 QP | ours vs 1 QP | C p99 | ours p99 | p99 ours/C |\n" +
-		"|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" +
-		"| 1 | 20.00 | 15.00 | 0.75 | 1.00 | 1.00 | 30.00 | 30.00 | 1.00 |\n" +
-		"| 8 | 40.00 | 30.00 | 0.75 | 2.00 | 2.00 | 60.00 | 90.00 | 1.50 |\n" +
-		"| 64 | 40.00 | n/a | n/a | 2.00 | n/a | 60.00 | n/a | n/a |\n"
+	want := "| test | QPs | C typical | ours typical | ours/C | C vs 1 QP | ours vs 1 QP | C p99 | ours p99 | p99 ours/C |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" +
+		"| send_lat | 1 | 20.00 | 15.00 | 0.75 | 1.00 | 1.00 | 30.00 | 30.00 | 1.00 |\n" +
+		"| send_lat | 8 | 40.00 | 30.00 | 0.75 | 2.00 | 2.00 | 60.00 | 90.00 | 1.50 |\n" +
+		"| send_lat | 64 | 40.00 | n/a | n/a | 2.00 | n/a | 60.00 | n/a | n/a |\n" +
+		"| write_lat | 1 | 8.00 | 10.00 | 1.25 | 1.00 | 1.00 | 16.00 | 20.00 | 1.25 |\n" +
+		"| write_lat | 8 | 16.00 | 15.00 | 0.94 | 2.00 | 1.50 | 32.00 | 20.00 | 0.62 |\n"
 	if b.String() != want {
 		t.Fatalf("table:\n%s\nwant:\n%s", b.String(), want)
 	}

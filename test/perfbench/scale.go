@@ -46,14 +46,17 @@ func scaleCells() []cell {
 // so that p99.9 is not the single worst sample.
 const latManyExchanges = 2000
 
-// latManyCells are the latency lines: send_lat's round-robin ping-pong
-// over 1, 8 and 64 QPs, ours (rdma-perf send_lat -q, ours alone: perftest
-// refuses -q in latency tests) against lat_many, our C program doing the
-// same with libibverbs (test/perfbench/c/lat_many.c).
+// latManyCells are the latency lines: send_lat's and write_lat's
+// round-robin ping-pong over 1, 8 and 64 QPs, ours (rdma-perf -q, ours
+// alone: perftest refuses -q in latency tests) against lat_many, our C
+// program doing the same with libibverbs (test/perfbench/c/lat_many.c,
+// -w for write_lat).
 func latManyCells(latMany string) []cell {
 	var cells []cell
-	for _, q := range scaleQPs {
-		cells = append(cells, cell{test: "send_lat", size: 64, qps: q, n: latManyExchanges, cprog: latMany})
+	for _, t := range []string{"send_lat", "write_lat"} {
+		for _, q := range scaleQPs {
+			cells = append(cells, cell{test: t, size: 64, qps: q, n: latManyExchanges, cprog: latMany})
+		}
 	}
 	return cells
 }
@@ -122,7 +125,7 @@ func scaleCmd(args []string) error {
 	fmt.Fprintf(&b, "Settings, identical for both: rxe0 on lo (-x 1), 64 B messages, %d in all per line (-n %d/%d/%d per QP with -q %d/%d/%d), the tools' other defaults (TX depth 128 per QP, capped at -n, one signaled send in 100 per QP, inline 0); -F; server on CPU 0, client on CPU 1. Figures are the client's average MB/s, each the median of the rounds; \"vs 1 QP\" is the line's figure over the same program's one-QP figure.\n\n",
 		scaleMessages, scaleMessages/scaleQPs[0], scaleMessages/scaleQPs[1], scaleMessages/scaleQPs[2], scaleQPs[0], scaleQPs[1], scaleQPs[2])
 	writeScaleBW(&b, bw)
-	fmt.Fprintf(&b, "\nLatency with many connections open: send_lat at 64 B, %d exchanges per line, round-robin over the QPs (exchange k over QP k mod -q, one message in flight), rdma-perf send_lat -q against lat_many (test/perfbench/c/lat_many.c, libibverbs); both with send queue depth 1, every send signaled, inline 0, one CQ, each QP's share of the exchanges posted as receives (at most 512); same pinning. Figures are the client's typical (median) and p99 RTT/2 in µs, each the median of the rounds; ours/C at or below 1.00 is as fast, and \"vs 1 QP\" is the line's typical over the same program's one-QP typical.\n\n", latManyExchanges)
+	fmt.Fprintf(&b, "\nLatency with many connections open: send_lat and write_lat at 64 B, %d exchanges per line, round-robin over the QPs (exchange k over QP k mod -q, one message in flight), rdma-perf -q against lat_many (test/perfbench/c/lat_many.c, libibverbs; -w for write_lat); both with send queue depth 1, every send signaled, inline 0, one CQ; send_lat posts each QP's share of the exchanges as receives (at most 512), write_lat posts none and spins on the last byte of each QP's receive half; same pinning. Figures are the client's typical (median) and p99 RTT/2 in µs, each the median of the rounds; ours/C at or below 1.00 is as fast, and \"vs 1 QP\" is the line's typical over the same program's one-QP typical of the same test.\n\n", latManyExchanges)
 	writeScaleLat(&b, lat)
 	var failed []string
 	for _, r := range append(bw, lat...) {
@@ -168,8 +171,8 @@ func writeScaleBW(b *bytes.Buffer, rows []scaleRow) {
 // writeScaleLat writes the latency table: typical and p99 of both, and
 // how each program's typical grows over its one-QP typical.
 func writeScaleLat(b *bytes.Buffer, rows []scaleRow) {
-	fmt.Fprintln(b, "| QPs | C typical | ours typical | ours/C | C vs 1 QP | ours vs 1 QP | C p99 | ours p99 | p99 ours/C |")
-	fmt.Fprintln(b, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(b, "| test | QPs | C typical | ours typical | ours/C | C vs 1 QP | ours vs 1 QP | C p99 | ours p99 | p99 ours/C |")
+	fmt.Fprintln(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var c1, g1 float64
 	for _, r := range rows {
 		ct, gt := pick(r.cs, typicalOf), pick(r.g, typicalOf)
@@ -177,7 +180,7 @@ func writeScaleLat(b *bytes.Buffer, rows []scaleRow) {
 		if r.c.qps == 1 {
 			c1, g1 = ct, gt
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.c.qps, num(ct), num(gt), ratio(gt, ct), ratio(ct, c1), ratio(gt, g1), num(cp), num(gp), ratio(gp, cp))
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.c.test, r.c.qps, num(ct), num(gt), ratio(gt, ct), ratio(ct, c1), ratio(gt, g1), num(cp), num(gp), ratio(gp, cp))
 	}
 }
 

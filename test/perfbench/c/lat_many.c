@@ -1,7 +1,12 @@
-// lat_many is the C counterpart of `rdma-perf send_lat -q N`, which
-// perftest has none of (its latency tests refuse -q): N RC QPs between a
-// server and a client, and a ping-pong of SIZE-byte SENDs over them in
-// turn, exchange k over QP k mod N, one message in flight. It uses the
+// lat_many is the C counterpart of `rdma-perf send_lat -q N` and, with -w,
+// of `rdma-perf write_lat -q N`, which perftest has none of (its latency
+// tests refuse -q): N RC QPs between a server and a client, and a
+// ping-pong of SIZE-byte SENDs over them in turn, exchange k over QP k mod
+// N, one message in flight. With -w the messages are RDMA WRITEs into the
+// peer's receive half of the QP's buffer, no receives are posted, each
+// side spins on the last byte of its own receive half (the exchange's
+// number on that QP, mod 256) and the server writes first, as rdma-perf
+// write_lat and perftest's run_iter_lat_write do. It uses the
 // libibverbs API alone, with rdma-perf's send_lat settings: send queue
 // depth 1 and every send signaled, no inline data, one CQ for every QP,
 // each QP with as many receives posted as it has exchanges (at most 512,
@@ -11,7 +16,7 @@
 // rdma-perf does (the deltas between consecutive posts, the two worst
 // dropped, RTT/2), which perfbench parses (test/perfbench/scale.go).
 //
-//	lat_many -d DEV -x GID_INDEX [-i PORT] [-p TCP_PORT] [-q QPS] [-n EXCHANGES] [-s SIZE] [-F] [HOST]
+//	lat_many -d DEV -x GID_INDEX [-i PORT] [-p TCP_PORT] [-q QPS] [-n EXCHANGES] [-s SIZE] [-w] [-F] [HOST]
 //
 // The options are perftest's letters (-F is accepted and ignored); -n
 // counts the exchanges in all, as rdma-perf's. Without HOST it is the
@@ -33,11 +38,14 @@
 
 #include <infiniband/verbs.h>
 
-// dest is what each side tells the other of one QP.
+// dest is what each side tells the other of one QP: with its receive half
+// and the key that -w writes there with.
 struct dest {
 	uint32_t qpn, psn;
 	uint16_t lid;
 	union ibv_gid gid;
+	uint64_t addr;
+	uint32_t rkey;
 };
 
 static void fail(const char *what, int err)
@@ -48,7 +56,7 @@ static void fail(const char *what, int err)
 
 static void usage(const char *msg)
 {
-	fprintf(stderr, "lat_many: %s\nusage: lat_many -d DEV -x GID_INDEX [-i PORT] [-p TCP_PORT] [-q QPS] [-n EXCHANGES] [-s SIZE] [HOST]\n", msg);
+	fprintf(stderr, "lat_many: %s\nusage: lat_many -d DEV -x GID_INDEX [-i PORT] [-p TCP_PORT] [-q QPS] [-n EXCHANGES] [-s SIZE] [-w] [HOST]\n", msg);
 	exit(2);
 }
 
@@ -200,8 +208,8 @@ static void reap(void)
 int main(int argc, char **argv)
 {
 	const char *devname = NULL, *host = NULL;
-	int ibport = 1, gidx = -1, tcpport = 18515, nqp = 1, iters = 1000, size = 64, c;
-	while ((c = getopt(argc, argv, "d:i:x:p:q:n:s:F")) != -1) {
+	int ibport = 1, gidx = -1, tcpport = 18515, nqp = 1, iters = 1000, size = 64, writes = 0, c;
+	while ((c = getopt(argc, argv, "d:i:x:p:q:n:s:wF")) != -1) {
 		switch (c) {
 		case 'd': devname = optarg; break;
 		case 'i': ibport = atoi(optarg); break;
@@ -210,6 +218,7 @@ int main(int argc, char **argv)
 		case 'q': nqp = atoi(optarg); break;
 		case 'n': iters = atoi(optarg); break;
 		case 's': size = atoi(optarg); break;
+		case 'w': writes = 1; break;
 		case 'F': break; // perftest's -F, which perfbench passes to every tool
 		default: usage("unknown option");
 		}
@@ -255,6 +264,8 @@ int main(int argc, char **argv)
 		rx = share;
 	if (rx % 2)
 		rx++;
+	if (writes)
+		rx = 0; // write_lat posts no receives
 	// Each QP's part of the buffer: a send half and a receive half.
 	size_t half = (size_t)((size > 4096 ? size : 4096) + 4095) / 4096 * 4096 + 4096;
 	char *buf = aligned_alloc(4096, 2 * half * nqp);
@@ -279,7 +290,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nqp; i++) {
 		struct ibv_qp_init_attr ia = {
 			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = {.max_send_wr = 1, .max_recv_wr = rx, .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0},
+			.cap = {.max_send_wr = 1, .max_recv_wr = rx > 0 ? rx : 1, .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0},
 		};
 		if ((qp[i] = ibv_create_qp(pd, &ia)) == NULL)
 			fail("ibv_create_qp", errno);
@@ -289,7 +300,8 @@ int main(int argc, char **argv)
 		};
 		if ((rc = ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) != 0)
 			fail("INIT", rc);
-		me[i] = (struct dest){.qpn = qp[i]->qp_num, .psn = lrand48() & 0xffffff, .lid = pa.lid, .gid = gid};
+		me[i] = (struct dest){.qpn = qp[i]->qp_num, .psn = lrand48() & 0xffffff, .lid = pa.lid, .gid = gid,
+				      .addr = (uintptr_t)(buf + 2 * half * i + half), .rkey = mr->rkey};
 		quota[i] = (iters - i + nqp - 1) / nqp;
 	}
 
@@ -332,10 +344,40 @@ int main(int argc, char **argv)
 	int client = host != NULL, scnt = 0, rcnt = 0;
 	meet(fd); // both sides' receives are posted
 
+	// -w: the server writes first; each side writes once the peer's write
+	// of the same exchange number landed in its receive half of that QP,
+	// and waits for its write's completion (rdma-perf's runLatWrite).
+	while (writes && (scnt < iters || rcnt < iters)) {
+		if (rcnt < iters && !(scnt < 1 && !client)) {
+			int i = rcnt % nqp;
+			uint8_t want = (uint8_t)(rcnt / nqp + 1);
+			volatile uint8_t *at = (volatile uint8_t *)(buf + 2 * half * i + half + size - 1);
+			rcnt++;
+			while (*at != want)
+				;
+		}
+		if (scnt < iters) {
+			int i = scnt % nqp;
+			posts[scnt] = now_ns();
+			buf[2 * half * i + size - 1] = (char)(uint8_t)(scnt / nqp + 1);
+			scnt++;
+			swr.opcode = IBV_WR_RDMA_WRITE;
+			swr.wr.rdma.remote_addr = peer[i].addr;
+			swr.wr.rdma.rkey = peer[i].rkey;
+			swr.wr_id = (uint64_t)i << 32 | (uint32_t)sent[i];
+			ssge.addr = (uintptr_t)(buf + 2 * half * i);
+			sent[i]++;
+			if ((rc = ibv_post_send(qp[i], &swr, &bads)) != 0)
+				fail("ibv_post_send", rc);
+			while (done[i] < sent[i])
+				reap();
+		}
+	}
+
 	// The client sends first; each side sends once it received, and waits
 	// for its send's completion (rdma-perf's runLatSend, perftest's
 	// run_iter_lat_send with one QP).
-	while (scnt < iters || rcnt < iters) {
+	while (!writes && (scnt < iters || rcnt < iters)) {
 		if (rcnt < iters && !(scnt < 1 && client)) {
 			while (rdone < rcnt + 1)
 				reap();
