@@ -368,7 +368,7 @@ func (cq *CQ) NotifySeq() uint64 {
 
 // WaitNotifySince is WaitNotify for a CQ that goroutines waiting for
 // different things share, each polling under a lock of their own: it also
-// returns at once once a notification of the CQ has been read since
+// returns as soon as a notification of the CQ has been read since
 // NotifySeq returned seq. The loop is: seq := NotifySeq(), ReqNotify, poll,
 // and only if that found nothing for this goroutine, WaitNotifySince(ctx,
 // seq). Whoever reads the event raised by a completion that came after the
