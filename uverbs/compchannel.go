@@ -247,7 +247,8 @@ func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ, seq uint64) error {
 }
 
 // testHookTurn, set only by tests, runs in waitFor between its look at cq
-// and turn, where another's read of cq's event changes both.
+// and turn, where another's read of cq's event changes both. Tests set it
+// only while no other wait of the package runs.
 var testHookTurn func()
 
 // turn takes the reader's token and returns true, or returns false once
@@ -362,11 +363,14 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 	if cq == nil || cq.ch != ch {
 		return nil, false
 	}
-	cq.armed.Store(false)
-	cq.events.Add(1)
+	// mlx5: the arm sequence moves on first, so that an arm by a waiter
+	// that sees the CQ disarmed below carries the new number (the device
+	// ignores an arm with the number of the one that fired).
 	if cq.ctx.mlx != nil {
 		cq.mlx5Event()
 	}
+	cq.armed.Store(false)
+	cq.events.Add(1)
 	ch.noteM.Lock()
 	if ch.blocked > 0 {
 		close(ch.note)
