@@ -257,7 +257,6 @@ func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 	cq := e.cq(64, ch)
 	a, b := e.rcPair(cq, defaultCap)
 	bg := context.Background()
-	wcs := make([]WC, 4)
 	t.Cleanup(func() { testHookTurn = nil })
 	for _, mode := range waitModes {
 		if err := ch.SetWaitMode(mode); err != nil {
@@ -266,12 +265,7 @@ func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 		if err := cq.ReqNotify(false); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
+		sendOne(t, a, b, mr)
 		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 		var other error
 		first := true
@@ -295,15 +289,7 @@ func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: WaitNotify after another read its CQ's event: %v, want nil at once", mode, err)
 		}
-		n := 0
-		for deadline := time.Now().Add(20 * time.Second); n < 2 && time.Now().Before(deadline); {
-			k, err := cq.Poll(wcs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += k
-		}
-		if n != 2 {
+		if n := pollCount(t, cq, 2); n != 2 {
 			t.Fatalf("%v: %d completions, want 2", mode, n)
 		}
 	}
@@ -321,7 +307,6 @@ func TestCQWaitNotifySince(t *testing.T) {
 	cq := e.cq(64, ch)
 	a, b := e.rcPair(cq, defaultCap)
 	bg := context.Background()
-	wcs := make([]WC, 4)
 	if err := e.cq(4, nil).WaitNotifySince(bg, 0); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
 		t.Errorf("WaitNotifySince on a CQ without a channel: %v, want an error naming CQInit.Channel", err)
 	}
@@ -333,26 +318,13 @@ func TestCQWaitNotifySince(t *testing.T) {
 		if err := cq.ReqNotify(false); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
+		sendOne(t, a, b, mr)
 		// The other goroutine: reads the event, polls, arms again.
 		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 		if got, err := ch.Wait(ctx); err != nil || got != cq {
 			t.Fatalf("%v: Wait: %v, %v; want the CQ", mode, got, err)
 		}
-		n := 0
-		for n < 2 && ctx.Err() == nil {
-			k, err := cq.Poll(wcs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n += k
-		}
-		if n != 2 {
+		if n := pollCount(t, cq, 2); n != 2 {
 			t.Fatalf("%v: %d completions, want 2", mode, n)
 		}
 		if err := cq.ReqNotify(false); err != nil {
@@ -380,6 +352,34 @@ func TestCQWaitNotifySince(t *testing.T) {
 			t.Fatalf("%v: WaitNotifySince with the current count on an armed, idle CQ: %v, want deadline exceeded", mode, err)
 		}
 	}
+}
+
+// sendOne posts a receive on b and a signalled 64-byte SEND on a: two
+// completions on their CQ.
+func sendOne(t *testing.T, a, b *QP, mr *MR) {
+	t.Helper()
+	if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollCount polls cq until want completions came or 20 s passed, and
+// returns how many came.
+func pollCount(t *testing.T, cq *CQ, want int) int {
+	t.Helper()
+	wcs := make([]WC, 4)
+	got := 0
+	for deadline := time.Now().Add(20 * time.Second); got < want && time.Now().Before(deadline); {
+		n, err := cq.Poll(wcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+	}
+	return got
 }
 
 // waitingIn counts the goroutines asleep in fn: blocked in a system call

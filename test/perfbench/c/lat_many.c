@@ -344,48 +344,37 @@ int main(int argc, char **argv)
 	int client = host != NULL, scnt = 0, rcnt = 0;
 	meet(fd); // both sides' receives are posted
 
-	// -w: the server writes first; each side writes once the peer's write
-	// of the same exchange number landed in its receive half of that QP,
-	// and waits for its write's completion (rdma-perf's runLatWrite).
-	while (writes && (scnt < iters || rcnt < iters)) {
-		if (rcnt < iters && !(scnt < 1 && !client)) {
-			int i = rcnt % nqp;
-			uint8_t want = (uint8_t)(rcnt / nqp + 1);
-			volatile uint8_t *at = (volatile uint8_t *)(buf + 2 * half * i + half + size - 1);
+	// The client sends first, the server with -w; each side sends once it
+	// received, and waits for its send's completion (rdma-perf's runLatSend
+	// and runLatWrite, perftest's run_iter_lat_send and run_iter_lat_write
+	// with one QP). A write has landed when the last byte of the QP's
+	// receive half holds the exchange's number on that QP.
+	int first = writes ? !client : client;
+	if (writes)
+		swr.opcode = IBV_WR_RDMA_WRITE;
+	while (scnt < iters || rcnt < iters) {
+		if (rcnt < iters && !(scnt < 1 && first)) {
+			if (writes) {
+				int i = rcnt % nqp;
+				uint8_t want = (uint8_t)(rcnt / nqp + 1);
+				volatile uint8_t *at = (volatile uint8_t *)(buf + 2 * half * i + half + size - 1);
+				while (*at != want)
+					;
+			} else {
+				while (rdone < rcnt + 1)
+					reap();
+			}
 			rcnt++;
-			while (*at != want)
-				;
 		}
 		if (scnt < iters) {
 			int i = scnt % nqp;
 			posts[scnt] = now_ns();
-			buf[2 * half * i + size - 1] = (char)(uint8_t)(scnt / nqp + 1);
+			if (writes) {
+				buf[2 * half * i + size - 1] = (char)(uint8_t)(scnt / nqp + 1);
+				swr.wr.rdma.remote_addr = peer[i].addr;
+				swr.wr.rdma.rkey = peer[i].rkey;
+			}
 			scnt++;
-			swr.opcode = IBV_WR_RDMA_WRITE;
-			swr.wr.rdma.remote_addr = peer[i].addr;
-			swr.wr.rdma.rkey = peer[i].rkey;
-			swr.wr_id = (uint64_t)i << 32 | (uint32_t)sent[i];
-			ssge.addr = (uintptr_t)(buf + 2 * half * i);
-			sent[i]++;
-			if ((rc = ibv_post_send(qp[i], &swr, &bads)) != 0)
-				fail("ibv_post_send", rc);
-			while (done[i] < sent[i])
-				reap();
-		}
-	}
-
-	// The client sends first; each side sends once it received, and waits
-	// for its send's completion (rdma-perf's runLatSend, perftest's
-	// run_iter_lat_send with one QP).
-	while (!writes && (scnt < iters || rcnt < iters)) {
-		if (rcnt < iters && !(scnt < 1 && client)) {
-			while (rdone < rcnt + 1)
-				reap();
-			rcnt++;
-		}
-		if (scnt < iters) {
-			int i = scnt % nqp;
-			posts[scnt++] = now_ns();
 			swr.wr_id = (uint64_t)i << 32 | (uint32_t)sent[i];
 			ssge.addr = (uintptr_t)(buf + 2 * half * i);
 			sent[i]++;
