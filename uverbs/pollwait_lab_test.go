@@ -176,13 +176,16 @@ func TestCQPollWaitAllocs(t *testing.T) {
 // channel is refused.
 func TestCQWaitNotify(t *testing.T) {
 	e := newVerbsEnv(t)
-	_, mr := e.memory(4096)
-	ch := e.channel()
-	cq := e.cq(64, ch)
-	a, b := e.rcPair(cq, defaultCap)
+	ch, cq, a, b, mr := e.notifyRig()
 	bg := context.Background()
-	if err := e.cq(4, nil).WaitNotify(bg); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
-		t.Errorf("WaitNotify on a CQ without a channel: %v, want an error naming CQInit.Channel", err)
+	noChannel := e.cq(4, nil)
+	for name, wait := range map[string]func() error{
+		"WaitNotify":      func() error { return noChannel.WaitNotify(bg) },
+		"WaitNotifySince": func() error { return noChannel.WaitNotifySince(bg, 0) },
+	} {
+		if err := wait(); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
+			t.Errorf("%s on a CQ without a channel: %v, want an error naming CQInit.Channel", name, err)
+		}
 	}
 	wcs := make([]WC, 4)
 	for _, mode := range waitModes {
@@ -252,10 +255,7 @@ func TestCQWaitNotify(t *testing.T) {
 // through testHookTurn, at that point of the first look.
 func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 	e := newVerbsEnv(t)
-	_, mr := e.memory(4096)
-	ch := e.channel()
-	cq := e.cq(64, ch)
-	a, b := e.rcPair(cq, defaultCap)
+	ch, cq, a, b, mr := e.notifyRig()
 	bg := context.Background()
 	t.Cleanup(func() { testHookTurn = nil })
 	for _, mode := range waitModes {
@@ -302,14 +302,8 @@ func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 // of one connection slept for good that way).
 func TestCQWaitNotifySince(t *testing.T) {
 	e := newVerbsEnv(t)
-	_, mr := e.memory(4096)
-	ch := e.channel()
-	cq := e.cq(64, ch)
-	a, b := e.rcPair(cq, defaultCap)
+	ch, cq, a, b, mr := e.notifyRig()
 	bg := context.Background()
-	if err := e.cq(4, nil).WaitNotifySince(bg, 0); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
-		t.Errorf("WaitNotifySince on a CQ without a channel: %v, want an error naming CQInit.Channel", err)
-	}
 	for _, mode := range waitModes {
 		if err := ch.SetWaitMode(mode); err != nil {
 			t.Fatal(err)
@@ -352,6 +346,16 @@ func TestCQWaitNotifySince(t *testing.T) {
 			t.Fatalf("%v: WaitNotifySince with the current count on an armed, idle CQ: %v, want deadline exceeded", mode, err)
 		}
 	}
+}
+
+// notifyRig returns the set-up of the WaitNotify tests: a CQ with a
+// completion channel, shared by a connected RC pair, and an MR to send from.
+func (e *verbsEnv) notifyRig() (*CompChannel, *CQ, *QP, *QP, *MR) {
+	_, mr := e.memory(4096)
+	ch := e.channel()
+	cq := e.cq(64, ch)
+	a, b := e.rcPair(cq, defaultCap)
+	return ch, cq, a, b, mr
 }
 
 // sendOne posts a receive on b and a signalled 64-byte SEND on a: two
