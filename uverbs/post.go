@@ -384,7 +384,24 @@ func (qp *QP) ringDoorbell(op string) error {
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	const op = "post_recv"
 	qp.recvMu.Lock()
-	defer qp.recvMu.Unlock()
+	var err error
+	// The common case first: an open rxe QP with a receive queue of its
+	// own, out of RESET (rdma-core refuses receives in RESET; the kernel
+	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
+	// rxe_qp_reset). No defer: nothing in between can panic, and a defer
+	// would cost every post its set-up.
+	if q := qp.rq; q != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
+		err = postRecv(op, q, wrs)
+	} else {
+		err = qp.postRecvOther(op, wrs)
+	}
+	qp.recvMu.Unlock()
+	return err
+}
+
+// postRecvOther is PostRecv for every other case: a closed QP, one with an
+// SRQ, an empty list, RESET, mlx5. The caller holds recvMu.
+func (qp *QP) postRecvOther(op string, wrs []RecvWR) error {
 	if qp.closed {
 		return closedErr(op)
 	}
@@ -394,8 +411,6 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	// rdma-core refuses receives in RESET; the kernel wipes the ring when a
-	// QP is reset (kernel: sw/rxe/rxe_qp.c rxe_qp_reset).
 	if st := QPState(qp.state.Load()); st == QPStateReset {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
 	}
@@ -420,7 +435,7 @@ func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
 		}
 	}
 	if free := q.Free(); free < len(wrs) {
-		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
+		return recvQueueFull(op, q, wrs, free)
 	}
 	var w rxe.RecvWQE
 	for i := range wrs {
@@ -430,4 +445,10 @@ func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
 	}
 	q.Commit()
 	return nil
+}
+
+// recvQueueFull is postRecv's error for a ring with room for free of wrs,
+// built apart so that the formatting does not weigh on every post.
+func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
+	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
 }

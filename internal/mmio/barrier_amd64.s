@@ -46,6 +46,15 @@ TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVL BX, (AX)
 	RET
 
+// func incRelease32(p *uint32) uint32
+TEXT ·incRelease32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVQ p+0(FP), AX
+	MOVL (AX), BX
+	MOVL BX, ret+8(FP)
+	INCL BX
+	MOVL BX, (AX)
+	RET
+
 // func storeRelease64(p *uint64, v uint64)
 TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ p+0(FP), AX

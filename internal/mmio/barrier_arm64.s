@@ -44,6 +44,15 @@ TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
 	STLRW R1, (R0)
 	RET
 
+// func incRelease32(p *uint32) uint32
+TEXT ·incRelease32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVD p+0(FP), R0
+	MOVWU (R0), R1
+	MOVW R1, ret+8(FP)
+	ADDW $1, R1, R1
+	STLRW R1, (R0)
+	RET
+
 // func storeRelease64(p *uint64, v uint64)
 TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD p+0(FP), R0

@@ -155,6 +155,9 @@ func TestNoAllocations(t *testing.T) {
 		StoreRelease32(v, LoadAcquire32(v)+1)
 		w := U64(b, 256)
 		StoreRelease64(w, LoadAcquire64(w)+1)
+		if IncRelease32(v) != LoadAcquire32(v)-1 {
+			panic("IncRelease32 did not return the old value")
+		}
 		ToDeviceBarrier()
 		FromDeviceBarrier()
 		OrderingWriteBarrier()

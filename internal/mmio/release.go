@@ -16,3 +16,5 @@ import (
 func StoreRelease32(p *atomic.Uint32, v uint32) { storeRelease32((*uint32)(unsafe.Pointer(p)), v) }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { storeRelease64((*uint64)(unsafe.Pointer(p)), v) }
+
+func IncRelease32(p *atomic.Uint32) uint32 { return incRelease32((*uint32)(unsafe.Pointer(p))) }

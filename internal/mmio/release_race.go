@@ -11,3 +11,9 @@ import "sync/atomic"
 func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
+
+func IncRelease32(p *atomic.Uint32) uint32 {
+	v := p.Load()
+	p.Store(v + 1)
+	return v
+}

@@ -148,15 +148,18 @@ func (q *CQ) Poll(wcs []WC) int {
 	// Every slot is at least WCSize bytes inside data (NewConsumer checked
 	// the geometry), so the entries are read through a pointer each,
 	// without a bounds check per entry.
+	// The geometry is read into locals once: the stores into wcs could
+	// alias c for all the compiler knows, so it would reload each per
+	// entry. (shift < 64 always; the mask tells the compiler so.)
 	base := unsafe.Pointer(unsafe.SliceData(c.data))
-	next := c.next
+	next, mask, shift := c.next, c.mask, c.shift&63
 	for i := range wcs[:n] {
-		e := (*abi.UverbsWC)(unsafe.Add(base, uintptr(next&c.mask)<<c.shift))
+		e := (*abi.UverbsWC)(unsafe.Add(base, uintptr(next&mask)<<shift))
 		copyCQE(unsafe.Pointer(&wcs[i]), unsafe.Pointer(e)) // decodeCQE, inlined
 		splitEx(e, &wcs[i])
 		next++
 	}
-	c.next = next & c.mask
+	c.next = next & mask
 	c.publish()
 	return n
 }
