@@ -32,8 +32,8 @@ type Buffer struct {
 // disjoint, for RegMR (which MR lies in which Buffer) and for the
 // inline-data check of PostSend, which finds the one Buffer that can hold
 // an address by binary search. It holds weak pointers only: a Buffer dropped
-// without Close is collected, its mapping unmapped by the GC safety net and
-// its entry removed.
+// without Close is collected, and its cleanup (forgetBuffer) removes its
+// entry, then unmaps it as Close does, so a listed range is always mapped.
 //
 // Writers change buffers under buffersMu and publish a copy in bufferView
 // (publishBuffersLocked). PostSend reads bufferView with one plain load,
@@ -145,14 +145,22 @@ type bufEntry struct {
 	b          weak.Pointer[Buffer]
 }
 
-type bufKey struct{ start, id uint64 }
+type bufKey struct {
+	start, id uint64
+	m         *sys.Mapping
+}
 
-// forgetBuffer is the GC cleanup of a Buffer dropped without Close. The id
-// check keeps it from removing a newer Buffer mapped at the same address.
+// forgetBuffer is the GC cleanup of a Buffer dropped without Close: it
+// unlists the Buffer, waits for the posts that could still be copying
+// inline data out of it, then unmaps it, in Close's order. It holds the
+// mapping, so the mapping's own cleanup cannot unmap it first. The id check
+// keeps it from removing a newer Buffer listed at the same address.
 func forgetBuffer(k bufKey) {
 	buffersMu.Lock()
 	removeBufferLocked(k.start, k.id)
 	buffersMu.Unlock()
+	waitInlineCopies()
+	k.m.UnmapCollected()
 }
 
 // AllocBuffer maps size bytes (rounded up to whole pages) of zeroed memory.
@@ -178,7 +186,7 @@ func AllocBuffer(size int) (*Buffer, error) {
 	b.id = nextBuffer
 	addBufferLocked(bufEntry{id: b.id, start: start, end: start + uint64(size), b: weak.Make(b)})
 	buffersMu.Unlock()
-	b.clean = runtime.AddCleanup(b, forgetBuffer, bufKey{start: start, id: b.id})
+	b.clean = runtime.AddCleanup(b, forgetBuffer, bufKey{start: start, id: b.id, m: m})
 	return b, nil
 }
 
@@ -272,16 +280,15 @@ func bufferOf(addr uint64, n int) *Buffer {
 
 // inBuffer reports whether [addr, addr+n) lies inside a Buffer of list (a
 // bufferView). The caller holds its QP's send lock, which keeps every
-// Buffer it finds mapped (Buffer.Close waits for it). It allocates nothing.
+// Buffer it finds mapped, closed or collected meanwhile: Buffer.Close and
+// forgetBuffer wait for it before they unmap. It allocates nothing.
 func inBuffer(list []bufEntry, addr, n uint64) bool {
 	end := addr + n
 	if end < addr {
 		return false
 	}
 	i := bufferAt(list, addr)
-	// A nil Value is a Buffer the collector found unreachable: its mapping
-	// may already be gone.
-	return i >= 0 && end <= list[i].end && list[i].b.Value() != nil
+	return i >= 0 && end <= list[i].end
 }
 
 // unregister drops a registration counted by bufferOf.

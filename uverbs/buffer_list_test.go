@@ -8,6 +8,8 @@ import (
 	"time"
 	"unsafe"
 	"weak"
+
+	"github.com/goverbs/rdma/internal/sys"
 )
 
 // TestBufferList drives the sorted list of open Buffers directly: lookups
@@ -115,5 +117,55 @@ func TestBufferCloseWaitsForInlineCopy(t *testing.T) {
 	r.qp.sendMu.Unlock()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Buffer dropped without Close is unlisted, then unmapped, by its GC
+// cleanup in Close's order: the memory stays mapped while a post holds its
+// QP's send lock, and the leak tracer records the Buffer as collected.
+func TestBufferDroppedWaitsForInlineCopy(t *testing.T) {
+	r := newNativeRig(t)
+	addSender(r.qp)
+	defer dropSender(r.qp)
+	mem := func() []byte { // the Buffer itself becomes unreachable
+		b, err := AllocBuffer(64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}()
+	addr := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	listed := func() bool { v := bufferView.Load(); return v != nil && inBuffer(*v, addr, 1) }
+	if !listed() {
+		t.Fatal("a new Buffer is not listed for PostSend")
+	}
+	r.qp.sendMu.Lock() // a post that has read the list and copies now
+	for start := time.Now(); listed(); runtime.GC() {
+		if time.Since(start) > 10*time.Second {
+			r.qp.sendMu.Unlock()
+			t.Fatal("the dropped Buffer was not collected within 10s")
+		}
+		runtime.Gosched()
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	touch := func() (fault any) {
+		defer func() { fault = recover() }()
+		mem[0]++
+		return nil
+	}
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; runtime.Gosched() {
+		if p := touch(); p != nil {
+			t.Errorf("a dropped Buffer was unmapped while a post held its QP's send lock: %v", p)
+			break
+		}
+	}
+	r.qp.sendMu.Unlock()
+	for start := time.Now(); touch() == nil; runtime.Gosched() {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the dropped Buffer was still mapped 10s after the post let go of its send lock")
+		}
+	}
+	if n := sys.ForgetCollected(); n < 1 {
+		t.Errorf("%d records of collected resources, want the dropped Buffer's mapping", n)
 	}
 }

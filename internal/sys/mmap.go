@@ -66,7 +66,15 @@ func (m *Mapping) Bytes() []byte {
 }
 
 // Unmap releases the mapping once; later calls return nil.
-func (m *Mapping) Unmap() error {
+func (m *Mapping) Unmap() error { return m.unmap(false) }
+
+// UnmapCollected is Unmap for the GC cleanup of an owner dropped without
+// closing: the owner's cleanup holds the Mapping, so the Mapping's own
+// cleanup cannot run first, and the leak tracer keeps the record, marked
+// collected, as it does for a Mapping dropped itself.
+func (m *Mapping) UnmapCollected() error { return m.unmap(true) }
+
+func (m *Mapping) unmap(collected bool) error {
 	if m == nil {
 		return nil
 	}
@@ -78,7 +86,11 @@ func (m *Mapping) Unmap() error {
 	b := m.b
 	m.b = nil
 	m.cleanup.Stop()
-	untrack(m.trace)
+	if collected {
+		markCollected(m.trace)
+	} else {
+		untrack(m.trace)
+	}
 	if err := unix.Munmap(b); err != nil {
 		return &OpError{Op: "munmap", Err: err}
 	}

@@ -38,21 +38,25 @@ func CheckRecv(sges []SGE, maxSGE int) error {
 // dma.num_sge SGEs (docs/abi.md §3.4). wr must have passed
 // ValidateRecv for the queue slot belongs to.
 func EncodeRecv(slot []byte, wr *RecvWQE) {
+	// The SGE list is read into a local first: the stores into slot could
+	// alias *wr for all the compiler knows, so it would reload the slice
+	// header for every field.
+	sges := wr.SGEs
 	clear(slot[:RecvWQEHeaderSize])
 	native.PutUint64(slot[recvWRID:], wr.ID)
 	payload := slot[RecvWQEHeaderSize:]
 	var length uint32
-	for i := range wr.SGEs {
+	for i, g := range sges {
 		s := payload[i*SGESize : (i+1)*SGESize]
-		native.PutUint64(s[sgeAddr:], wr.SGEs[i].Addr)
-		native.PutUint32(s[sgeLength:], wr.SGEs[i].Length)
-		native.PutUint32(s[sgeLKey:], wr.SGEs[i].LKey)
-		length += wr.SGEs[i].Length
+		native.PutUint64(s[sgeAddr:], g.Addr)
+		native.PutUint32(s[sgeLength:], g.Length)
+		native.PutUint32(s[sgeLKey:], g.LKey)
+		length += g.Length
 	}
 	dma := slot[recvDMA:RecvWQEHeaderSize]
 	native.PutUint32(dma[dmaLength:], length)
 	native.PutUint32(dma[dmaResid:], length)
-	native.PutUint32(dma[dmaNumSGE:], uint32(len(wr.SGEs)))
+	native.PutUint32(dma[dmaNumSGE:], uint32(len(sges)))
 }
 
 // RQ is the user side of an rxe receive queue or SRQ. Receives need no

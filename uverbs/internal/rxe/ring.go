@@ -68,8 +68,9 @@ func (r *Ring) Capacity() int { return int(r.mask) }
 func (r *Ring) SlotSize() int { return 1 << r.shift }
 
 func (r *Ring) slot(i uint32) []byte {
-	off := uint(i&r.mask) << r.shift
-	end := off + 1<<r.shift
+	shift := r.shift & 63 // always < 64; the mask tells the compiler so
+	off := uint(i&r.mask) << shift
+	end := off + 1<<shift
 	return r.data[off:end:end]
 }
 

@@ -261,12 +261,15 @@ func EncodeSend(slot []byte, wr *SendWQE) {
 		}
 		length = uint32(off)
 	} else {
-		for i := range wr.SGEs {
+		// The list is read into a local first: the stores into slot
+		// could alias *wr for all the compiler knows.
+		sges := wr.SGEs
+		for i, g := range sges {
 			s := payload[i*SGESize : (i+1)*SGESize]
-			native.PutUint64(s[sgeAddr:], wr.SGEs[i].Addr)
-			native.PutUint32(s[sgeLength:], wr.SGEs[i].Length)
-			native.PutUint32(s[sgeLKey:], wr.SGEs[i].LKey)
-			length += wr.SGEs[i].Length
+			native.PutUint64(s[sgeAddr:], g.Addr)
+			native.PutUint32(s[sgeLength:], g.Length)
+			native.PutUint32(s[sgeLKey:], g.LKey)
+			length += g.Length
 		}
 	}
 	dma := slot[sendDMA:SendWQEHeaderSize]
