@@ -114,9 +114,10 @@ func bufferAt(list []bufEntry, addr uint64) int {
 	return lo - 1
 }
 
-// addBufferLocked lists e. An entry whose range overlaps e's is stale (its
-// Buffer was collected and its mapping is gone, or the kernel could not have
-// mapped e there) and is dropped. The caller holds buffersMu.
+// addBufferLocked lists e. Every Buffer is unlisted before it is unmapped
+// (Close, forgetBuffer), so no listed range can overlap a new mapping; an
+// entry that does anyway is stale, since the kernel could not have mapped
+// e there, and is dropped. The caller holds buffersMu.
 func addBufferLocked(e bufEntry) {
 	i := bufferAtLocked(e.start) + 1 // first entry starting above e.start
 	j := i
@@ -153,8 +154,9 @@ type bufKey struct {
 // forgetBuffer is the GC cleanup of a Buffer dropped without Close: it
 // unlists the Buffer, waits for the posts that could still be copying
 // inline data out of it, then unmaps it, in Close's order. It holds the
-// mapping, so the mapping's own cleanup cannot unmap it first. The id check
-// keeps it from removing a newer Buffer listed at the same address.
+// mapping, so the mapping's own cleanup cannot unmap it first. (The id
+// check in removeBufferLocked is kept as a guard: while the mapping stays,
+// no other Buffer can be listed at its address.)
 func forgetBuffer(k bufKey) {
 	buffersMu.Lock()
 	removeBufferLocked(k.start, k.id)

@@ -180,8 +180,9 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	// The common case first, an rxe CQ with nothing pulled aside: one
 	// decode straight into the caller's slice and one consumer_index
 	// store for the whole batch, and no call at all when the ring is
-	// empty (Empty is inlined). No defer: nothing between Lock and Unlock
-	// can panic, and a defer would cost every poll its set-up.
+	// empty (Empty is inlined). No defer, which would cost every poll its
+	// set-up: nothing in between can panic (the decoder writes within
+	// len(wcs), read once).
 	if q := cq.q; q != nil && len(cq.pending) == 0 {
 		n := 0
 		if !q.Empty() {
@@ -190,14 +191,14 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 		cq.mu.Unlock()
 		return n, nil
 	}
-	n, err := cq.pollLocked(wcs)
-	cq.mu.Unlock()
-	return n, err
+	return cq.pollSlow(wcs)
 }
 
-// pollLocked is Poll for the other cases: completions pulled aside by
-// QP.Close, an mlx5 CQ, a closed CQ. The caller holds cq.mu.
-func (cq *CQ) pollLocked(wcs []WC) (int, error) {
+// pollSlow is Poll for the other cases: completions pulled aside by
+// QP.Close, an mlx5 CQ, a closed CQ. It is called with cq.mu held and
+// releases it.
+func (cq *CQ) pollSlow(wcs []WC) (int, error) {
+	defer cq.mu.Unlock()
 	if cq.q == nil && cq.mx == nil {
 		return 0, cq.unusable("poll_cq")
 	}

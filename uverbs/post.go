@@ -384,24 +384,25 @@ func (qp *QP) ringDoorbell(op string) error {
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	const op = "post_recv"
 	qp.recvMu.Lock()
-	var err error
 	// The common case first: an open rxe QP with a receive queue of its
 	// own, out of RESET (rdma-core refuses receives in RESET; the kernel
 	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
-	// rxe_qp_reset). No defer: nothing in between can panic, and a defer
-	// would cost every post its set-up.
+	// rxe_qp_reset). No defer, which would cost every post its set-up:
+	// postRecv checks the list before it writes and cannot panic on it
+	// unless the caller changes wrs while the call runs.
 	if q := qp.rq; q != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		err = postRecv(op, q, wrs)
-	} else {
-		err = qp.postRecvOther(op, wrs)
+		err := postRecv(op, q, wrs)
+		qp.recvMu.Unlock()
+		return err
 	}
-	qp.recvMu.Unlock()
-	return err
+	return qp.postRecvSlow(op, wrs)
 }
 
-// postRecvOther is PostRecv for every other case: a closed QP, one with an
-// SRQ, an empty list, RESET, mlx5. The caller holds recvMu.
-func (qp *QP) postRecvOther(op string, wrs []RecvWR) error {
+// postRecvSlow is PostRecv for every other case: a closed QP, one with an
+// SRQ, an empty list, RESET, mlx5. It is called with recvMu held and
+// releases it.
+func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
+	defer qp.recvMu.Unlock()
 	if qp.closed {
 		return closedErr(op)
 	}

@@ -7,13 +7,24 @@ import (
 	"time"
 )
 
+// An Unlock of an unlocked lock panics and leaves the lock free: a caller
+// that recovers the panic does not find the lock taken for ever.
 func TestRingLockUnlockUnlockedPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("Unlock of an unlocked ringLock did not panic")
-		}
-	}()
 	var l ringLock
+	l.Lock()
+	l.Unlock()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Unlock of an unlocked ringLock did not panic")
+			}
+		}()
+		l.Unlock()
+	}()
+	if w := l.word.Load(); w != 2 {
+		t.Fatalf("lock word %d after a refused Unlock, want 2 (free, as before it)", w)
+	}
+	l.Lock() // the test's own timeout catches a lock left taken
 	l.Unlock()
 }
 

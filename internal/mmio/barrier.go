@@ -69,8 +69,8 @@ func storeRelease32(p *uint32, v uint32)
 //go:noescape
 func storeRelease64(p *uint64, v uint64)
 
-// incRelease32 adds one to *p with a plain load and a release store, and
-// returns the old value; IncRelease32 uses it outside race builds.
+// seqEnd32 moves an odd *p on by one with a plain load and a release store
+// and returns the value it found; SeqEnd32 uses it outside race builds.
 //
 //go:noescape
-func incRelease32(p *uint32) uint32
+func seqEnd32(p *uint32) uint32

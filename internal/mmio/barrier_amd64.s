@@ -46,13 +46,16 @@ TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVL BX, (AX)
 	RET
 
-// func incRelease32(p *uint32) uint32
-TEXT ·incRelease32(SB), NOSPLIT|NOFRAME, $0-12
+// func seqEnd32(p *uint32) uint32
+TEXT ·seqEnd32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVQ p+0(FP), AX
 	MOVL (AX), BX
 	MOVL BX, ret+8(FP)
+	TESTL $1, BX
+	JEQ even
 	INCL BX
 	MOVL BX, (AX)
+even:
 	RET
 
 // func storeRelease64(p *uint64, v uint64)

@@ -44,13 +44,15 @@ TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
 	STLRW R1, (R0)
 	RET
 
-// func incRelease32(p *uint32) uint32
-TEXT ·incRelease32(SB), NOSPLIT|NOFRAME, $0-12
+// func seqEnd32(p *uint32) uint32
+TEXT ·seqEnd32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVD p+0(FP), R0
 	MOVWU (R0), R1
 	MOVW R1, ret+8(FP)
+	TBZ $0, R1, even
 	ADDW $1, R1, R1
 	STLRW R1, (R0)
+even:
 	RET
 
 // func storeRelease64(p *uint64, v uint64)

@@ -155,8 +155,12 @@ func TestNoAllocations(t *testing.T) {
 		StoreRelease32(v, LoadAcquire32(v)+1)
 		w := U64(b, 256)
 		StoreRelease64(w, LoadAcquire64(w)+1)
-		if IncRelease32(v) != LoadAcquire32(v)-1 {
-			panic("IncRelease32 did not return the old value")
+		StoreRelease32(v, 7)
+		if SeqEnd32(v) != 7 || LoadAcquire32(v) != 8 {
+			panic("SeqEnd32 did not end an odd count")
+		}
+		if SeqEnd32(v) != 8 || LoadAcquire32(v) != 8 {
+			panic("SeqEnd32 changed an even count")
 		}
 		ToDeviceBarrier()
 		FromDeviceBarrier()

@@ -17,4 +17,4 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { storeRelease32((*uint32)(unsaf
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { storeRelease64((*uint64)(unsafe.Pointer(p)), v) }
 
-func IncRelease32(p *atomic.Uint32) uint32 { return incRelease32((*uint32)(unsafe.Pointer(p))) }
+func SeqEnd32(p *atomic.Uint32) uint32 { return seqEnd32((*uint32)(unsafe.Pointer(p))) }

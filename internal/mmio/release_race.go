@@ -12,8 +12,10 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
 
-func IncRelease32(p *atomic.Uint32) uint32 {
+func SeqEnd32(p *atomic.Uint32) uint32 {
 	v := p.Load()
-	p.Store(v + 1)
+	if v&1 != 0 {
+		p.Store(v + 1)
+	}
 	return v
 }

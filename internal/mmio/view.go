@@ -85,11 +85,12 @@ func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 
 // StoreRelease64 is StoreRelease32 for a 64-bit word.
 
-// IncRelease32 (release.go, release_race.go) adds one to *p and stores the
-// sum with release ordering, returning the old value. It is not atomic: only
-// a word that no one else writes meanwhile may be counted this way, such as
-// a lock word while its holder releases it (the kernel's seqcount writers
-// move their count the same way, a plain increment after smp_wmb).
+// SeqEnd32 (release.go, release_race.go) ends the section an odd count
+// stands for, as the kernel's write_seqcount_end does (a plain increment
+// after smp_wmb): if *p is odd, it stores *p+1 with release ordering. It
+// returns the value it found, and leaves an even one as it was. It is not
+// atomic: only the owner of the section may end it, such as the holder of
+// a lock whose word is odd while held.
 
 // Bytes returns an n-byte slice of memory at the raw address addr, the form
 // in which RDMA scatter/gather entries name memory (struct ibv_sge.addr).

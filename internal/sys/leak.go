@@ -97,6 +97,20 @@ func Leaks() []string {
 	return out
 }
 
+// Collected returns how many records of resources the garbage collector
+// released (dropped without Close) are kept.
+func Collected() int {
+	traceMu.Lock()
+	defer traceMu.Unlock()
+	n := 0
+	for _, r := range live {
+		if r.collected {
+			n++
+		}
+	}
+	return n
+}
+
 // ForgetCollected drops the records of resources the garbage collector
 // released (dropped without Close) and returns how many there were. Tests
 // that drop objects on purpose to check the GC safety net call it so that
