@@ -46,9 +46,9 @@ func (l *ringLock) lockSlow() {
 
 // Unlock releases the lock: every write of the section is visible to the
 // next holder before it sees the lock free (a release store, as
-// pthread_spin_unlock).
-// It is one call, small enough to be inlined into every caller; an Unlock
-// of an unlocked lock finds the word even, leaves it so and panics.
+// pthread_spin_unlock). It is one call, small enough to be inlined into
+// every caller; an Unlock of an unlocked lock finds the word even, leaves
+// it so and panics.
 func (l *ringLock) Unlock() {
 	if mmio.SeqEnd32(&l.word)&1 == 0 {
 		panic("uverbs: unlock of an unlocked ring lock")
