@@ -40,9 +40,9 @@ type mlx5Context struct {
 
 // mlx5BFReg is one bfreg (libmlx5 struct mlx5_bf). QPs may share a bfreg,
 // and a post flips its BlueFlame half, so posts through it are serialised
-// (libmlx5: mlx5_bf.lock).
+// (libmlx5: mlx5_bf.lock, a spin lock; ringLock is ours).
 type mlx5BFReg struct {
-	mu sync.Mutex
+	mu ringLock
 	bf mlx5.BlueFlame
 }
 

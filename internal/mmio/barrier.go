@@ -41,6 +41,12 @@ func FlushWrites()
 //go:noescape
 func Write64(p *uint64, v uint64)
 
+// writeBlock64 copies the 64 bytes at src to dst with 64-bit or wider
+// stores, in order; WriteBlock64 checks its arguments.
+//
+//go:noescape
+func writeBlock64(dst, src *uint64)
+
 // Write32 stores v to *p with one 32-bit store instruction. p must be 4-byte
 // aligned. It implies no barrier.
 //

@@ -26,6 +26,21 @@ TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ BX, (AX)
 	RET
 
+// func writeBlock64(dst, src *uint64)
+// Four 16-byte SSE moves, as util/mmio.h mmio_memcpy_x64 on x86_64.
+TEXT ·writeBlock64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVOU 0(SI), X0
+	MOVOU 16(SI), X1
+	MOVOU 32(SI), X2
+	MOVOU 48(SI), X3
+	MOVOU X0, 0(DI)
+	MOVOU X1, 16(DI)
+	MOVOU X2, 32(DI)
+	MOVOU X3, 48(DI)
+	RET
+
 // func Write32(p *uint32, v uint32)
 TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVQ p+0(FP), AX

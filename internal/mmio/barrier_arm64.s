@@ -26,6 +26,21 @@ TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD R1, (R0)
 	RET
 
+// func writeBlock64(dst, src *uint64)
+// Four 16-byte pair stores, in order.
+TEXT ·writeBlock64(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	LDP 0(R1), (R2, R3)
+	LDP 16(R1), (R4, R5)
+	LDP 32(R1), (R6, R7)
+	LDP 48(R1), (R8, R9)
+	STP (R2, R3), 0(R0)
+	STP (R4, R5), 16(R0)
+	STP (R6, R7), 32(R0)
+	STP (R8, R9), 48(R0)
+	RET
+
 // func Write32(p *uint32, v uint32)
 TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVD p+0(FP), R0

@@ -245,3 +245,40 @@ func BenchmarkBarriers(b *testing.B) {
 		FromDeviceBarrier()
 	}
 }
+
+// WriteBlock64 copies exactly 64 bytes to an aligned place in dst and
+// refuses a block that does not fit or is not aligned.
+func TestWriteBlock64(t *testing.T) {
+	dst := mapAnon(t, 4096)
+	src := make([]byte, 80)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	WriteBlock64(dst, 128, src)
+	for i := range 64 {
+		if dst[128+i] != byte(i+1) {
+			t.Fatalf("byte %d is %d, want %d", i, dst[128+i], i+1)
+		}
+	}
+	if dst[127] != 0 || dst[192] != 0 {
+		t.Fatal("WriteBlock64 wrote outside its 64 bytes")
+	}
+	for _, c := range []struct {
+		name     string
+		dst, src []byte
+		off      int
+	}{
+		{"dst too short", dst[:100], src, 64},
+		{"src too short", dst, src[:63], 0},
+		{"misaligned", dst, src, 4},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: WriteBlock64 did not panic", c.name)
+				}
+			}()
+			WriteBlock64(c.dst, c.off, c.src)
+		}()
+	}
+}

@@ -64,6 +64,17 @@ func Ptr64(b []byte, off int) *uint64 {
 	return (*uint64)(at(b, off, 8))
 }
 
+// WriteBlock64 copies the first 64 bytes of src to dst[off:] in one call,
+// with stores of 8 bytes or more and no barrier, as rdma-core's
+// mmio_memcpy_x64 copies a WQE to a BlueFlame register (util/mmio.h; on
+// x86_64 with SSE stores). It panics if the 64 bytes are not inside dst
+// or src, or dst[off:] is not 8-byte aligned.
+func WriteBlock64(dst []byte, off int, src []byte) {
+	d := at(dst, off, 64)
+	_ = src[63] // the length, not the capacity
+	writeBlock64((*uint64)(d), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
+}
+
 // Ptr32 returns a plain *uint32 for the 4-byte word at b[off:], for Write32.
 // It panics if the word is not inside b or not 4-byte aligned.
 func Ptr32(b []byte, off int) *uint32 {

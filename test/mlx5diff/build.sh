@@ -10,13 +10,16 @@
 #   RDMA_CORE_TAG into the cache directory (MLX5DIFF_CACHE, default
 #   ~/.cache/goverbs-mlx5diff)
 # RDMA_CORE_TAG defaults to v44.0, the version Debian 12 ships and the one the
-# committed golden vectors were made with. Needs cc (gcc or clang) and python3.
+# committed golden vectors were made with. MLX5DIFF_OPT is the optimisation
+# level (-O1; make bench-native builds its timing harness with -O2, as
+# rdma-core's own build). Needs cc (gcc or clang) and python3.
 set -eu
 out=$1
 here=$(cd "$(dirname "$0")" && pwd)
 tag=${RDMA_CORE_TAG:-v44.0}
 cache=${MLX5DIFF_CACHE:-$HOME/.cache/goverbs-mlx5diff}
 CC=${CC:-cc}
+OPT=${MLX5DIFF_OPT:--O1}
 
 # CC may carry flags (CC="gcc -fsanitize=address" checks the harness itself).
 for tool in "${CC%% *}" python3; do
@@ -49,9 +52,9 @@ trap 'rm -rf "$work"' EXIT
 "$here/prepare.sh" "$src" "$work"
 inc="-I$work/include -I$src/providers/mlx5 -I$src"
 for f in qp cq srq; do
-	$CC -c -O1 -w $inc "$src/providers/mlx5/$f.c" -o "$work/$f.o"
+	$CC -c $OPT -w $inc "$src/providers/mlx5/$f.c" -o "$work/$f.o"
 done
-$CC -c -O1 -w $inc "$here/harness.c" -o "$work/harness.o"
+$CC -c $OPT -w $inc "$here/harness.c" -o "$work/harness.o"
 
 # Everything else the linked files name (the rest of libmlx5 and
 # libibverbs) is never reached by the cases: a stub that aborts.

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Symbols of the rest of libmlx5 and libibverbs the linked files name but
  * the cases never reach are generated into stubs.c; these few are data or
@@ -157,6 +158,7 @@ static void init_context(void)
 static struct ibv_sge sges[MAXSGE];
 static struct ibv_send_wr swrs[MAXWR];
 static struct mlx5_ah ahs[MAXWR];
+static struct ibv_recv_wr rwrs[MAXWR];
 
 static void read_send_wrs(int n, int qp_type)
 {
@@ -221,6 +223,59 @@ static void read_send_wrs(int n, int qp_type)
 			used++;
 		}
 	}
+}
+
+/* ---- timing (make bench-native's mlx5 rows) ----
+ *
+ * "bench N MS" in a sq or rq case reads N work requests as "post" does,
+ * then posts them as one list over and over for about MS milliseconds,
+ * retiring them after each post as a poll of their completions would
+ * (tail = head), and prints "bench NS", nanoseconds per work request. The
+ * queue takes libmlx5's default locks, as a context that is not
+ * MLX5_SINGLE_THREADED does. */
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static void take_locks(struct mlx5_spinlock *l)
+{
+	pthread_spin_init(&l->lock, PTHREAD_PROCESS_PRIVATE);
+	l->need_lock = 1;
+}
+
+static void bench(struct mlx5_qp *qp, int send, int n, double ms)
+{
+	long iters = 1000, i;
+	double t0, dt;
+
+	for (;;) {
+		t0 = now_ns();
+		for (i = 0; i < iters; i++) {
+			if (send) {
+				struct ibv_send_wr *bad = NULL;
+
+				if (mlx5_post_send(qp->ibv_qp, &swrs[0], &bad))
+					die("bench post_send");
+				qp->sq.tail = qp->sq.head;
+			} else {
+				struct ibv_recv_wr *bad = NULL;
+
+				if (mlx5_post_recv(qp->ibv_qp, &rwrs[0], &bad))
+					die("bench post_recv");
+				qp->rq.tail = qp->rq.head;
+			}
+		}
+		dt = now_ns() - t0;
+		if (dt >= ms * 1e6)
+			break;
+		iters = dt < 1e6 ? iters * 100 : (long)(iters * ms * 1.2e6 / dt);
+	}
+	printf("bench %.2f\n", dt / ((double)iters * n));
 }
 
 static void print_sq(struct mlx5_qp *qp, uint8_t *ring, size_t ring_size,
@@ -289,8 +344,18 @@ static void sq_case(void)
 	while (next_line() && strcmp(line, "end")) {
 		int n;
 
+		double ms;
+
 		if (!strcmp(line, "complete")) {
 			qp.sq.tail = qp.sq.head;
+			continue;
+		}
+		if (sscanf(line, "bench %d %lf", &n, &ms) == 2) {
+			if (n < 1 || n > MAXWR)
+				die("bench");
+			read_send_wrs(n, type);
+			take_locks(&qp.sq.lock);
+			bench(&qp, 1, n, ms);
 			continue;
 		}
 		if (sscanf(line, "post %d", &n) != 1 || n < 1 || n > MAXWR)
@@ -308,8 +373,6 @@ static void sq_case(void)
 }
 
 /* ---- receive queues ---- */
-
-static struct ibv_recv_wr rwrs[MAXWR];
 
 static void read_recv_wrs(int n)
 {
@@ -378,8 +441,18 @@ static void rq_case(void)
 	while (next_line() && strcmp(line, "end")) {
 		int n;
 
+		double ms;
+
 		if (!strcmp(line, "complete")) {
 			qp.rq.tail = qp.rq.head;
+			continue;
+		}
+		if (sscanf(line, "bench %d %lf", &n, &ms) == 2) {
+			if (n < 1 || n > MAXWR)
+				die("bench");
+			read_recv_wrs(n);
+			take_locks(&qp.rq.lock);
+			bench(&qp, 0, n, ms);
 			continue;
 		}
 		if (sscanf(line, "post %d", &n) != 1 || n < 1 || n > MAXWR)

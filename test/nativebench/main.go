@@ -165,6 +165,17 @@ func run(tags []string, cache, work string, rounds, ms int, goBin, out, profile 
 	}
 	table := formatTable(tags, rounds, c, g, time.Since(start))
 	fmt.Print(table)
+	var mlx5Table string
+	if slices.Contains(tags, mlx5Tag) {
+		src, err := checkout(cache, mlx5Tag)
+		if err != nil {
+			return err
+		}
+		if mlx5Table, err = runMLX5(src, work, goTest, rounds, ms); err != nil {
+			return err
+		}
+		fmt.Print(mlx5Table)
+	}
 	if profile != "" {
 		if err := profileRows(goBin, goTest, profile); err != nil {
 			return err
@@ -180,6 +191,11 @@ func run(tags []string, cache, work string, rounds, ms int, goBin, out, profile 
 	updated, err := replace(string(doc), "<!-- native table: begin (written by make bench-native) -->", "<!-- native table: end -->", table)
 	if err != nil {
 		return fmt.Errorf("%s: %v", out, err)
+	}
+	if mlx5Table != "" {
+		if updated, err = replace(updated, "<!-- mlx5 native table: begin (written by make bench-native) -->", "<!-- mlx5 native table: end -->", mlx5Table); err != nil {
+			return fmt.Errorf("%s: %v", out, err)
+		}
 	}
 	return os.WriteFile(out, []byte(updated), 0o644)
 }
@@ -439,14 +455,24 @@ func parseHarness(o []byte) (map[string]float64, error) {
 
 // parseGoBench reads the ns/wr metric of BenchmarkNative's sub-benchmarks.
 func parseGoBench(o []byte) (map[string]float64, error) {
+	res, err := parseGoBenchOf(o, "BenchmarkNative/")
+	if err != nil {
+		return nil, err
+	}
+	return res, checkRows(res)
+}
+
+// parseGoBenchOf reads the ns/wr metric of the sub-benchmarks whose names
+// start with prefix.
+func parseGoBenchOf(o []byte, prefix string) (map[string]float64, error) {
 	res := map[string]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(o))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkNative/") {
+		if len(f) < 4 || !strings.HasPrefix(f[0], prefix) {
 			continue
 		}
-		name := strings.TrimPrefix(f[0], "BenchmarkNative/")
+		name := strings.TrimPrefix(f[0], prefix)
 		if i := strings.LastIndexByte(name, '-'); i > 0 {
 			name = name[:i]
 		}
@@ -460,7 +486,7 @@ func parseGoBench(o []byte) (map[string]float64, error) {
 			}
 		}
 	}
-	return res, checkRows(res)
+	return res, nil
 }
 
 func checkRows(res map[string]float64) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,21 @@ func TestMedianReplace(t *testing.T) {
 	}
 	if _, err := replace("x", "<!-- b -->", "<!-- e -->", ""); err == nil {
 		t.Error("missing markers must fail")
+	}
+}
+
+// The mlx5 harness's output: each row's "case" line, then its "bench"
+// figure; a missing row is an error.
+func TestParseMLX5Harness(t *testing.T) {
+	var h strings.Builder
+	for i, r := range mlx5Rows {
+		fmt.Fprintf(&h, "case %s\nbench %d.5\nend\n", r.name, i+1)
+	}
+	res, err := parseMLX5Harness([]byte(h.String()))
+	if err != nil || len(res) != len(mlx5Rows) || res["write"] != 1.5 || res["recv_list32"] != float64(len(mlx5Rows))+0.5 {
+		t.Fatalf("parseMLX5Harness: %v %v", res, err)
+	}
+	if _, err := parseMLX5Harness([]byte("case write\nbench 1\nend\n")); err == nil {
+		t.Fatal("parseMLX5Harness accepted output without every row")
 	}
 }

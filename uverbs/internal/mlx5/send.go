@@ -179,6 +179,11 @@ func (q *SQ) Config() SQConfig { return q.cfg }
 // Outstanding is the number of posted work requests the CQ has not retired.
 func (q *SQ) Outstanding() int { return int(q.head - q.tail) }
 
+// Retire retires every posted work request, as a CQ's poll of the last
+// one's completion does. It is for queues with no device behind them (the
+// native benchmarks); a real QP's requests are retired by its CQ.
+func (q *SQ) Retire() { q.tail = q.head }
+
 // Validate checks wr as libmlx5 does while it builds the WQE, and the
 // request's shape for the QP type, without writing anything.
 func (q *SQ) Validate(wr *SendWR) error {
@@ -399,7 +404,9 @@ func (q *SQ) putInline(seg int, sges []SGE) int {
 func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
 	q.head += uint32(nreq)
 	mmio.ToDeviceBarrier()
-	q.db.Store(bits.ReverseBytes32(q.curPost & 0xffff)) // big-endian in memory
+	// Big-endian in memory; qp.c stores it plainly after the barrier, so a
+	// release store (a MOV on amd64) rather than sync/atomic's XCHG.
+	mmio.StoreRelease32(q.db, bits.ReverseBytes32(q.curPost&0xffff))
 	mmio.WCStart()
 	bf := q.bf
 	if !bf.Disabled && nreq == 1 && bf.Dedicated && (inline || bf.PreferBF) && size > 1 && size <= bf.BufSize/16 {
@@ -418,9 +425,7 @@ func (q *SQ) blueFlameCopy(ctrl, n int) {
 	bf := q.bf
 	src, dst := ctrl, bf.offset
 	for n > 0 {
-		for i := 0; i < SendWQEBB; i += 8 {
-			mmio.Write64(mmio.Ptr64(bf.Reg, dst+i), ne.Uint64(q.ring[src+i:]))
-		}
+		mmio.WriteBlock64(bf.Reg, dst, q.ring[src:])
 		n -= SendWQEBB
 		dst += SendWQEBB
 		src += SendWQEBB
