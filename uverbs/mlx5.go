@@ -289,20 +289,21 @@ func mlx5RecvWRs(wrs []RecvWR, scratch []mlx5.RecvWR) []mlx5.RecvWR {
 }
 
 // toMLX5 converts a send request for the encoder; the SGEs are shared.
+// Field by field: a composite literal assigned through w would be built in
+// a temporary and copied (as toWQE, BENCHMARKS.md item 8).
 func (wr *SendWR) toMLX5(w *mlx5.SendWR) {
-	*w = mlx5.SendWR{
-		ID:         wr.ID,
-		Opcode:     mlx5.SendOpcode(wr.Op),
-		Flags:      mlx5.SendFlags(wr.Flags),
-		ImmData:    wr.Imm,
-		RemoteAddr: wr.RemoteAddr,
-		RKey:       wr.RKey,
-		CompareAdd: wr.CompareAdd,
-		Swap:       wr.Swap,
-		RemoteQPN:  wr.RemoteQPN,
-		RemoteQKey: wr.RemoteQKey,
-		SGEs:       mlx5SGEs(wr.SGEs),
-	}
+	w.ID = wr.ID
+	w.Opcode = mlx5.SendOpcode(wr.Op)
+	w.Flags = mlx5.SendFlags(wr.Flags)
+	w.ImmData = wr.Imm
+	w.RemoteAddr = wr.RemoteAddr
+	w.RKey = wr.RKey
+	w.CompareAdd = wr.CompareAdd
+	w.Swap = wr.Swap
+	w.RemoteQPN = wr.RemoteQPN
+	w.RemoteQKey = wr.RemoteQKey
+	w.SGEs = mlx5SGEs(wr.SGEs)
+	w.AV = nil
 	if wr.AH != nil {
 		w.AV = wr.AH.av
 	}
