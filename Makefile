@@ -22,8 +22,10 @@
 #   make bench-native  the user-space cost of posting and polling, natively
 #                      here: rdma-core's rxe provider (v44.0 and v64.0, built
 #                      with gcc from a fetched checkout) against uverbs, the
-#                      same work requests, WQE bytes checked identical; into
-#                      BENCHMARKS.md (not part of make test; needs gcc)
+#                      same work requests, WQE bytes checked identical, and
+#                      the post rows on mlx5 against libmlx5 (v44.0, through
+#                      test/mlx5diff); into BENCHMARKS.md (not part of make
+#                      test; needs gcc and python3)
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test

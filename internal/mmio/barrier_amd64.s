@@ -27,18 +27,26 @@ TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
 	RET
 
 // func writeBlock64(dst, src *uint64)
-// Four 16-byte SSE moves, as util/mmio.h mmio_memcpy_x64 on x86_64.
+// Eight 8-byte stores in order, as util/mmio.h mmio_memcpy_x64 on x86_64.
 TEXT ·writeBlock64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
-	MOVOU 0(SI), X0
-	MOVOU 16(SI), X1
-	MOVOU 32(SI), X2
-	MOVOU 48(SI), X3
-	MOVOU X0, 0(DI)
-	MOVOU X1, 16(DI)
-	MOVOU X2, 32(DI)
-	MOVOU X3, 48(DI)
+	MOVQ 0(SI), AX
+	MOVQ AX, 0(DI)
+	MOVQ 8(SI), AX
+	MOVQ AX, 8(DI)
+	MOVQ 16(SI), AX
+	MOVQ AX, 16(DI)
+	MOVQ 24(SI), AX
+	MOVQ AX, 24(DI)
+	MOVQ 32(SI), AX
+	MOVQ AX, 32(DI)
+	MOVQ 40(SI), AX
+	MOVQ AX, 40(DI)
+	MOVQ 48(SI), AX
+	MOVQ AX, 48(DI)
+	MOVQ 56(SI), AX
+	MOVQ AX, 56(DI)
 	RET
 
 // func Write32(p *uint32, v uint32)

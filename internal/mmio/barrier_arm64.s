@@ -27,7 +27,8 @@ TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
 	RET
 
 // func writeBlock64(dst, src *uint64)
-// Four 16-byte pair stores, in order.
+// Four 16-byte pair stores, in order (rdma-core's mmio_memcpy_x64 on
+// aarch64 uses one 64-byte ST4).
 TEXT ·writeBlock64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD dst+0(FP), R0
 	MOVD src+8(FP), R1

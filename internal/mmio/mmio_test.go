@@ -254,13 +254,13 @@ func TestWriteBlock64(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i + 1)
 	}
-	WriteBlock64(dst, 128, src)
+	WriteBlock64(dst, 136, src) // 8-byte aligned is enough
 	for i := range 64 {
-		if dst[128+i] != byte(i+1) {
-			t.Fatalf("byte %d is %d, want %d", i, dst[128+i], i+1)
+		if dst[136+i] != byte(i+1) {
+			t.Fatalf("byte %d is %d, want %d", i, dst[136+i], i+1)
 		}
 	}
-	if dst[127] != 0 || dst[192] != 0 {
+	if dst[135] != 0 || dst[200] != 0 {
 		t.Fatal("WriteBlock64 wrote outside its 64 bytes")
 	}
 	for _, c := range []struct {
@@ -268,7 +268,8 @@ func TestWriteBlock64(t *testing.T) {
 		dst, src []byte
 		off      int
 	}{
-		{"dst too short", dst[:100], src, 64},
+		{"dst too short", dst[:100], src, 40},
+		{"negative offset", dst, src, -8},
 		{"src too short", dst, src[:63], 0},
 		{"misaligned", dst, src, 4},
 	} {

@@ -65,14 +65,16 @@ func Ptr64(b []byte, off int) *uint64 {
 }
 
 // WriteBlock64 copies the first 64 bytes of src to dst[off:] in one call,
-// with stores of 8 bytes or more and no barrier, as rdma-core's
-// mmio_memcpy_x64 copies a WQE to a BlueFlame register (util/mmio.h; on
-// x86_64 with SSE stores). It panics if the 64 bytes are not inside dst
-// or src, or dst[off:] is not 8-byte aligned.
+// in order and with no barrier: eight 8-byte stores on amd64, as rdma-core's
+// mmio_memcpy_x64 copies a WQE to a BlueFlame register on x86_64
+// (util/mmio.h), and four 16-byte pair stores on arm64. It panics if the
+// 64 bytes are not inside dst or src, or dst[off:] is not 8-byte aligned.
 func WriteBlock64(dst []byte, off int, src []byte) {
-	d := at(dst, off, 64)
+	if off < 0 || off > len(dst)-64 || (uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 != 0 {
+		panic(fmt.Sprintf("mmio: a 64-byte block at offset %d of %d bytes: it must lie inside them, 8-byte aligned", off, len(dst)))
+	}
 	_ = src[63] // the length, not the capacity
-	writeBlock64((*uint64)(d), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
+	writeBlock64((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
 }
 
 // Ptr32 returns a plain *uint32 for the 4-byte word at b[off:], for Write32.
