@@ -146,20 +146,29 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	}
 
 	sge := SGE{Addr: 0x10000, Length: 64, LKey: 7}
-	r.write = []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{sge}, RemoteAddr: 0x20000, RKey: 9}}
-	r.list = make([]SendWR, nativeList)
-	r.recvList = make([]RecvWR, nativeList)
-	for i := range nativeList {
-		s := []SGE{{Addr: 0x10000 + 64*uint64(i), Length: 64, LKey: 7}}
-		r.list[i] = SendWR{ID: uint64(i + 1), Op: OpWrite, SGEs: s, RemoteAddr: 0x20000 + 64*uint64(i), RKey: 9}
-		r.recvList[i] = RecvWR{ID: uint64(i + 1), SGEs: s}
-	}
-	r.list[nativeList-1].Flags = SendSignaled
-	r.inl = []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
+	r.write, r.list, r.inl, r.recv, r.recvList = nativeWRs(buf)
 	ah := &AH{pd: pd, num: 1}
 	r.udSend = []SendWR{{ID: 3, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x22, RemoteQKey: 0x11111111}}
-	r.recv = []RecvWR{{ID: 4, SGEs: []SGE{sge}}}
 	return r
+}
+
+// nativeWRs are the work requests of the rows that both providers post:
+// one signalled WRITE, a list of 32 WRITEs (the last signalled), an inline
+// SEND out of buf, one receive and a list of 32.
+func nativeWRs(buf *Buffer) (write, list, inl []SendWR, recv, recvList []RecvWR) {
+	sge := SGE{Addr: 0x10000, Length: 64, LKey: 7}
+	write = []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{sge}, RemoteAddr: 0x20000, RKey: 9}}
+	list = make([]SendWR, nativeList)
+	recvList = make([]RecvWR, nativeList)
+	for i := range nativeList {
+		s := []SGE{{Addr: 0x10000 + 64*uint64(i), Length: 64, LKey: 7}}
+		list[i] = SendWR{ID: uint64(i + 1), Op: OpWrite, SGEs: s, RemoteAddr: 0x20000 + 64*uint64(i), RKey: 9}
+		recvList[i] = RecvWR{ID: uint64(i + 1), SGEs: s}
+	}
+	list[nativeList-1].Flags = SendSignaled
+	inl = []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
+	recv = []RecvWR{{ID: 4, SGEs: []SGE{sge}}}
+	return write, list, inl, recv, recvList
 }
 
 func (r *nativeRig) send(tb testing.TB, qp *QP, wrs []SendWR, consume func()) {

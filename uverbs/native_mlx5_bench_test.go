@@ -116,18 +116,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	}
 	tb.Cleanup(func() { buf.Close() })
 	r := &nativeMLX5Rig{qp: qp, m: m, sqCfg: sqCfg, rqCfg: rqCfg}
-	sge := SGE{Addr: 0x10000, Length: 64, LKey: 7}
-	r.write = []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{sge}, RemoteAddr: 0x20000, RKey: 9}}
-	r.list = make([]SendWR, nativeList)
-	r.recvList = make([]RecvWR, nativeList)
-	for i := range nativeList {
-		s := []SGE{{Addr: 0x10000 + 64*uint64(i), Length: 64, LKey: 7}}
-		r.list[i] = SendWR{ID: uint64(i + 1), Op: OpWrite, SGEs: s, RemoteAddr: 0x20000 + 64*uint64(i), RKey: 9}
-		r.recvList[i] = RecvWR{ID: uint64(i + 1), SGEs: s}
-	}
-	r.list[nativeList-1].Flags = SendSignaled
-	r.inl = []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
-	r.recv = []RecvWR{{ID: 4, SGEs: []SGE{sge}}}
+	r.write, r.list, r.inl, r.recv, r.recvList = nativeWRs(buf)
 	return r
 }
 
