@@ -37,6 +37,7 @@
 //	ring geometry (log2 size, index mask)   U32().Load               MOVL    LDARW   plain read after mmap (the kernel set it before)
 //	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
 //	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)
+//	BlueFlame copy of a WQE (mlx5)          WriteBlock64             8 MOVQ  4 STP   mmio_memcpy_x64 (8 stores; ST4 on aarch64)
 //	before a doorbell record or register    ToDeviceBarrier          none    DMB OSHST  udma_to_device_barrier
 //	after reading a device-written CQE      FromDeviceBarrier        LFENCE  DMB OSHLD  udma_from_device_barrier
 //	after a write-combining doorbell copy   FlushWrites              SFENCE  DSB ST  mmio_flush_writes
