@@ -38,12 +38,15 @@ type mlx5Context struct {
 	uidxNext uint32
 }
 
-// mlx5BFReg is one bfreg (libmlx5 struct mlx5_bf). QPs may share a bfreg,
-// and a post flips its BlueFlame half, so posts through it are serialised
-// (libmlx5: mlx5_bf.lock, a spin lock; ringLock is ours).
+// mlx5BFReg is one bfreg (libmlx5 struct mlx5_bf). A post flips its
+// BlueFlame half, so posts through a bfreg that QPs share are serialised
+// by mu (libmlx5: mlx5_bf.lock, a spin lock; ringLock is ours). A
+// low-latency bfreg belongs to one QP, whose send lock serialises its
+// posts, so shared is false and mu is not taken (mlx5.c need_uuar_lock).
 type mlx5BFReg struct {
-	mu ringLock
-	bf mlx5.BlueFlame
+	mu     ringLock
+	shared bool
+	bf     mlx5.BlueFlame
 }
 
 // Defaults of libmlx5's bfreg request (mlx5.c get_total_uuars,
@@ -159,7 +162,8 @@ func (c *Device) mapMLX5Context(op string, pageSize int, r *abi.Mlx5AllocUcontex
 	for i, m := range mc.uars {
 		pageBytes[i] = m.Bytes()
 	}
-	if err := mc.layBFRegs(pageBytes, perPage, int(r.BfRegSize)); err != nil {
+	lowLatFrom := int(r.TotBfregs) - int(mlx5AllocUcontextReq(pageSize).NumLowLatencyBfregs)
+	if err := mc.layBFRegs(pageBytes, perPage, int(r.BfRegSize), lowLatFrom); err != nil {
 		mc.unmap()
 		return nil, &OpError{Op: op, Err: err}
 	}
@@ -169,7 +173,11 @@ func (c *Device) mapMLX5Context(op string, pageSize int, r *abi.Mlx5AllocUcontex
 // layBFRegs places the bfregs in the mapped UAR pages (mlx5.c
 // mlx5_init_context): bfreg n = (page × uarsPerPage + sub-UAR) × 4 + slot
 // is at page + 4096 × sub-UAR + 0x800 + slot × size (docs/mlx5.md §10).
-func (mc *mlx5Context) layBFRegs(pages [][]byte, perPage, size int) error {
+// The kernel numbers the two bfregs of each UAR that QPs get 0, 1, 2, …
+// (n/4×2 + slot), and gives those numbered lowLatFrom (total less the
+// low-latency count asked for) and up to one QP each (the kernel's
+// alloc_high_class_bfreg); the others are shared.
+func (mc *mlx5Context) layBFRegs(pages [][]byte, perPage, size, lowLatFrom int) error {
 	if len(pages) == 0 || len(pages[0]) < mlx5AdapterPageSize {
 		return fmt.Errorf("mlx5: no UAR page to arm CQs through: %w", ErrNotSupported)
 	}
@@ -185,6 +193,10 @@ func (mc *mlx5Context) layBFRegs(pages [][]byte, perPage, size int) error {
 		// bfreg 0 is shared by every QP that gets it and takes only the
 		// 8-byte doorbell (Dedicated false); libmlx5 gives it no halves.
 		mc.bfregs[n].bf = mlx5.BlueFlame{Reg: reg[off : off+size : off+size], BufSize: size / 2, Dedicated: n != 0, PreferBF: true}
+		// bfreg 0 stays locked where libmlx5 takes no lock: it gives that
+		// one no halves to flip, and this package does. Slots 2 and 3 are
+		// never given to a QP.
+		mc.bfregs[n].shared = n == 0 || slot >= mlx5NonFPBfregsPerUAR || n/mlx5BfregsPerUAR*mlx5NonFPBfregsPerUAR+slot < lowLatFrom
 	}
 	return nil
 }
@@ -279,13 +291,17 @@ func mlx5SGEs(s []SGE) []mlx5.SGE {
 	return unsafe.Slice((*mlx5.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
 }
 
-// mlx5RecvWRs converts receive requests into scratch (the SGEs are shared).
-func mlx5RecvWRs(wrs []RecvWR, scratch []mlx5.RecvWR) []mlx5.RecvWR {
-	out := scratch[:len(wrs)]
-	for i := range wrs {
-		out[i] = mlx5.RecvWR{ID: wrs[i].ID, SGEs: mlx5SGEs(wrs[i].SGEs)}
-	}
-	return out
+// RecvWR and mlx5.RecvWR have one layout too, so a receive list is handed
+// to the provider as it is.
+var (
+	_ [unsafe.Sizeof(RecvWR{}) - unsafe.Sizeof(mlx5.RecvWR{})]byte
+	_ [unsafe.Sizeof(mlx5.RecvWR{}) - unsafe.Sizeof(RecvWR{})]byte
+	_ [unsafe.Offsetof(RecvWR{}.SGEs) - unsafe.Offsetof(mlx5.RecvWR{}.SGEs)]byte
+	_ [unsafe.Offsetof(mlx5.RecvWR{}.SGEs) - unsafe.Offsetof(RecvWR{}.SGEs)]byte
+)
+
+func mlx5RecvWRs(wrs []RecvWR) []mlx5.RecvWR {
+	return unsafe.Slice((*mlx5.RecvWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
 }
 
 // toMLX5 converts a send request for the encoder; the SGEs are shared.

@@ -3,11 +3,15 @@ package uverbs
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"os"
+	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 )
@@ -86,7 +90,8 @@ func TestMLX5UARPages(t *testing.T) {
 func TestMLX5BFRegLayout(t *testing.T) {
 	pages := [][]byte{make([]byte, 16384), make([]byte, 16384)}
 	mc := &mlx5Context{}
-	if err := mc.layBFRegs(pages, 4, 512); err != nil {
+	// 16 bfregs for QPs (two a UAR), the top 4 of them low-latency.
+	if err := mc.layBFRegs(pages, 4, 512, 12); err != nil {
 		t.Fatal(err)
 	}
 	if len(mc.bfregs) != 2*4*4 {
@@ -100,8 +105,14 @@ func TestMLX5BFRegLayout(t *testing.T) {
 			t.Errorf("bfreg %d: register at page %d offset %#x, %d bytes, halves %d, dedicated %v",
 				n, page, uintptr(unsafe.Pointer(&bf.Reg[0]))-uintptr(unsafe.Pointer(&pages[page][0])), len(bf.Reg), bf.BufSize, bf.Dedicated)
 		}
+		// The kernel's numbers 12-15 (mlx5_ib_alloc_ucontext's
+		// low-latency ones) are slots 0 and 1 of UARs 6 and 7.
+		lowLat := n == 24 || n == 25 || n == 28 || n == 29
+		if mc.bfregs[n].shared == lowLat {
+			t.Errorf("bfreg %d: shared %v, want %v", n, mc.bfregs[n].shared, !lowLat)
+		}
 	}
-	if err := (&mlx5Context{}).layBFRegs([][]byte{make([]byte, 4096)}, 2, 512); !errors.Is(err, ErrNotSupported) {
+	if err := (&mlx5Context{}).layBFRegs([][]byte{make([]byte, 4096)}, 2, 512, 12); !errors.Is(err, ErrNotSupported) {
 		t.Errorf("bfregs past the page: %v, want ErrNotSupported", err)
 	}
 }
@@ -220,7 +231,8 @@ func newFakeMLX5V(tb testing.TB, v int) *fakeMLX5 {
 		cqeVersion: v,
 		uidxUsed:   map[uint32]bool{},
 	}
-	if err := mc.layBFRegs([][]byte{m.Bytes()}, 1, 512); err != nil {
+	// One UAR: bfreg 1 is low-latency (unlocked), 2 and 3 are shared.
+	if err := mc.layBFRegs([][]byte{m.Bytes()}, 1, 512, 1); err != nil {
 		tb.Fatal(err)
 	}
 	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, mlx: mc}
@@ -294,7 +306,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{q: q, mem: mem, rwrs: make([]mlx5.RecvWR, cfg.WQECount)}}
+	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{q: q, mem: mem}}
 }
 
 // putCQE writes completion n of a CQ as the device would: opcode and owner
@@ -537,5 +549,107 @@ func TestMLX5NoReceiveQueue(t *testing.T) {
 	var pe *PostError
 	if !errors.As(err, &pe) || !errors.Is(err, ErrQueueFull) || pe.ID != 9 {
 		t.Fatalf("PostRecv on a QP without a receive queue: %v, want a *PostError for ID 9 matching ErrQueueFull", err)
+	}
+}
+
+// Posts and polls of one CQ run side by side without the CQ's lock
+// (mlx5.SQ): two QPs post from their own goroutines, one on a bfreg of its
+// own and one on a shared bfreg with a third QP, while a fake device
+// answers each doorbell with completions and polls them. The race
+// detector checks the tail's release and acquire (and the shared bfreg's
+// lock), and every request comes back once, in order.
+func TestMLX5PostBesidePoll(t *testing.T) {
+	f := newFakeMLX5(t)
+	if f.c.mlx.bfregs[1].shared || !f.c.mlx.bfregs[2].shared {
+		t.Fatal("the fake's bfreg 1 should be its QP's own and bfreg 2 shared")
+	}
+	cq := f.cq(t, 255, 0x7b)
+	// Small queues, polled one completion at a time, so that posts wait
+	// for room and reuse a slot as soon as a poll frees it.
+	init := QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	qps := []*QP{f.qp(t, init, 0x501, 1), f.qp(t, init, 0x502, 2), f.qp(t, init, 0x503, 2)}
+	const n = 3000
+	var wg sync.WaitGroup
+	for _, qp := range qps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sge := []SGE{{Addr: 0x1000, Length: 8, LKey: 1}}
+			for s, r := uint64(0), uint64(0); s < n || r < n; runtime.Gosched() {
+				var err error
+				if s < n {
+					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge}}); err == nil {
+						s++
+					}
+				}
+				if r < n && (err == nil || errors.Is(err, ErrQueueFull)) {
+					if err = qp.PostRecv([]RecvWR{{ID: r, SGEs: sge}}); err == nil {
+						r++
+					}
+				}
+				if err != nil && !errors.Is(err, ErrQueueFull) {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	// The device: each doorbell record's counters say how many requests
+	// the QP has posted (one WQEBB per send); it completes them, a REQ for
+	// a send and a RESP_SEND for a receive, then the CQ is polled.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	type seen struct{ sent, recvd, sendWC, recvWC uint32 }
+	st := make([]seen, len(qps))
+	cqe := 0
+	wcs := make([]WC, 1)
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true // one more round picks up the last doorbells
+		default:
+		}
+		for k, qp := range qps {
+			m, s := qp.mx, &st[k]
+			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 0)))
+			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 4)))
+			for ; s.sent&0xffff != sendDB; s.sent++ {
+				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.uidx, uint16(s.sent), 0)
+				cqe++
+			}
+			for ; s.recvd&0xffff != recvDB; s.recvd++ {
+				putCQE(cq, cqe, 2, 0, qp.qpn, m.uidx, 0, 8)
+				cqe++
+			}
+		}
+		for {
+			got, err := cq.Poll(wcs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, wc := range wcs[:got] {
+				k := int(wc.QPN - 0x501)
+				want := &st[k].sendWC
+				if wc.Opcode == WCOpRecv {
+					want = &st[k].recvWC
+				}
+				if wc.Status != WCSuccess || wc.ID != uint64(*want) {
+					t.Fatalf("QP %#x: completion %+v, want ID %d", wc.QPN, wc, *want)
+				}
+				*want++
+			}
+			if got < len(wcs) {
+				break
+			}
+		}
+		runtime.Gosched()
+	}
+	for k, qp := range qps {
+		if s := st[k]; s.sendWC != n || s.recvWC != n {
+			t.Errorf("QP %#x: %d sends and %d receives completed, want %d each", qp.qpn, s.sendWC, s.recvWC, n)
+		}
+		if s, r := qp.outstanding(); s != 0 || r != 0 {
+			t.Errorf("QP %#x: %d sends and %d receives outstanding at the end", qp.qpn, s, r)
+		}
 	}
 }

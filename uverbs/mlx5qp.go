@@ -12,9 +12,9 @@ import (
 
 // mlx5QP is the mlx5 state of a QP: one buffer with the receive queue at 0
 // and the send queue after it, the doorbell record, and the bfreg the
-// kernel chose (docs/mlx5.md §1, §10). sq is used under QP.sendMu, rq under
-// QP.recvMu; both also under their CQ's lock, whose polls retire their
-// requests.
+// kernel chose (docs/mlx5.md §1, §10). sq is posted to under QP.sendMu, rq
+// under QP.recvMu, and their CQs' polls retire their requests under the
+// CQ's lock; the two sides share only what mlx5.SQ and mlx5.RQ order.
 type mlx5QP struct {
 	mem            *mlx5Queue
 	rqRing, sqRing []byte // in mem.ring
@@ -24,10 +24,9 @@ type mlx5QP struct {
 	reg            mlx5.QP
 	key            uint32 // what completions name the QP by: QPN or user index
 	uidx           uint32
-	// Scratch lists for the encoder, max_post entries each, so posting
+	// A scratch list for the encoder, max_post entries, so posting
 	// allocates nothing.
-	wrs  []mlx5.SendWR
-	rwrs []mlx5.RecvWR
+	wrs []mlx5.SendWR
 }
 
 // createMLX5 sizes the queues as libmlx5 does (verbs.c mlx5_calc_sq_size,
@@ -110,7 +109,6 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 		if m.rq, err = mlx5.NewRQ(m.rqRing, mem.dbrec[:8], rqCfg); err != nil {
 			return err
 		}
-		m.rwrs = make([]mlx5.RecvWR, rqCfg.MaxPost)
 	}
 	m.wrs = make([]mlx5.SendWR, sqCfg.MaxPost)
 	m.reg = mlx5.QP{SQ: m.sq, RQ: m.rq}
@@ -136,11 +134,11 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 }
 
 // postSend encodes wrs (validated by the caller) and rings the doorbell
-// (qp.c _mlx5_post_send, post_send_db). The caller holds QP.sendMu.
-func (m *mlx5QP) postSend(op string, cq *CQ, wrs []SendWR) error {
+// (qp.c _mlx5_post_send, post_send_db). The caller holds QP.sendMu. The
+// CQ's lock is not taken: polls share only the queue's tail with a post
+// (mlx5.SQ).
+func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
 	cfg := m.sq.Config()
-	cq.mu.Lock() // the CQ's polls move the send queue's tail
-	defer cq.mu.Unlock()
 	if free := cfg.MaxPost - m.sq.Outstanding(); free < len(wrs) {
 		return &PostError{Op: op, Index: max(free, 0), ID: wrs[max(free, 0)].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, cfg.MaxPost)}
 	}
@@ -148,9 +146,15 @@ func (m *mlx5QP) postSend(op string, cq *CQ, wrs []SendWR) error {
 	for i := range wrs {
 		wrs[i].toMLX5(&w[i])
 	}
-	m.bf.mu.Lock()
-	i, err := m.sq.Post(w)
-	m.bf.mu.Unlock()
+	var i int
+	var err error
+	if bf := m.bf; bf.shared {
+		bf.mu.Lock()
+		i, err = m.sq.Post(w)
+		bf.mu.Unlock()
+	} else {
+		i, err = m.sq.Post(w)
+	}
 	clear(w) // keep no reference to the caller's SGEs
 	if err != nil {
 		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
@@ -159,8 +163,9 @@ func (m *mlx5QP) postSend(op string, cq *CQ, wrs []SendWR) error {
 }
 
 // postRecv validates and posts receives on the QP's receive queue
-// (qp.c mlx5_post_recv). The caller holds QP.recvMu.
-func (m *mlx5QP) postRecv(op string, cq *CQ, wrs []RecvWR) error {
+// (qp.c mlx5_post_recv). The caller holds QP.recvMu; as in postSend, the
+// CQ's lock is not taken.
+func (m *mlx5QP) postRecv(op string, wrs []RecvWR) error {
 	if m.rq == nil { // created with MaxRecvWR 0
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}
 	}
@@ -168,26 +173,24 @@ func (m *mlx5QP) postRecv(op string, cq *CQ, wrs []RecvWR) error {
 	if err := validateRecvs(op, wrs, cfg.MaxSGE); err != nil {
 		return err
 	}
-	cq.mu.Lock() // the CQ's polls move the receive queue's tail
-	defer cq.mu.Unlock()
 	if free := cfg.MaxPost - m.rq.Outstanding(); free < len(wrs) {
 		return &PostError{Op: op, Index: max(free, 0), ID: wrs[max(free, 0)].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, cfg.MaxPost)}
 	}
-	w := mlx5RecvWRs(wrs, m.rwrs)
-	i, err := m.rq.Post(w)
-	clear(w)
-	if err != nil {
+	if i, err := m.rq.Post(mlx5RecvWRs(wrs)); err != nil {
 		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
 	}
 	return nil
 }
 
-// validateRecvs checks every receive as the rxe path does, so both
-// providers refuse bad input with the same errors.
+// validateRecvs checks every receive as the rxe path does (rxe.CheckRecv),
+// so both providers refuse bad input with the same errors.
 func validateRecvs(op string, wrs []RecvWR, maxSGE int) error {
 	for i := range wrs {
-		w := rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
-		if err := rxe.ValidateRecv(&w, maxSGE); err != nil {
+		// One SGE within the limit cannot fail (its length is one u32).
+		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
+			continue
+		}
+		if err := rxe.CheckRecv(rxeSGEs(wrs[i].SGEs), maxSGE); err != nil {
 			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
 		}
 	}

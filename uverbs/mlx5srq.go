@@ -14,9 +14,8 @@ import (
 // the free list the provider keeps in the ring. Posts hold SRQ.mu and the
 // Device's srqMu; polls that free entries hold srqMu.
 type mlx5SRQ struct {
-	q    *mlx5.SRQ
-	mem  *mlx5Queue
-	rwrs []mlx5.RecvWR
+	q   *mlx5.SRQ
+	mem *mlx5Queue
 }
 
 // createMLX5 sizes the SRQ as libmlx5 does (srq.c mlx5_alloc_srq_buf),
@@ -60,7 +59,7 @@ func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) er
 		return fail(err)
 	}
 	srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
-	srq.mx = &mlx5SRQ{q: q, mem: mem, rwrs: make([]mlx5.RecvWR, cfg.WQECount)}
+	srq.mx = &mlx5SRQ{q: q, mem: mem}
 	return nil
 }
 
@@ -70,14 +69,12 @@ func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
 	if err := validateRecvs(op, wrs, m.q.Config().MaxSGE); err != nil {
 		return err
 	}
-	if len(wrs) > len(m.rwrs) {
-		return &PostError{Op: op, Index: len(m.rwrs), ID: wrs[len(m.rwrs)].ID, Err: fmt.Errorf("%w: %d work requests, the SRQ has %d entries", ErrQueueFull, len(wrs), len(m.rwrs))}
+	if n := m.q.Config().WQECount; len(wrs) > n {
+		return &PostError{Op: op, Index: n, ID: wrs[n].ID, Err: fmt.Errorf("%w: %d work requests, the SRQ has %d entries", ErrQueueFull, len(wrs), n)}
 	}
-	w := mlx5RecvWRs(wrs, m.rwrs)
 	mc.srqMu.Lock()
-	i, err := m.q.Post(w)
+	i, err := m.q.Post(mlx5RecvWRs(wrs))
 	mc.srqMu.Unlock()
-	clear(w)
 	if err != nil {
 		if errors.Is(err, mlx5.ErrQueueFull) {
 			err = fmt.Errorf("%w: no free entry for work request %d", ErrQueueFull, i)

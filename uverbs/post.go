@@ -291,7 +291,7 @@ func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMR
 		}
 	}
 	if qp.mx != nil {
-		return qp.mx.postSend(op, qp.sendCQ, wrs)
+		return qp.mx.postSend(op, wrs)
 	}
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
@@ -384,23 +384,31 @@ func (qp *QP) ringDoorbell(op string) error {
 func (qp *QP) PostRecv(wrs []RecvWR) error {
 	const op = "post_recv"
 	qp.recvMu.Lock()
-	// The common case first: an open rxe QP with a receive queue of its
-	// own, out of RESET (rdma-core refuses receives in RESET; the kernel
+	// The common case first: an open QP with a receive queue of its own,
+	// out of RESET (rdma-core refuses receives in RESET; the kernel
 	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
 	// rxe_qp_reset). No defer, which would cost every post its set-up:
-	// postRecv checks the list before it writes and cannot panic on it
-	// unless the caller changes wrs while the call runs.
-	if q := qp.rq; q != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		err := postRecv(op, q, wrs)
-		qp.recvMu.Unlock()
-		return err
+	// postRecv (and mlx5QP.postRecv) checks the list before it writes
+	// and cannot panic on it unless the caller changes wrs while the call
+	// runs.
+	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
+		if q := qp.rq; q != nil {
+			err := postRecv(op, q, wrs)
+			qp.recvMu.Unlock()
+			return err
+		}
+		if m := qp.mx; m != nil && m.rq != nil { // the same on mlx5
+			err := m.postRecv(op, wrs)
+			qp.recvMu.Unlock()
+			return err
+		}
 	}
 	return qp.postRecvSlow(op, wrs)
 }
 
 // postRecvSlow is PostRecv for every other case: a closed QP, one with an
-// SRQ, an empty list, RESET, mlx5. It is called with recvMu held and
-// releases it.
+// SRQ or no receive queue, an empty list, RESET. It is called with recvMu
+// held and releases it.
 func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 	defer qp.recvMu.Unlock()
 	if qp.closed {
@@ -416,7 +424,7 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
 	}
 	if qp.mx != nil {
-		return qp.mx.postRecv(op, qp.recvCQ, wrs)
+		return qp.mx.postRecv(op, wrs)
 	}
 	return postRecv(op, qp.rq, wrs)
 }

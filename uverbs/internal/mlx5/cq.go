@@ -248,8 +248,11 @@ func (c *CQ) parse(cqe []byte, wc *WC) error {
 		} else {
 			errorCQE(wc, cqe)
 		}
+		mmio.LoadAcquire32(&sq.head) // the post's IDs before them (SQ)
 		wc.ID = sq.wrid[idx]
-		sq.tail = sq.wqeHead[idx] + 1
+		// After the ID is read: a post may reuse the slot once it sees
+		// the new tail.
+		mmio.StoreRelease32(&sq.tail, sq.wqeHead[idx]+1)
 	case cqeRespWrImm, cqeRespSend, cqeRespSendImm, cqeRespSendInv, cqeRespErr:
 		if opcode == cqeRespErr {
 			errorCQE(wc, cqe)
@@ -270,9 +273,10 @@ func (c *CQ) parse(cqe []byte, wc *WC) error {
 		} else {
 			// v44 takes a QP receive's wr_id from the tail, in order
 			// (docs/mlx5.md §5).
-			ind := rq.tail & uint32(rq.cfg.WQECount-1)
-			wc.ID = rq.wrid[ind]
-			rq.tail++
+			tail := rq.tail.Load()
+			mmio.LoadAcquire32(&rq.head)
+			wc.ID = rq.wrid[tail&uint32(rq.cfg.WQECount-1)]
+			mmio.StoreRelease32(&rq.tail, tail+1)
 		}
 		if opcode != cqeRespErr {
 			wc.Status = WCSuccess

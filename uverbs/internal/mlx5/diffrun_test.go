@@ -206,14 +206,16 @@ func runSQ(first string, r *caseReader, o *out) error {
 		return err
 	}
 	start := uint32(v[12])
-	sq.curPost, sq.head, sq.tail = start, start, start
+	sq.curPost = start
+	sq.head.Store(start)
+	sq.tail.Store(start)
 	for {
 		l, ok := r.next()
 		if !ok || l == "end" {
 			return nil
 		}
 		if l == "complete" {
-			sq.tail = sq.head
+			sq.Retire()
 			continue
 		}
 		pv, err := fields(l, "post", 1)
@@ -237,7 +239,7 @@ func runSQ(first string, r *caseReader, o *out) error {
 		o.hex("db", dbrec)
 		o.hex("bf", uar[BFRegOffset:BFRegOffset+2*bfSize])
 		o.hex("ring", ring)
-		fmt.Fprintf(o, "idx %x %x %x\n", sq.curPost, sq.head, bf.offset)
+		fmt.Fprintf(o, "idx %x %x %x\n", sq.curPost, sq.head.Load(), bf.offset)
 		o.WriteString("wrid")
 		for i := range sq.wrid {
 			fmt.Fprintf(o, " %x:%x", sq.wrid[i], sq.wqeHead[i])
@@ -285,14 +287,15 @@ func runRQ(first string, r *caseReader, o *out) error {
 	if err != nil {
 		return err
 	}
-	rq.head, rq.tail = uint32(v[4]), uint32(v[4])
+	rq.head.Store(uint32(v[4]))
+	rq.tail.Store(uint32(v[4]))
 	for {
 		l, ok := r.next()
 		if !ok || l == "end" {
 			return nil
 		}
 		if l == "complete" {
-			rq.tail = rq.head
+			rq.Retire()
 			continue
 		}
 		pv, err := fields(l, "post", 1)
@@ -315,7 +318,7 @@ func runRQ(first string, r *caseReader, o *out) error {
 		}
 		o.hex("db", dbrec)
 		o.hex("ring", ring)
-		fmt.Fprintf(o, "idx %x\n", rq.head)
+		fmt.Fprintf(o, "idx %x\n", rq.head.Load())
 		o.WriteString("wrid")
 		for _, id := range rq.wrid {
 			fmt.Fprintf(o, " %x", id)
@@ -477,7 +480,8 @@ func runCQ(first string, r *caseReader, o *out) error {
 			}
 			qp := &QP{SQ: sq}
 			if rqCnt > 0 {
-				rq := &RQ{cfg: RQConfig{WQECount: rqCnt}, wrid: make([]uint64, rqCnt), tail: uint32(num(5))}
+				rq := &RQ{cfg: RQConfig{WQECount: rqCnt}, wrid: make([]uint64, rqCnt)}
+				rq.tail.Store(uint32(num(5)))
 				for i := range rqCnt {
 					rq.wrid[i] = 0x52000000*k + uint64(i)
 				}
@@ -548,9 +552,9 @@ func runCQ(first string, r *caseReader, o *out) error {
 			for _, qp := range qps {
 				var rqTail uint32
 				if qp.RQ != nil {
-					rqTail = qp.RQ.tail
+					rqTail = qp.RQ.tail.Load()
 				}
-				fmt.Fprintf(o, "tails %x %x\n", qp.SQ.tail, rqTail)
+				fmt.Fprintf(o, "tails %x %x\n", qp.SQ.tail.Load(), rqTail)
 			}
 			for _, q := range srqs {
 				printSRQ(o, q, dbrec) // harness.c prints the CQ's record here

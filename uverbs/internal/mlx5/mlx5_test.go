@@ -86,7 +86,7 @@ func TestPostPollAllocateNothing(t *testing.T) {
 		if _, err := q.rq.Post(rwrs); err != nil {
 			t.Fatal(err)
 		}
-		q.rq.tail = q.rq.head
+		q.rq.Retire()
 		q.complete(ctr, opcodeSend)
 		if n, err := q.cq.Poll(wcs); err != nil || n != 1 || wcs[0].ID != 1 {
 			t.Fatalf("poll: %d %v %+v", n, err, wcs[0])

@@ -22,14 +22,14 @@ type RQConfig struct {
 	MaxSGE   int // rq.max_gs
 }
 
-// RQ is the receive queue of an mlx5 QP (not an SRQ). It is not safe for
-// concurrent use.
+// RQ is the receive queue of an mlx5 QP (not an SRQ). As with SQ, one
+// post may run beside one poll of its CQ, ordered by head and tail.
 type RQ struct {
 	cfg  RQConfig
 	ring []byte
 	db   *atomic.Uint32
-	head uint32
-	tail uint32
+	head atomic.Uint32
+	tail atomic.Uint32
 	wrid []uint64
 }
 
@@ -51,19 +51,21 @@ func NewRQ(ring, dbrec []byte, cfg RQConfig) (*RQ, error) {
 func (q *RQ) Config() RQConfig { return q.cfg }
 
 // Outstanding is the number of posted receives the CQ has not completed.
-func (q *RQ) Outstanding() int { return int(q.head - q.tail) }
+func (q *RQ) Outstanding() int { return int(q.head.Load() - mmio.LoadAcquire32(&q.tail)) }
 
 // Retire retires every posted receive, as a CQ's polls of their
 // completions do. It is for queues with no device behind them (the native
 // benchmarks).
-func (q *RQ) Retire() { q.tail = q.head }
+func (q *RQ) Retire() { mmio.StoreRelease32(&q.tail, q.head.Load()) }
 
 // Post validates every request, checks for room for all, writes them and
 // updates the doorbell record once (qp.c mlx5_post_recv). On an error
 // nothing was written. It allocates nothing.
 func (q *RQ) Post(wrs []RecvWR) (int, error) {
+	head := q.head.Load()
+	outstanding := int(head - mmio.LoadAcquire32(&q.tail))
 	for i := range wrs {
-		if int(q.head-q.tail)+i >= q.cfg.MaxPost {
+		if outstanding+i >= q.cfg.MaxPost {
 			return i, ErrQueueFull
 		}
 		if len(wrs[i].SGEs) > q.cfg.MaxSGE {
@@ -73,7 +75,7 @@ func (q *RQ) Post(wrs []RecvWR) (int, error) {
 	if len(wrs) == 0 {
 		return 0, nil
 	}
-	ind := int(q.head) & (q.cfg.WQECount - 1)
+	ind := int(head) & (q.cfg.WQECount - 1)
 	for i := range wrs {
 		off := ind << q.cfg.WQEShift
 		wqe := q.ring[off : off+1<<q.cfg.WQEShift]
@@ -92,9 +94,10 @@ func (q *RQ) Post(wrs []RecvWR) (int, error) {
 		q.wrid[ind] = wrs[i].ID
 		ind = (ind + 1) & (q.cfg.WQECount - 1)
 	}
-	q.head += uint32(len(wrs))
+	head += uint32(len(wrs))
+	mmio.StoreRelease32(&q.head, head)
 	mmio.ToDeviceBarrier()
-	mmio.StoreRelease32(q.db, bits.ReverseBytes32(q.head&0xffff)) // qp.c: a plain store after the barrier
+	mmio.StoreRelease32(q.db, bits.ReverseBytes32(head&0xffff)) // qp.c: a plain store after the barrier
 	return 0, nil
 }
 
@@ -237,7 +240,7 @@ func scatterUsesLKey(scat []byte, maxSGE int, lkey uint32) bool {
 // PendingUsesLKey reports whether a posted receive the CQ has not
 // completed names lkey.
 func (q *RQ) PendingUsesLKey(lkey uint32) bool {
-	for i := q.tail; i != q.head; i++ {
+	for i, head := mmio.LoadAcquire32(&q.tail), q.head.Load(); i != head; i++ {
 		off := int(i&uint32(q.cfg.WQECount-1)) << q.cfg.WQEShift
 		if scatterUsesLKey(q.ring[off:off+1<<q.cfg.WQEShift], q.cfg.MaxSGE, lkey) {
 			return true

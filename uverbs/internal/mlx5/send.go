@@ -127,15 +127,24 @@ type BlueFlame struct {
 	offset   int
 }
 
-// SQ is the send side of an mlx5 QP. It is not safe for concurrent use.
+// SQ is the send side of an mlx5 QP. Posts are not safe for concurrent
+// use, and neither are polls of its CQ, but one post may run beside one
+// poll (libmlx5 reads sq.tail without the CQ's lock, qp.c
+// mlx5_wq_overflow). They share the request IDs and two counters: a post
+// stores head with release after the IDs, and a poll loads it with
+// acquire before it reads one; a poll stores tail with release after it
+// read the ID, and a post loads it with acquire before it reuses the
+// slot. On hardware the device orders the first pair too (the doorbell
+// comes after the IDs, the completion before the read), but the Go memory
+// model and the race detector do not see the device.
 type SQ struct {
 	cfg     SQConfig
 	ring    []byte // WQECount * 64 bytes
 	db      *atomic.Uint32
 	bf      *BlueFlame
-	curPost uint32 // in WQEBBs (sq.cur_post)
-	head    uint32 // work requests posted (sq.head)
-	tail    uint32 // work requests retired by the CQ (sq.tail)
+	curPost uint32        // in WQEBBs (sq.cur_post)
+	head    atomic.Uint32 // work requests posted (sq.head)
+	tail    atomic.Uint32 // work requests retired by the CQ (sq.tail)
 	wrid    []uint64
 	wqeHead []uint32
 }
@@ -177,12 +186,12 @@ func NewSQ(ring, dbrec []byte, bf *BlueFlame, cfg SQConfig) (*SQ, error) {
 func (q *SQ) Config() SQConfig { return q.cfg }
 
 // Outstanding is the number of posted work requests the CQ has not retired.
-func (q *SQ) Outstanding() int { return int(q.head - q.tail) }
+func (q *SQ) Outstanding() int { return int(q.head.Load() - mmio.LoadAcquire32(&q.tail)) }
 
 // Retire retires every posted work request, as a CQ's poll of the last
 // one's completion does. It is for queues with no device behind them (the
 // native benchmarks); a real QP's requests are retired by its CQ.
-func (q *SQ) Retire() { q.tail = q.head }
+func (q *SQ) Retire() { mmio.StoreRelease32(&q.tail, q.head.Load()) }
 
 // Validate checks wr as libmlx5 does while it builds the WQE, and the
 // request's shape for the QP type, without writing anything.
@@ -241,12 +250,14 @@ func opcodeAllowed(t QPType, op SendOpcode) bool {
 // the index of the refused request is returned with it. It allocates
 // nothing.
 func (q *SQ) Post(wrs []SendWR) (int, error) {
+	head := q.head.Load()
+	outstanding := int(head - mmio.LoadAcquire32(&q.tail))
 	for i := range wrs {
 		// libmlx5's order: the opcode, then room, then the rest.
 		if op := wrs[i].Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) {
 			return i, fmt.Errorf("%w: opcode %d on a %v QP", ErrBadOpcode, op, q.cfg.QPType)
 		}
-		if int(q.head-q.tail)+i >= q.cfg.MaxPost {
+		if outstanding+i >= q.cfg.MaxPost {
 			return i, ErrQueueFull
 		}
 		if err := q.Validate(&wrs[i]); err != nil {
@@ -259,11 +270,12 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 	inline := false
 	var ctrl, size int
 	for i := range wrs {
-		ctrl, size = q.encode(&wrs[i], q.head+uint32(i))
+		ctrl, size = q.encode(&wrs[i], head+uint32(i))
 		if wrs[i].Flags&SendInline != 0 && len(wrs[i].SGEs) > 0 {
 			inline = true
 		}
 	}
+	mmio.StoreRelease32(&q.head, head+uint32(len(wrs)))
 	q.ringDoorbell(len(wrs), inline, ctrl, size)
 	return 0, nil
 }
@@ -402,7 +414,6 @@ func (q *SQ) putInline(seg int, sges []SGE) int {
 // inline request, or PreferBF) or the first 8 bytes of its control segment,
 // and flips the BlueFlame half.
 func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
-	q.head += uint32(nreq)
 	mmio.ToDeviceBarrier()
 	// Big-endian in memory; qp.c stores it plainly after the barrier, so a
 	// release store (a MOV on amd64) rather than sync/atomic's XCHG.
