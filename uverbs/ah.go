@@ -18,16 +18,17 @@ import (
 //
 // rdma-core: struct ibv_ah.
 type AH struct {
+	// av is the address vector mlx5 UD WQEs carry (mlx5ah.go); zero on
+	// rxe. It comes first: a *AH is the encoder's *mlx5.AddressVector
+	// (mlx5.go, mlx5SendWRs).
+	av     mlx5.AddressVector
 	pd     *PD
 	h      uint64
 	handle uint32
 	// num is rxe's AH number, which UD WQEs carry; on mlx5, whose sends
 	// carry the address vector instead, a non-zero stand-in, so that the
 	// validation both providers share accepts the AH.
-	num uint32
-	// av is the address vector mlx5 UD WQEs carry (mlx5ah.go); nil on
-	// rxe.
-	av     *mlx5.AddressVector
+	num    uint32
 	attr   AHAttr
 	mu     sync.Mutex
 	closed atomic.Bool

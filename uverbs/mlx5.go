@@ -304,25 +304,42 @@ func mlx5RecvWRs(wrs []RecvWR) []mlx5.RecvWR {
 	return unsafe.Slice((*mlx5.RecvWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
 }
 
-// toMLX5 converts a send request for the encoder; the SGEs are shared.
-// Field by field: a composite literal assigned through w would be built in
-// a temporary and copied (as toWQE, BENCHMARKS.md item 8).
-func (wr *SendWR) toMLX5(w *mlx5.SendWR) {
-	w.ID = wr.ID
-	w.Opcode = mlx5.SendOpcode(wr.Op)
-	w.Flags = mlx5.SendFlags(wr.Flags)
-	w.ImmData = wr.Imm
-	w.RemoteAddr = wr.RemoteAddr
-	w.RKey = wr.RKey
-	w.CompareAdd = wr.CompareAdd
-	w.Swap = wr.Swap
-	w.RemoteQPN = wr.RemoteQPN
-	w.RemoteQKey = wr.RemoteQKey
-	w.SGEs = mlx5SGEs(wr.SGEs)
-	w.AV = nil
-	if wr.AH != nil {
-		w.AV = wr.AH.av
-	}
+// SendWR and mlx5.SendWR have one layout as well, with the AH where the
+// encoder has its address vector: AH.av is the AH's first field, so the
+// *AH is a *mlx5.AddressVector (nil without an AH). A send list is handed
+// to the encoder as it is.
+var (
+	_ [unsafe.Sizeof(SendWR{}) - unsafe.Sizeof(mlx5.SendWR{})]byte
+	_ [unsafe.Sizeof(mlx5.SendWR{}) - unsafe.Sizeof(SendWR{})]byte
+	_ [unsafe.Offsetof(SendWR{}.Op) - unsafe.Offsetof(mlx5.SendWR{}.Opcode)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.Opcode) - unsafe.Offsetof(SendWR{}.Op)]byte
+	_ [unsafe.Offsetof(SendWR{}.Flags) - unsafe.Offsetof(mlx5.SendWR{}.Flags)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.Flags) - unsafe.Offsetof(SendWR{}.Flags)]byte
+	_ [unsafe.Offsetof(SendWR{}.SGEs) - unsafe.Offsetof(mlx5.SendWR{}.SGEs)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.SGEs) - unsafe.Offsetof(SendWR{}.SGEs)]byte
+	_ [unsafe.Offsetof(SendWR{}.Imm) - unsafe.Offsetof(mlx5.SendWR{}.ImmData)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.ImmData) - unsafe.Offsetof(SendWR{}.Imm)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteAddr) - unsafe.Offsetof(mlx5.SendWR{}.RemoteAddr)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.RemoteAddr) - unsafe.Offsetof(SendWR{}.RemoteAddr)]byte
+	_ [unsafe.Offsetof(SendWR{}.RKey) - unsafe.Offsetof(mlx5.SendWR{}.RKey)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.RKey) - unsafe.Offsetof(SendWR{}.RKey)]byte
+	_ [unsafe.Offsetof(SendWR{}.CompareAdd) - unsafe.Offsetof(mlx5.SendWR{}.CompareAdd)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.CompareAdd) - unsafe.Offsetof(SendWR{}.CompareAdd)]byte
+	_ [unsafe.Offsetof(SendWR{}.Swap) - unsafe.Offsetof(mlx5.SendWR{}.Swap)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.Swap) - unsafe.Offsetof(SendWR{}.Swap)]byte
+	_ [unsafe.Offsetof(SendWR{}.AH) - unsafe.Offsetof(mlx5.SendWR{}.AV)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.AV) - unsafe.Offsetof(SendWR{}.AH)]byte
+	_ [unsafe.Offsetof(AH{}.av)]byte // 0: an array of no bytes
+	_ [unsafe.Offsetof(SendWR{}.RemoteQPN) - unsafe.Offsetof(mlx5.SendWR{}.RemoteQPN)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.RemoteQPN) - unsafe.Offsetof(SendWR{}.RemoteQPN)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteQKey) - unsafe.Offsetof(mlx5.SendWR{}.RemoteQKey)]byte
+	_ [unsafe.Offsetof(mlx5.SendWR{}.RemoteQKey) - unsafe.Offsetof(SendWR{}.RemoteQKey)]byte
+)
+
+// The opcodes and flags have the same values too, libibverbs' (checked
+// by TestMLX5SendWRValues).
+func mlx5SendWRs(wrs []SendWR) []mlx5.SendWR {
+	return unsafe.Slice((*mlx5.SendWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
 }
 
 // fromMLX5 copies a decoded completion; fields libmlx5 leaves as they were

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/bits"
 	"os"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -513,7 +514,7 @@ func TestMLX5UDSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ah := &AH{pd: f.pd, av: &av, num: mlx5AHNum}
+	ah := &AH{pd: f.pd, av: av, num: mlx5AHNum}
 	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
 	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
 		t.Fatal(err)
@@ -651,5 +652,34 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 		if s, r := qp.outstanding(); s != 0 || r != 0 {
 			t.Errorf("QP %#x: %d sends and %d receives outstanding at the end", qp.qpn, s, r)
 		}
+	}
+}
+
+// A send list is handed to the mlx5 encoder as it is (mlx5SendWRs), so
+// the opcodes and flags must have the encoder's values, and an AH must
+// read as its address vector.
+func TestMLX5SendWRValues(t *testing.T) {
+	ops := map[WROpcode]mlx5.SendOpcode{
+		OpWrite: mlx5.OpRDMAWrite, OpWriteImm: mlx5.OpRDMAWriteWithImm, OpSend: mlx5.OpSend, OpSendImm: mlx5.OpSendWithImm,
+		OpRead: mlx5.OpRDMARead, OpAtomicCmpSwap: mlx5.OpAtomicCmpAndSwp, OpAtomicFetchAdd: mlx5.OpAtomicFetchAndAdd,
+	}
+	for op, want := range ops {
+		if mlx5.SendOpcode(op) != want {
+			t.Errorf("%v is %d, the encoder's %d", op, op, want)
+		}
+	}
+	flags := map[SendFlags]mlx5.SendFlags{SendFence: mlx5.SendFence, SendSignaled: mlx5.SendSignaled, SendSolicited: mlx5.SendSolicited, SendInline: mlx5.SendInline}
+	for f, want := range flags {
+		if mlx5.SendFlags(f) != want {
+			t.Errorf("send flag %#x is the encoder's %#x", f, want)
+		}
+	}
+	ah := &AH{}
+	ah.av[0], ah.av[47] = 1, 2
+	w := []SendWR{{ID: 3, Op: OpSendImm, Flags: SendSignaled, SGEs: []SGE{{Addr: 4, Length: 5, LKey: 6}}, Imm: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AH: ah, RemoteQPN: 12, RemoteQKey: 13}}
+	got := mlx5SendWRs(w)[0]
+	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: &ah.av, RemoteQPN: 12, RemoteQKey: 13}
+	if !reflect.DeepEqual(got, want) || got.AV != &ah.av {
+		t.Errorf("the encoder reads %+v, want %+v", got, want)
 	}
 }

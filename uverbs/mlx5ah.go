@@ -51,7 +51,7 @@ func (ah *AH) createMLX5(op string, c *Device, req *abi.UverbsCreateAH) error {
 		ah.destroy()
 		return &OpError{Op: op, Err: err}
 	}
-	ah.av = &av
+	ah.av = av
 	ah.num = mlx5AHNum
 	return nil
 }

@@ -24,9 +24,6 @@ type mlx5QP struct {
 	reg            mlx5.QP
 	key            uint32 // what completions name the QP by: QPN or user index
 	uidx           uint32
-	// A scratch list for the encoder, max_post entries, so posting
-	// allocates nothing.
-	wrs []mlx5.SendWR
 }
 
 // createMLX5 sizes the queues as libmlx5 does (verbs.c mlx5_calc_sq_size,
@@ -110,7 +107,6 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 			return err
 		}
 	}
-	m.wrs = make([]mlx5.SendWR, sqCfg.MaxPost)
 	m.reg = mlx5.QP{SQ: m.sq, RQ: m.rq}
 	sendWR, recvWR, recvSGE, inline := mlx5.QPCaps(sqCfg, rqCfg)
 	inline = max(inline, 0) // libmlx5 may report −4 (docs/mlx5.md §2)
@@ -133,33 +129,34 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	return nil
 }
 
-// postSend encodes wrs (validated by the caller) and rings the doorbell
-// (qp.c _mlx5_post_send, post_send_db). The caller holds QP.sendMu. The
-// CQ's lock is not taken: polls share only the queue's tail with a post
-// (mlx5.SQ).
+// postSend encodes wrs (checked by the caller with rxe.CheckSend) and
+// rings the doorbell (qp.c _mlx5_post_send, post_send_db). The caller
+// holds QP.sendMu. The CQ's lock is not taken: polls share only what
+// mlx5.SQ orders.
 func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
-	cfg := m.sq.Config()
-	if free := cfg.MaxPost - m.sq.Outstanding(); free < len(wrs) {
-		return &PostError{Op: op, Index: max(free, 0), ID: wrs[max(free, 0)].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, cfg.MaxPost)}
-	}
-	w := m.wrs[:len(wrs)]
-	for i := range wrs {
-		wrs[i].toMLX5(&w[i])
+	sq := m.sq
+	if free := sq.Config().MaxPost - sq.Outstanding(); free < len(wrs) {
+		return m.sendQueueFull(op, wrs, free)
 	}
 	var i int
 	var err error
 	if bf := m.bf; bf.shared {
 		bf.mu.Lock()
-		i, err = m.sq.Post(w)
+		i, err = sq.Post(mlx5SendWRs(wrs))
 		bf.mu.Unlock()
 	} else {
-		i, err = m.sq.Post(w)
+		i, err = sq.Post(mlx5SendWRs(wrs))
 	}
-	clear(w) // keep no reference to the caller's SGEs
 	if err != nil {
 		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
 	}
 	return nil
+}
+
+// sendQueueFull is postSend's error for a queue with room for free of wrs.
+func (m *mlx5QP) sendQueueFull(op string, wrs []SendWR, free int) error {
+	free = max(free, 0)
+	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, m.sq.Config().MaxPost)}
 }
 
 // postRecv validates and posts receives on the QP's receive queue

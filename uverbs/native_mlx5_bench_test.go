@@ -97,7 +97,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	// A dedicated bfreg, as uverbs sets one up (mlx5.go: the second half of
 	// the page from 0x800, two halves of 256 bytes).
 	bf := &mlx5BFReg{bf: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
-	m := &mlx5QP{bf: bf, wrs: make([]mlx5.SendWR, sqCfg.MaxPost)}
+	m := &mlx5QP{bf: bf}
 	if m.sq, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.bf, sqCfg); err != nil {
 		tb.Fatal(err)
 	}

@@ -82,6 +82,9 @@ type SendWR struct {
 	ID     uint64
 	Opcode SendOpcode
 	Flags  SendFlags
+	// SGEs are the local buffers. With SendInline their bytes are copied
+	// into the WQE from the addresses in Addr, which must be mapped.
+	SGEs []SGE
 	// ImmData is the immediate value of *_WITH_IMM in host order; the WQE
 	// carries it big-endian (ibv_send_wr.imm_data is __be32).
 	ImmData    uint32
@@ -93,9 +96,6 @@ type SendWR struct {
 	AV         *AddressVector
 	RemoteQPN  uint32
 	RemoteQKey uint32
-	// SGEs are the local buffers. With SendInline their bytes are copied
-	// into the WQE from the addresses in Addr, which must be mapped.
-	SGEs []SGE
 }
 
 // SQConfig describes a send queue as CREATE_QP set it up (SQSize gives
@@ -250,8 +250,7 @@ func opcodeAllowed(t QPType, op SendOpcode) bool {
 // the index of the refused request is returned with it. It allocates
 // nothing.
 func (q *SQ) Post(wrs []SendWR) (int, error) {
-	head := q.head.Load()
-	outstanding := int(head - mmio.LoadAcquire32(&q.tail))
+	outstanding := q.Outstanding()
 	for i := range wrs {
 		// libmlx5's order: the opcode, then room, then the rest.
 		if op := wrs[i].Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) {
@@ -267,6 +266,7 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 	if len(wrs) == 0 {
 		return 0, nil
 	}
+	head := q.head.Load()
 	inline := false
 	var ctrl, size int
 	for i := range wrs {
@@ -275,6 +275,7 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 			inline = true
 		}
 	}
+	// Published to the CQ's polls before the doorbell (SQ).
 	mmio.StoreRelease32(&q.head, head+uint32(len(wrs)))
 	q.ringDoorbell(len(wrs), inline, ctrl, size)
 	return 0, nil
