@@ -13,11 +13,11 @@ import (
 )
 
 // BenchmarkNativeMLX5 is our side of make bench-native's mlx5 rows
-// (test/nativebench): the rows of BenchmarkNative through mlx5 queues in
-// plain memory, sized as libmlx5 sizes them. Post rows go through an RC or
-// UD QP (PostSend's staging under the send lock, PostRecv), the send and
-// receive queue, doorbell record and BlueFlame page in plain memory; after
-// each post the requests are retired as a poll of their completions would.
+// (test/nativebench): the rows of BenchmarkNative through mlx5 queues,
+// doorbell records and BlueFlame pages in plain memory, sized as libmlx5
+// sizes them. Post rows go through an RC or UD QP (PostSend's staging
+// under the send lock, PostRecv); after each post the requests are retired
+// as a poll of their completions would.
 // Poll rows go through CQ.Poll on a CQ whose fake device publishes send
 // completions before each poll (pollN). test/mlx5diff/harness.c runs the
 // same rows through rdma-core's libmlx5 ("bench" in its sq, rq and cq
