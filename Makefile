@@ -23,7 +23,7 @@
 #                      here: rdma-core's rxe provider (v44.0 and v64.0, built
 #                      with gcc from a fetched checkout) against uverbs, the
 #                      same work requests, WQE bytes checked identical, and
-#                      the post rows on mlx5 against libmlx5 (v44.0, through
+#                      the same rows on mlx5 against libmlx5 (v44.0, through
 #                      test/mlx5diff); into BENCHMARKS.md (not part of make
 #                      test; needs gcc and python3)
 #   make demo          the programs, run in the lab

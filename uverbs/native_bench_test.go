@@ -145,11 +145,16 @@ func newNativeRig(tb testing.TB) *nativeRig {
 		buf.Bytes()[i] = byte(i)
 	}
 
-	sge := SGE{Addr: 0x10000, Length: 64, LKey: 7}
 	r.write, r.list, r.inl, r.recv, r.recvList = nativeWRs(buf)
-	ah := &AH{pd: pd, num: 1}
-	r.udSend = []SendWR{{ID: 3, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x22, RemoteQKey: 0x11111111}}
+	r.udSend = nativeUDSend(&AH{pd: pd, num: 1})
 	return r
+}
+
+// nativeUDSend is the UD row's work request, which both providers post:
+// one signalled 64 B SEND to QPN 0x22 through ah.
+func nativeUDSend(ah *AH) []SendWR {
+	sge := SGE{Addr: 0x10000, Length: 64, LKey: 7}
+	return []SendWR{{ID: 3, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x22, RemoteQKey: 0x11111111}}
 }
 
 // nativeWRs are the work requests of the rows that both providers post:

@@ -278,6 +278,43 @@ static void bench(struct mlx5_qp *qp, int send, int n, double ms)
 	printf("bench %.2f\n", dt / ((double)iters * n));
 }
 
+/* "bench N MS" in a cq case polls the CQ over and over for about MS
+ * milliseconds, with room for 16 completions, after a fake device has
+ * published N entries, and prints "bench NS", nanoseconds per completion
+ * (per poll with N 0). The case's "cqe" lines wrote every entry once; the
+ * device publishes one by writing only its op_own byte: MLX5_CQE_REQ and
+ * the owner bit the entry needs at that consumer index (cq.c get_sw_cqe:
+ * !!(n & ncqe)). Each poll must return N, the last a success with the
+ * wr_id of its send queue slot (entry i has wqe_counter i, of qp). The CQ
+ * takes libmlx5's default lock, as the queues above. */
+static void cq_bench(struct mlx5_cq *cq, struct mlx5_qp *qp, uint8_t *ring,
+		     unsigned entries, int version, unsigned n, double ms)
+{
+	static struct ibv_wc wc[16];
+	uint32_t prod = cq->cons_index;
+	long iters = 1000, i;
+	double t0, dt;
+
+	for (;;) {
+		t0 = now_ns();
+		for (i = 0; i < iters; i++) {
+			for (unsigned k = 0; k < n; k++, prod++)
+				ring[(prod & (entries - 1)) * 64 + 63] =
+					MLX5_CQE_REQ << 4 | !!(prod & entries);
+			if ((version ? mlx5_poll_cq_v1(&cq->verbs_cq.cq, 16, wc) :
+				       mlx5_poll_cq(&cq->verbs_cq.cq, 16, wc)) != (int)n ||
+			    (n && (wc[n - 1].status != IBV_WC_SUCCESS ||
+				   wc[n - 1].wr_id != qp->sq.wrid[(prod - 1) & (qp->sq.wqe_cnt - 1)])))
+				die("bench poll");
+		}
+		dt = now_ns() - t0;
+		if (dt >= ms * 1e6)
+			break;
+		iters = dt < 1e6 ? iters * 100 : (long)(iters * ms * 1.2e6 / dt);
+	}
+	printf("bench %.2f\n", dt / ((double)iters * (n ? n : 1)));
+}
+
 static void print_sq(struct mlx5_qp *qp, uint8_t *ring, size_t ring_size,
 		     uint8_t *dbrec, int bf_size)
 {
@@ -747,6 +784,7 @@ static void cq_case(void)
 	while (next_line() && strcmp(line, "end")) {
 		unsigned qpn, uidx, sqcnt, rqcnt, rqtail, srqidx, slot, n, sol;
 		unsigned srqn, maxwr, maxgs;
+		double ms;
 		char cqehex[200];
 
 		if (sscanf(line, "qp %x %x %u %u %x %d", &qpn, &uidx, &sqcnt, &rqcnt,
@@ -823,6 +861,13 @@ static void cq_case(void)
 				printf("tails %x %x\n", qps[i].sq.tail, qps[i].rq.tail);
 			for (int i = 0; i < nsrq; i++)
 				print_srq(&srqs[i], dbrec);
+			continue;
+		}
+		if (sscanf(line, "bench %u %lf", &n, &ms) == 2) {
+			if (n > 16 || nqp < 1)
+				die("bench");
+			take_locks(&cq.lock);
+			cq_bench(&cq, &qps[0], ring, entries, version, n, ms);
 			continue;
 		}
 		if (sscanf(line, "arm %u", &sol) == 1) {
