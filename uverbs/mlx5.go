@@ -336,29 +336,19 @@ var (
 	_ [unsafe.Offsetof(mlx5.SendWR{}.RemoteQKey) - unsafe.Offsetof(SendWR{}.RemoteQKey)]byte
 )
 
-// The opcodes and flags have the same values too, libibverbs' (checked
-// by TestMLX5SendWRValues).
+// mlx5SendWRs hands a send list to the encoder: the opcodes and flags
+// have the same values too, libibverbs' (TestMLX5SendWRValues).
 func mlx5SendWRs(wrs []SendWR) []mlx5.SendWR {
 	return unsafe.Slice((*mlx5.SendWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
 }
 
-// fromMLX5 copies a decoded completion; fields libmlx5 leaves as they were
-// are zero (the scratch entry was cleared before the poll).
-func (wc *WC) fromMLX5(w *mlx5.WC) {
-	*wc = WC{
-		ID:              w.ID,
-		Status:          WCStatus(w.Status),
-		Opcode:          WCOpcode(w.Opcode),
-		VendorErr:       w.VendorErr,
-		ByteLen:         w.ByteLen,
-		Imm:             w.ImmData,
-		InvalidatedRKey: w.InvalidatedRKey,
-		QPN:             w.QPNum,
-		SrcQP:           w.SrcQP,
-		Flags:           WCFlags(w.Flags),
-		PKeyIndex:       w.PKeyIndex,
-		SLID:            w.SLID,
-		SL:              w.SL,
-		DLIDPathBits:    w.DLIDPathBits,
-	}
+// WC has mlx5.WC's layout as it has rxe.WC's (TestWCLayout), so Poll
+// decodes into the caller's []WC directly.
+var (
+	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(mlx5.WC{})]byte
+	_ [unsafe.Sizeof(mlx5.WC{}) - unsafe.Sizeof(WC{})]byte
+)
+
+func mlx5WCs(w []WC) []mlx5.WC {
+	return unsafe.Slice((*mlx5.WC)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }

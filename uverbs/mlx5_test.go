@@ -375,9 +375,17 @@ func TestMLX5DataPath(t *testing.T) {
 	putCQE(cq, 0, 0, 0x0a, 0x123, m.uidx, 0, 0) // REQ, SEND
 	putCQE(cq, 1, 2, 0, 0x123, m.uidx, 0, 42)   // RESP_SEND
 	wcs := make([]WC, 4)
+	for i := range wcs {
+		wcs[i] = WC{SrcQP: 0xdead, SLID: 3, Port: 9} // left from an earlier poll
+	}
 	n, err := cq.Poll(wcs)
 	if err != nil || n != 2 {
 		t.Fatalf("Poll: %d, %v; want 2 completions", n, err)
+	}
+	for _, wc := range wcs[:2] {
+		if wc.SrcQP != 0 || wc.SLID != 0 || wc.Port != 0 {
+			t.Errorf("completion %+v keeps fields it does not fill from before the poll", wc)
+		}
 	}
 	if wcs[0].ID != 7 || wcs[0].Status != WCSuccess || wcs[0].Opcode != WCOpSend || wcs[0].QPN != 0x123 {
 		t.Errorf("send completion %+v", wcs[0])

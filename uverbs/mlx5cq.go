@@ -14,8 +14,7 @@ type mlx5CQ struct {
 	mem *mlx5Queue
 	// srqs is set once a QP with an SRQ completes here: polls then take
 	// the Device's SRQ lock, since they return entries to the SRQ.
-	srqs    bool
-	scratch [16]mlx5.WC
+	srqs bool
 }
 
 // createMLX5 creates the CQ with a ring of its own (verbs.c create_cq,
@@ -58,7 +57,8 @@ func (cq *CQ) createMLX5(op string, req *abi.UverbsCreateCQ, depth int) error {
 // attachMLX5 builds the decoder of a created CQ over its ring.
 func (cq *CQ) attachMLX5(mem *mlx5Queue, entries int, cqn uint32) error {
 	mc := cq.ctx.mlx
-	q, err := mlx5.NewCQ(mem.ring, mem.dbrec[:8], mc.cqUAR, mlx5.CQConfig{CQN: cqn, Entries: entries, CQEVersion: mc.cqeVersion})
+	// ClearWC: the fields a completion does not fill are zero in a WC.
+	q, err := mlx5.NewCQ(mem.ring, mem.dbrec[:8], mc.cqUAR, mlx5.CQConfig{CQN: cqn, Entries: entries, CQEVersion: mc.cqeVersion, ClearWC: true})
 	if err != nil {
 		return err
 	}
@@ -68,29 +68,22 @@ func (cq *CQ) attachMLX5(mem *mlx5Queue, entries int, cqn uint32) error {
 	return nil
 }
 
-// poll decodes up to len(wcs) completions. The caller holds CQ.mu.
+// poll decodes up to len(wcs) completions into wcs. The caller holds
+// CQ.mu.
 func (m *mlx5CQ) poll(mc *mlx5Context, wcs []WC) (int, error) {
 	if m.srqs {
 		mc.srqMu.Lock()
 		defer mc.srqMu.Unlock()
 	}
-	n := 0
-	for n < len(wcs) {
-		s := m.scratch[:min(len(wcs)-n, len(m.scratch))]
-		clear(s)
-		got, err := m.q.Poll(s)
-		for i := range got {
-			wcs[n+i].fromMLX5(&s[i])
-		}
-		n += got
-		if err != nil {
-			return n, &OpError{Op: "poll_cq", Err: fmt.Errorf("a completion entry names no QP or SRQ of this CQ or has an opcode this package never asks for; it was consumed: %w", err)}
-		}
-		if got < len(s) {
-			break
-		}
+	n, err := m.q.Poll(mlx5WCs(wcs))
+	if err != nil {
+		return n, mlx5PollError(err)
 	}
 	return n, nil
+}
+
+func mlx5PollError(err error) error {
+	return &OpError{Op: "poll_cq", Err: fmt.Errorf("a completion entry names no QP or SRQ of this CQ or has an opcode this package never asks for; it was consumed: %w", err)}
 }
 
 // pull moves every completion in the ring to pending, skipping entries

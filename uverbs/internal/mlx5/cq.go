@@ -32,6 +32,7 @@ type WC struct {
 	SLID            uint16
 	SL              uint8
 	DLIDPathBits    uint8
+	Port            uint8 // never set: ibv_wc has no port; the field keeps uverbs' layout
 }
 
 // Completion values (libibverbs enum ibv_wc_opcode, ibv_wc_flags,
@@ -115,6 +116,10 @@ type CQConfig struct {
 	CQN        uint32
 	Entries    int // ncqe, a power of two (ibv_cq.cqe + 1)
 	CQEVersion int // 0: entries name QPs by QPN and SRQs by SRQN; 1: by user index
+	// ClearWC zeroes each WC before Poll fills it. Without it the fields
+	// a completion does not fill keep what they held, as libmlx5 leaves
+	// them.
+	ClearWC bool
 }
 
 // CQ is the user side of an mlx5 completion queue. It is not safe for
@@ -129,6 +134,10 @@ type CQ struct {
 	armSN     uint32
 	qps       map[uint32]*QP  // by QPN (version 0) or user index (1)
 	srqs      map[uint32]*SRQ // by SRQN (version 0) or user index (1)
+	// The QP of the last completion and its key, looked up again only
+	// when the key changes (cq.c get_cur_rsc keeps cur_rsc the same way).
+	lastQP  *QP
+	lastKey uint32
 }
 
 // NewCQ checks the ring (Entries * 64 bytes), the 8-byte doorbell record and
@@ -159,7 +168,20 @@ func NewCQ(ring, dbrec, uar []byte, cfg CQConfig) (*CQ, error) {
 
 // RegisterQP makes completions naming key (the QPN, or the user index with
 // CQE version 1) complete qp's work requests.
-func (c *CQ) RegisterQP(key uint32, qp *QP) { c.qps[key] = qp }
+func (c *CQ) RegisterQP(key uint32, qp *QP) {
+	c.qps[key] = qp
+	c.lastQP = nil
+}
+
+// qp returns the QP registered under key, or nil.
+func (c *CQ) qp(key uint32) *QP {
+	if qp := c.lastQP; qp != nil && c.lastKey == key {
+		return qp
+	}
+	qp := c.qps[key]
+	c.lastQP, c.lastKey = qp, key
+	return qp
+}
 
 // RegisterSRQ makes receive completions naming key (the SRQN, or the user
 // index with CQE version 1) complete srq's work requests.
@@ -169,6 +191,7 @@ func (c *CQ) RegisterSRQ(key uint32, srq *SRQ) { c.srqs[key] = srq }
 func (c *CQ) Unregister(key uint32) {
 	delete(c.qps, key)
 	delete(c.srqs, key)
+	c.lastQP = nil
 }
 
 // ConsumerIndex is the number of entries consumed so far.
@@ -210,12 +233,18 @@ func (c *CQ) Poll(wcs []WC) (int, error) {
 		// Read the entry only after its owner bit (cq.c
 		// mlx5_get_next_cqe: udma_from_device_barrier).
 		mmio.FromDeviceBarrier()
-		if err = c.parse(c.ring[off:off+CQESize:off+CQESize], &wcs[n]); err != nil {
+		wc := &wcs[n]
+		if c.cfg.ClearWC {
+			*wc = WC{}
+		}
+		if err = c.parse(c.ring[off:off+CQESize:off+CQESize], wc); err != nil {
 			break
 		}
 		n++
 	}
-	c.setCI.Store(bits.ReverseBytes32(c.consIndex & 0xffffff))
+	// cq.c update_cons_index: a plain store, so release rather than
+	// sync/atomic's XCHG.
+	mmio.StoreRelease32(c.setCI, bits.ReverseBytes32(c.consIndex&0xffffff))
 	return n, err
 }
 
@@ -236,7 +265,7 @@ func (c *CQ) parse(cqe []byte, wc *WC) error {
 		if c.cfg.CQEVersion == 1 {
 			key = srqnUIDX
 		}
-		qp := c.qps[key]
+		qp := c.qp(key)
 		if qp == nil || qp.SQ == nil {
 			return ErrPoll
 		}
@@ -297,7 +326,7 @@ func (c *CQ) parse(cqe []byte, wc *WC) error {
 // get_cur_rsc).
 func (c *CQ) responder(qpn, srqnUIDX uint32) (*RQ, *SRQ, bool) {
 	if c.cfg.CQEVersion == 1 {
-		if qp := c.qps[srqnUIDX]; qp != nil {
+		if qp := c.qp(srqnUIDX); qp != nil {
 			if qp.SRQ != nil {
 				return nil, qp.SRQ, true
 			}
@@ -312,7 +341,7 @@ func (c *CQ) responder(qpn, srqnUIDX uint32) (*RQ, *SRQ, bool) {
 		srq := c.srqs[srqnUIDX]
 		return nil, srq, srq != nil
 	}
-	qp := c.qps[qpn]
+	qp := c.qp(qpn)
 	if qp == nil || qp.RQ == nil {
 		return nil, nil, false
 	}

@@ -159,3 +159,35 @@ func TestSizingRefusals(t *testing.T) {
 }
 
 func uintptrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
+
+// A CQ remembers the QP of its last completion; a QP registered again
+// under the same key (a user index or QPN used again after a destroy)
+// replaces it, and an unregistered key completes nothing.
+func TestCQForgetsTheLastQP(t *testing.T) {
+	q := newTestQP(t, QPTypeRC)
+	wcs := make([]WC, 1)
+	post := func(sq *SQ, id uint64) uint16 {
+		t.Helper()
+		ctr := uint16(sq.curPost)
+		if _, err := sq.Post([]SendWR{{ID: id, Opcode: OpSend, Flags: SendSignaled}}); err != nil {
+			t.Fatal(err)
+		}
+		return ctr
+	}
+	q.complete(post(q.sq, 1), opcodeSend)
+	if n, err := q.cq.Poll(wcs); n != 1 || err != nil || wcs[0].ID != 1 {
+		t.Fatalf("poll: %d %v %+v", n, err, wcs[0])
+	}
+	other := newTestQP(t, QPTypeRC)
+	q.cq.Unregister(0x42)
+	q.cq.RegisterQP(0x42, &QP{SQ: other.sq})
+	q.complete(post(other.sq, 2), opcodeSend)
+	if n, err := q.cq.Poll(wcs); n != 1 || err != nil || wcs[0].ID != 2 {
+		t.Fatalf("poll after the key was registered again: %d %v %+v, want the new QP's ID 2", n, err, wcs[0])
+	}
+	q.cq.Unregister(0x42)
+	q.complete(0, opcodeSend)
+	if n, err := q.cq.Poll(wcs); n != 0 || !errors.Is(err, ErrPoll) {
+		t.Fatalf("poll of an unregistered QP's completion: %d %v, want ErrPoll", n, err)
+	}
+}
