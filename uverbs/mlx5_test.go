@@ -432,8 +432,13 @@ func TestMLX5DataPath(t *testing.T) {
 	for i := range full {
 		full[i] = SendWR{ID: uint64(i), Op: OpSend}
 	}
-	if err := qp.PostSend(full); !errors.Is(err, ErrQueueFull) {
-		t.Errorf("%d sends on a %d-entry queue: %v, want ErrQueueFull", len(full), len(full)-1, err)
+	var pe *PostError
+	if err := qp.PostSend(full); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != len(full)-1 {
+		t.Errorf("%d sends on a %d-entry queue: %v, want ErrQueueFull at index %d", len(full), len(full)-1, err, len(full)-1)
+	}
+	rfull := make([]RecvWR, 5)
+	if err := qp.PostRecv(rfull); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 3 {
+		t.Errorf("5 receives on a 4-entry queue holding one: %v, want ErrQueueFull at index 3", err)
 	}
 	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
 		t.Errorf("refused posts moved the send doorbell record to %d", got)

@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -135,9 +136,6 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 // mlx5.SQ orders.
 func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
 	sq := m.sq
-	if free := sq.Config().MaxPost - sq.Outstanding(); free < len(wrs) {
-		return m.sendQueueFull(op, wrs, free)
-	}
 	var i int
 	var err error
 	if bf := m.bf; bf.shared {
@@ -148,15 +146,19 @@ func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
 		i, err = sq.Post(mlx5SendWRs(wrs))
 	}
 	if err != nil {
-		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+		return mlx5PostError(op, i, wrs[i].ID, len(wrs), sq.Config().MaxPost, err)
 	}
 	return nil
 }
 
-// sendQueueFull is postSend's error for a queue with room for free of wrs.
-func (m *mlx5QP) sendQueueFull(op string, wrs []SendWR, free int) error {
-	free = max(free, 0)
-	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, m.sq.Config().MaxPost)}
+// mlx5PostError is the error of a post the provider refused at request i
+// (ID id) of n. A full queue (the provider checks room request by request)
+// says how much room there was.
+func mlx5PostError(op string, i int, id uint64, n, maxPost int, err error) error {
+	if errors.Is(err, mlx5.ErrQueueFull) {
+		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
+	}
+	return &PostError{Op: op, Index: i, ID: id, Err: err}
 }
 
 // postRecv validates and posts receives on the QP's receive queue
@@ -166,15 +168,12 @@ func (m *mlx5QP) postRecv(op string, wrs []RecvWR) error {
 	if m.rq == nil { // created with MaxRecvWR 0
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}
 	}
-	cfg := m.rq.Config()
-	if err := validateRecvs(op, wrs, cfg.MaxSGE); err != nil {
+	rq := m.rq
+	if err := validateRecvs(op, wrs, rq.MaxSGE()); err != nil {
 		return err
 	}
-	if free := cfg.MaxPost - m.rq.Outstanding(); free < len(wrs) {
-		return &PostError{Op: op, Index: max(free, 0), ID: wrs[max(free, 0)].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, cfg.MaxPost)}
-	}
-	if i, err := m.rq.Post(mlx5RecvWRs(wrs)); err != nil {
-		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+	if i, err := rq.Post(mlx5RecvWRs(wrs)); err != nil {
+		return mlx5PostError(op, i, wrs[i].ID, len(wrs), rq.Config().MaxPost, err)
 	}
 	return nil
 }

@@ -50,6 +50,9 @@ func NewRQ(ring, dbrec []byte, cfg RQConfig) (*RQ, error) {
 // Config returns the queue's configuration.
 func (q *RQ) Config() RQConfig { return q.cfg }
 
+// MaxSGE is Config().MaxSGE without the copy.
+func (q *RQ) MaxSGE() int { return q.cfg.MaxSGE }
+
 // Outstanding is the number of posted receives the CQ has not completed.
 func (q *RQ) Outstanding() int { return int(q.head.Load() - mmio.LoadAcquire32(&q.tail)) }
 
