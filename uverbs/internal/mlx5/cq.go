@@ -217,6 +217,11 @@ func (c *CQ) next() int {
 	return off
 }
 
+// Empty reports whether the CQ holds no completion for software, as Poll
+// would find (it stores nothing; Poll stores the consumer index even when
+// it finds none, as libmlx5 does).
+func (c *CQ) Empty() bool { return c.next() < 0 }
+
 // Poll decodes up to len(wcs) completions (cq.c poll_cq, mlx5_poll_one,
 // mlx5_parse_cqe) and then writes the consumer index to the doorbell
 // record. An entry it cannot attribute ends the call with ErrPoll after it
