@@ -38,15 +38,14 @@ type mlx5Context struct {
 	uidxNext uint32
 }
 
-// mlx5BFReg is one bfreg (libmlx5 struct mlx5_bf). A post flips its
-// BlueFlame half, so posts through a bfreg that QPs share are serialised
-// by mu (libmlx5: mlx5_bf.lock, a spin lock; ringLock is ours). A
-// low-latency bfreg belongs to one QP, whose send lock serialises its
-// posts, so shared is false and mu is not taken (mlx5.c need_uuar_lock).
+// mlx5BFReg is one bfreg (libmlx5 struct mlx5_bf). A doorbell flips its
+// BlueFlame half, so the doorbells of QPs that share a bfreg are
+// serialised by mu (bf.Lock; libmlx5: mlx5_bf.lock, a spin lock; ringLock
+// is ours). A low-latency bfreg belongs to one QP, whose send lock
+// serialises its posts, so it has no lock (mlx5.c need_uuar_lock).
 type mlx5BFReg struct {
-	mu     ringLock
-	shared bool
-	bf     mlx5.BlueFlame
+	mu ringLock
+	bf mlx5.BlueFlame
 }
 
 // Defaults of libmlx5's bfreg request (mlx5.c get_total_uuars,
@@ -196,7 +195,9 @@ func (mc *mlx5Context) layBFRegs(pages [][]byte, perPage, size, lowLatFrom int) 
 		// bfreg 0 stays locked where libmlx5 takes no lock: it gives that
 		// one no halves to flip, and this package does. Slots 2 and 3 are
 		// never given to a QP.
-		mc.bfregs[n].shared = n == 0 || slot >= mlx5NonFPBfregsPerUAR || n/mlx5BfregsPerUAR*mlx5NonFPBfregsPerUAR+slot < lowLatFrom
+		if n == 0 || slot >= mlx5NonFPBfregsPerUAR || n/mlx5BfregsPerUAR*mlx5NonFPBfregsPerUAR+slot < lowLatFrom {
+			mc.bfregs[n].bf.Lock = &mc.bfregs[n].mu
+		}
 	}
 	return nil
 }

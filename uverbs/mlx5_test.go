@@ -109,8 +109,8 @@ func TestMLX5BFRegLayout(t *testing.T) {
 		// The kernel's numbers 12-15 (mlx5_ib_alloc_ucontext's
 		// low-latency ones) are slots 0 and 1 of UARs 6 and 7.
 		lowLat := n == 24 || n == 25 || n == 28 || n == 29
-		if mc.bfregs[n].shared == lowLat {
-			t.Errorf("bfreg %d: shared %v, want %v", n, mc.bfregs[n].shared, !lowLat)
+		if shared := bf.Lock != nil; shared == lowLat {
+			t.Errorf("bfreg %d: locked %v, want %v", n, shared, !lowLat)
 		}
 	}
 	if err := (&mlx5Context{}).layBFRegs([][]byte{make([]byte, 4096)}, 2, 512, 12); !errors.Is(err, ErrNotSupported) {
@@ -574,7 +574,7 @@ func TestMLX5NoReceiveQueue(t *testing.T) {
 // lock), and every request comes back once, in order.
 func TestMLX5PostBesidePoll(t *testing.T) {
 	f := newFakeMLX5(t)
-	if f.c.mlx.bfregs[1].shared || !f.c.mlx.bfregs[2].shared {
+	if f.c.mlx.bfregs[1].bf.Lock != nil || f.c.mlx.bfregs[2].bf.Lock == nil {
 		t.Fatal("the fake's bfreg 1 should be its QP's own and bfreg 2 shared")
 	}
 	cq := f.cq(t, 255, 0x7b)

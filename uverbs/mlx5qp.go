@@ -136,16 +136,7 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 // mlx5.SQ orders.
 func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
 	sq := m.sq
-	var i int
-	var err error
-	if bf := m.bf; bf.shared {
-		bf.mu.Lock()
-		i, err = sq.Post(mlx5SendWRs(wrs))
-		bf.mu.Unlock()
-	} else {
-		i, err = sq.Post(mlx5SendWRs(wrs))
-	}
-	if err != nil {
+	if i, err := sq.Post(mlx5SendWRs(wrs)); err != nil {
 		return mlx5PostError(op, i, wrs[i].ID, len(wrs), sq.Config().MaxPost, err)
 	}
 	return nil

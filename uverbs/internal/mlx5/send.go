@@ -3,6 +3,7 @@ package mlx5
 import (
 	"fmt"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 
 	"github.com/goverbs/rdma/internal/mmio"
@@ -124,7 +125,12 @@ type BlueFlame struct {
 	PreferBF bool
 	// Disabled never uses BlueFlame (libmlx5: MLX5_SHUT_UP_BF).
 	Disabled bool
-	offset   int
+	// Lock, if not nil, is held around each doorbell: the register is
+	// shared by QPs whose posts run at once, and a doorbell flips its
+	// half. nil for a register one QP owns, whose posts are serialised
+	// already (libmlx5: mlx5_bf.lock, taken when need_lock).
+	Lock   sync.Locker
+	offset int
 }
 
 // SQ is the send side of an mlx5 QP. Posts are not safe for concurrent
@@ -419,15 +425,24 @@ func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
 	// Big-endian in memory; qp.c stores it plainly after the barrier, so a
 	// release store (a MOV on amd64) rather than sync/atomic's XCHG.
 	mmio.StoreRelease32(q.db, bits.ReverseBytes32(q.curPost&0xffff))
-	mmio.WCStart()
 	bf := q.bf
+	// qp.c post_send_db: mmio_wc_spinlock, or mmio_wc_start alone.
+	if bf.Lock != nil {
+		bf.Lock.Lock()
+	}
+	mmio.WCStart()
 	if !bf.Disabled && nreq == 1 && bf.Dedicated && (inline || bf.PreferBF) && size > 1 && size <= bf.BufSize/16 {
 		q.blueFlameCopy(ctrl, (size*16+SendWQEBB-1)&^(SendWQEBB-1))
 	} else {
 		mmio.Write64(mmio.Ptr64(bf.Reg, bf.offset), ne.Uint64(q.ring[ctrl:]))
 	}
+	// Flushed before the lock is given up: the next holder's block must
+	// not merge with this one.
 	mmio.FlushWrites()
 	bf.offset ^= bf.BufSize
+	if bf.Lock != nil {
+		bf.Lock.Unlock()
+	}
 }
 
 // blueFlameCopy writes n bytes of WQE from ctrl to the BlueFlame register in
