@@ -211,8 +211,8 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 }
 
 // pollSlow is Poll for the other cases: completions pulled aside by
-// QP.Close, an mlx5 CQ with SRQ completions, a closed CQ. It is called with cq.mu held and
-// releases it.
+// QP.Close, an mlx5 CQ with SRQ completions, a closed CQ. It is called
+// with cq.mu held and releases it.
 func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 	defer cq.mu.Unlock()
 	if cq.q == nil && cq.mx == nil {

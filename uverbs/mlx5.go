@@ -120,7 +120,7 @@ func (c *Device) getMLX5Context() error {
 	}
 	c.async = ev
 	c.numCompVectors = int(resp.core.NumCompVectors)
-	mc, err := c.mapMLX5Context(op, pageSize, &resp.drv)
+	mc, err := c.mapMLX5Context(op, pageSize, int(req.drv.NumLowLatencyBfregs), &resp.drv)
 	if err != nil {
 		c.async.Close()
 		c.async = nil
@@ -130,7 +130,8 @@ func (c *Device) getMLX5Context() error {
 	return nil
 }
 
-func (c *Device) mapMLX5Context(op string, pageSize int, r *abi.Mlx5AllocUcontextResp) (*mlx5Context, error) {
+// lowLat is the number of low-latency bfregs the request asked for.
+func (c *Device) mapMLX5Context(op string, pageSize, lowLat int, r *abi.Mlx5AllocUcontextResp) (*mlx5Context, error) {
 	if r.CQEVersion > 1 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("mlx5 device %s uses CQE version %d; versions 0 and 1 are implemented: %w", c.dev.Name, r.CQEVersion, ErrNotSupported)}
 	}
@@ -161,8 +162,7 @@ func (c *Device) mapMLX5Context(op string, pageSize int, r *abi.Mlx5AllocUcontex
 	for i, m := range mc.uars {
 		pageBytes[i] = m.Bytes()
 	}
-	lowLatFrom := int(r.TotBfregs) - int(mlx5AllocUcontextReq(pageSize).NumLowLatencyBfregs)
-	if err := mc.layBFRegs(pageBytes, perPage, int(r.BfRegSize), lowLatFrom); err != nil {
+	if err := mc.layBFRegs(pageBytes, perPage, int(r.BfRegSize), int(r.TotBfregs)-lowLat); err != nil {
 		mc.unmap()
 		return nil, &OpError{Op: op, Err: err}
 	}
@@ -277,8 +277,8 @@ func (q *mlx5Queue) unmap() {
 // mlx5QPType maps a QP type to the provider's (both enum ib_qp_type).
 func mlx5QPType(t QPType) mlx5.QPType { return mlx5.QPType(t) }
 
-// SGE and mlx5.SGE have one layout, so a []SGE is handed to the encoder
-// without copying.
+// SGE and mlx5.SGE have one layout (also TestWRLayout), so SGE lists
+// reach the provider without copying.
 var (
 	_ [unsafe.Sizeof(SGE{}) - unsafe.Sizeof(mlx5.SGE{})]byte
 	_ [unsafe.Sizeof(mlx5.SGE{}) - unsafe.Sizeof(SGE{})]byte
@@ -288,12 +288,8 @@ var (
 	_ [unsafe.Offsetof(mlx5.SGE{}.LKey) - unsafe.Offsetof(SGE{}.LKey)]byte
 )
 
-func mlx5SGEs(s []SGE) []mlx5.SGE {
-	return unsafe.Slice((*mlx5.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
-}
-
-// RecvWR and mlx5.RecvWR have one layout too, so a receive list is handed
-// to the provider as it is.
+// RecvWR and mlx5.RecvWR have one layout too (TestWRLayout), so a
+// receive list is handed to the provider as it is.
 var (
 	_ [unsafe.Sizeof(RecvWR{}) - unsafe.Sizeof(mlx5.RecvWR{})]byte
 	_ [unsafe.Sizeof(mlx5.RecvWR{}) - unsafe.Sizeof(RecvWR{})]byte

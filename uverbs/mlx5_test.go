@@ -488,6 +488,15 @@ func TestMLX5SRQ(t *testing.T) {
 		if used, _ := srq.usesLKey(6); used {
 			t.Error("SRQ: lkey 6 reported in use")
 		}
+		// Six of the seven entries are free: a list of seven is refused
+		// at its seventh, before anything is posted.
+		var pe *PostError
+		if err := srq.PostRecv(make([]RecvWR, 7)); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 6 {
+			t.Errorf("seven receives on an SRQ with room for six: %v, want ErrQueueFull at index 6", err)
+		}
+		if got := be.Uint32(srq.mx.mem.dbrec[0:]); got != 2 {
+			t.Errorf("SRQ doorbell record %d after a refused list, want 2", got)
+		}
 	}
 }
 
@@ -567,11 +576,14 @@ func TestMLX5NoReceiveQueue(t *testing.T) {
 }
 
 // Posts and polls of one CQ run side by side without the CQ's lock
-// (mlx5.SQ): two QPs post from their own goroutines, one on a bfreg of its
-// own and one on a shared bfreg with a third QP, while a fake device
-// answers each doorbell with completions and polls them. The race
-// detector checks the tail's release and acquire (and the shared bfreg's
-// lock), and every request comes back once, in order.
+// (mlx5.SQ): three QPs post from their own goroutines, one on a bfreg of
+// its own and two sharing one, while a fake device answers each doorbell
+// with completions and polls them. The race detector does not see the
+// fake device's reads of the doorbell records (mapped memory), so it
+// checks what orders a post and a poll in Go: head stored after the IDs
+// and loaded before one is read, tail stored after the ID is read and
+// loaded before the slot is reused, and the shared bfreg's lock. Every
+// request comes back once, in order.
 func TestMLX5PostBesidePoll(t *testing.T) {
 	f := newFakeMLX5(t)
 	if f.c.mlx.bfregs[1].bf.Lock != nil || f.c.mlx.bfregs[2].bf.Lock == nil {
@@ -579,8 +591,10 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 	}
 	cq := f.cq(t, 255, 0x7b)
 	// Small queues, polled one completion at a time, so that posts wait
-	// for room and reuse a slot as soon as a poll frees it.
-	init := QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}
+	// for room and reuse a slot as soon as a poll frees it: UD, whose
+	// send takes both WQEBBs of a two-WQEBB ring, so every send reuses
+	// the ID slot the last poll read.
+	init := QPInit{Type: UD, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}}
 	qps := []*QP{f.qp(t, init, 0x501, 1), f.qp(t, init, 0x502, 2), f.qp(t, init, 0x503, 2)}
 	const n = 3000
 	var wg sync.WaitGroup
@@ -592,7 +606,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 			for s, r := uint64(0), uint64(0); s < n || r < n; runtime.Gosched() {
 				var err error
 				if s < n {
-					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge}}); err == nil {
+					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, num: mlx5AHNum}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
 						s++
 					}
 				}
@@ -609,7 +623,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 		}()
 	}
 	// The device: each doorbell record's counters say how many requests
-	// the QP has posted (one WQEBB per send); it completes them, a REQ for
+	// the QP has posted (two WQEBBs per UD send); it completes them, a REQ for
 	// a send and a RESP_SEND for a receive, then the CQ is polled.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -627,7 +641,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 			m, s := qp.mx, &st[k]
 			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 0)))
 			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 4)))
-			for ; s.sent&0xffff != sendDB; s.sent++ {
+			for ; s.sent&0xffff != sendDB; s.sent += 2 {
 				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.uidx, uint16(s.sent), 0)
 				cqe++
 			}
@@ -668,10 +682,11 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 	}
 }
 
-// A send list is handed to the mlx5 encoder as it is (mlx5SendWRs), so
-// the opcodes and flags must have the encoder's values, and an AH must
-// read as its address vector.
-func TestMLX5SendWRValues(t *testing.T) {
+// Send lists go to the mlx5 encoder and completions come from its decoder
+// as they are (mlx5SendWRs, mlx5WCs), so the opcodes, flags and statuses
+// must have the provider's values, and an AH must read as its address
+// vector.
+func TestMLX5SharedValues(t *testing.T) {
 	ops := map[WROpcode]mlx5.SendOpcode{
 		OpWrite: mlx5.OpRDMAWrite, OpWriteImm: mlx5.OpRDMAWriteWithImm, OpSend: mlx5.OpSend, OpSendImm: mlx5.OpSendWithImm,
 		OpRead: mlx5.OpRDMARead, OpAtomicCmpSwap: mlx5.OpAtomicCmpAndSwp, OpAtomicFetchAdd: mlx5.OpAtomicFetchAndAdd,
@@ -687,6 +702,31 @@ func TestMLX5SendWRValues(t *testing.T) {
 			t.Errorf("send flag %#x is the encoder's %#x", f, want)
 		}
 	}
+	// The completion values the decoder writes into a WC.
+	wcOps := map[WCOpcode]uint32{WCOpSend: mlx5.WCOpSend, WCOpRDMAWrite: mlx5.WCOpRDMAWrite, WCOpRDMARead: mlx5.WCOpRDMARead,
+		WCOpCompSwap: mlx5.WCOpCompSwap, WCOpFetchAdd: mlx5.WCOpFetchAdd, WCOpRecv: mlx5.WCOpRecv, WCOpRecvRDMAWithImm: mlx5.WCOpRecvRDMAImm}
+	for op, want := range wcOps {
+		if uint32(op) != want {
+			t.Errorf("%v is %d, the decoder's %d", op, op, want)
+		}
+	}
+	wcFlags := map[WCFlags]uint32{WCGRH: mlx5.WCFlagGRH, WCWithImm: mlx5.WCFlagWithImm, WCWithInvalidate: mlx5.WCFlagWithInv}
+	for f, want := range wcFlags {
+		if uint32(f) != want {
+			t.Errorf("completion flag %v is %#x, the decoder's %#x", f, uint32(f), want)
+		}
+	}
+	statuses := map[WCStatus]uint32{WCSuccess: mlx5.WCSuccess, WCLocalLengthError: mlx5.WCLocLenErr, WCLocalQPOpError: mlx5.WCLocQPOpErr,
+		WCLocalProtectionError: mlx5.WCLocProtErr, WCFlushError: mlx5.WCWRFlushErr, WCMWBindError: mlx5.WCMWBindErr,
+		WCBadResponseError: mlx5.WCBadRespErr, WCLocalAccessError: mlx5.WCLocAccessErr, WCRemoteInvalidRequestError: mlx5.WCRemInvReqErr,
+		WCRemoteAccessError: mlx5.WCRemAccessErr, WCRemoteOpError: mlx5.WCRemOpErr, WCRetryExceededError: mlx5.WCRetryExcErr,
+		WCRNRRetryExceededError: mlx5.WCRNRRetryExcErr, WCRemoteAbortError: mlx5.WCRemAbortErr, WCGeneralError: mlx5.WCGeneralErr}
+	for st, want := range statuses {
+		if uint32(st) != want {
+			t.Errorf("%v is %d, the decoder's %d", st, uint32(st), want)
+		}
+	}
+
 	ah := &AH{}
 	ah.av[0], ah.av[47] = 1, 2
 	w := []SendWR{{ID: 3, Op: OpSendImm, Flags: SendSignaled, SGEs: []SGE{{Addr: 4, Length: 5, LKey: 6}}, Imm: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AH: ah, RemoteQPN: 12, RemoteQKey: 13}}

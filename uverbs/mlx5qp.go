@@ -184,15 +184,12 @@ func validateRecvs(op string, wrs []RecvWR, maxSGE int) error {
 	return nil
 }
 
-// outstanding counts the requests the CQs have not completed yet.
-func (m *mlx5QP) outstanding(qp *QP) (send, recv int) {
-	qp.sendCQ.mu.Lock()
+// outstanding counts the requests the CQs have not completed yet. It
+// needs no CQ lock: tail is the one counter a poll moves (mlx5.SQ).
+func (m *mlx5QP) outstanding() (send, recv int) {
 	send = m.sq.Outstanding()
-	qp.sendCQ.mu.Unlock()
 	if m.rq != nil {
-		qp.recvCQ.mu.Lock()
 		recv = m.rq.Outstanding()
-		qp.recvCQ.mu.Unlock()
 	}
 	return send, recv
 }
@@ -224,16 +221,12 @@ func (m *mlx5QP) reset(qp *QP) {
 
 // usesLKey reports whether an outstanding request may name lkey: any
 // outstanding send (the send ring is not parsed back), or a posted receive
-// whose scatter list names it.
-func (m *mlx5QP) usesLKey(qp *QP, lkey uint32) (used bool, send, recv int) {
-	qp.sendCQ.mu.Lock()
-	send = m.sq.Outstanding()
-	qp.sendCQ.mu.Unlock()
+// whose scatter list names it. The caller holds both QP locks; no CQ lock
+// is needed (outstanding).
+func (m *mlx5QP) usesLKey(lkey uint32) (used bool, send, recv int) {
+	send, recv = m.outstanding()
 	if m.rq != nil {
-		qp.recvCQ.mu.Lock()
-		recv = m.rq.Outstanding()
 		used = m.rq.PendingUsesLKey(lkey)
-		qp.recvCQ.mu.Unlock()
 	}
 	return used || send > 0, send, recv
 }

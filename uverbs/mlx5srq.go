@@ -1,7 +1,6 @@
 package uverbs
 
 import (
-	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -69,17 +68,11 @@ func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
 	if err := validateRecvs(op, wrs, m.q.Config().MaxSGE); err != nil {
 		return err
 	}
-	if n := m.q.Config().WQECount; len(wrs) > n {
-		return &PostError{Op: op, Index: n, ID: wrs[n].ID, Err: fmt.Errorf("%w: %d work requests, the SRQ has %d entries", ErrQueueFull, len(wrs), n)}
-	}
 	mc.srqMu.Lock()
 	i, err := m.q.Post(mlx5RecvWRs(wrs))
 	mc.srqMu.Unlock()
 	if err != nil {
-		if errors.Is(err, mlx5.ErrQueueFull) {
-			err = fmt.Errorf("%w: no free entry for work request %d", ErrQueueFull, i)
-		}
-		return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.q.Config().WQECount-1, err)
 	}
 	return nil
 }

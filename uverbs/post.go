@@ -210,7 +210,8 @@ func (wr *SendWR) udAddr() rxe.UDAddr {
 // UD address), and the queue must have room for all, before the first is
 // written to the send ring. Then it rings the doorbell once (write()
 // command POST_SEND with wr_count 0, the only system call of the data
-// path). It allocates nothing.
+// path). It allocates nothing. wrs and their SGE lists must not change
+// while the call runs: it reads them once to check and again to write.
 //
 // A refused request gives a *PostError. A QP that is not yet in RTS gives
 // ErrQPState. A send posted on a QP in the error state completes with
@@ -378,7 +379,8 @@ func (qp *QP) ringDoorbell(op string) error {
 // (SGE count and total length are checked, and the queue must have room for
 // all, before anything is written). Receives need no system call: the
 // kernel takes them from the ring when messages arrive. It allocates
-// nothing. A QP with an SRQ has no receive queue: post to the SRQ.
+// nothing. As with PostSend, wrs must not change while the call runs. A
+// QP with an SRQ has no receive queue: post to the SRQ.
 //
 // rdma-core: ibv_post_recv.
 func (qp *QP) PostRecv(wrs []RecvWR) error {

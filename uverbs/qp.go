@@ -358,7 +358,7 @@ func (qp *QP) outstanding() (send, recv int) {
 // ring locks.
 func (qp *QP) outstandingLocked() (send, recv int) {
 	if qp.mx != nil {
-		return qp.mx.outstanding(qp)
+		return qp.mx.outstanding()
 	}
 	if qp.sq != nil {
 		send = qp.sq.Pending()
@@ -378,7 +378,7 @@ func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
 	if qp.mx != nil {
-		return qp.mx.usesLKey(qp, lkey)
+		return qp.mx.usesLKey(lkey)
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
@@ -465,7 +465,7 @@ func (qp *QP) close(bool) error {
 // the ring locks once posting is stopped.
 func (qp *QP) pendingNow() (send, recv int) {
 	if qp.mx != nil {
-		return qp.mx.outstanding(qp)
+		return qp.mx.outstanding()
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()

@@ -12,16 +12,27 @@ import (
 // and kind of the providers' rxe.WC and mlx5.WC fields at the same
 // position.
 func TestWCLayout(t *testing.T) {
-	a := reflect.TypeFor[WC]()
-	for _, b := range []reflect.Type{reflect.TypeFor[rxe.WC](), reflect.TypeFor[mlx5.WC]()} {
-		if a.Size() != b.Size() || a.NumField() != b.NumField() {
-			t.Fatalf("WC is %d bytes with %d fields, %v %d bytes with %d", a.Size(), a.NumField(), b, b.Size(), b.NumField())
-		}
-		for i := range a.NumField() {
-			fa, fb := a.Field(i), b.Field(i)
-			if fa.Offset != fb.Offset || fa.Type.Size() != fb.Type.Size() || fa.Type.Kind() != fb.Type.Kind() {
-				t.Errorf("field %d: WC.%s at %d (%v), %v.%s at %d (%v)", i, fa.Name, fa.Offset, fa.Type, b, fb.Name, fb.Offset, fb.Type)
-			}
+	sameLayout(t, reflect.TypeFor[WC](), reflect.TypeFor[rxe.WC]())
+	sameLayout(t, reflect.TypeFor[WC](), reflect.TypeFor[mlx5.WC]())
+}
+
+// The mlx5 provider takes send and receive lists as they are
+// (mlx5SendWRs, mlx5RecvWRs).
+func TestWRLayout(t *testing.T) {
+	sameLayout(t, reflect.TypeFor[SendWR](), reflect.TypeFor[mlx5.SendWR]())
+	sameLayout(t, reflect.TypeFor[RecvWR](), reflect.TypeFor[mlx5.RecvWR]())
+	sameLayout(t, reflect.TypeFor[SGE](), reflect.TypeFor[mlx5.SGE]())
+}
+
+func sameLayout(t *testing.T, a, b reflect.Type) {
+	t.Helper()
+	if a.Size() != b.Size() || a.NumField() != b.NumField() {
+		t.Fatalf("%v is %d bytes with %d fields, %v %d bytes with %d", a, a.Size(), a.NumField(), b, b.Size(), b.NumField())
+	}
+	for i := range a.NumField() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Offset != fb.Offset || fa.Type.Size() != fb.Type.Size() || fa.Type.Kind() != fb.Type.Kind() {
+			t.Errorf("field %d: %v.%s at %d (%v), %v.%s at %d (%v)", i, a, fa.Name, fa.Offset, fa.Type, b, fb.Name, fb.Offset, fb.Type)
 		}
 	}
 }

@@ -35,8 +35,11 @@ type WC struct {
 	Port            uint8 // never set: ibv_wc has no port; the field keeps uverbs' layout
 }
 
-// Completion values (libibverbs enum ibv_wc_opcode, ibv_wc_flags,
-// ibv_wc_status).
+// Completion values: libibverbs' enum ibv_wc_opcode and ibv_wc_status,
+// which the kernel's ib_wc_opcode and ib_wc_status equal, and the kernel's
+// enum ib_wc_flags, which uverbs.WC carries (as rxe's CQEs do). libibverbs'
+// ibv_wc_flags differ there: IBV_WC_WITH_INV is 8, and 4 is
+// IBV_WC_IP_CSUM_OK.
 const (
 	WCOpSend        = 0
 	WCOpRDMAWrite   = 1
@@ -46,10 +49,9 @@ const (
 	WCOpRecv        = 128
 	WCOpRecvRDMAImm = 129
 
-	WCFlagGRH      = 1
-	WCFlagWithImm  = 2
-	WCFlagIPCsumOK = 4
-	WCFlagWithInv  = 8
+	WCFlagGRH     = 1
+	WCFlagWithImm = 2
+	WCFlagWithInv = 4 // IB_WC_WITH_INVALIDATE
 
 	WCSuccess        = 0
 	WCLocLenErr      = 1

@@ -544,7 +544,7 @@ func runCQ(first string, r *caseReader, o *out) error {
 						raw = w.InvalidatedRKey
 					}
 					fmt.Fprintf(o, "wc %x %x %x %x %x %x %x %x %x %x %x %x %x\n", w.ID, w.Status, w.Opcode, w.VendorErr,
-						w.ByteLen, raw, w.QPNum, w.SrcQP, w.Flags, w.PKeyIndex, w.SLID, w.SL, w.DLIDPathBits)
+						w.ByteLen, raw, w.QPNum, w.SrcQP, ibvWCFlags(w.Flags), w.PKeyIndex, w.SLID, w.SL, w.DLIDPathBits)
 				}
 			}
 			fmt.Fprintf(o, "ci %x\n", cq.consIndex)
@@ -714,4 +714,14 @@ func runSRQCmd(first string, o *out) error {
 // structBytes is the memory of a command struct, as the kernel reads it.
 func structBytes[T any](p *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p))
+}
+
+// ibvWCFlags is the libibverbs value of completion flags f, which the
+// decoder writes with the kernel's values: IB_WC_WITH_INVALIDATE (4) is
+// IBV_WC_WITH_INV (8). ^0, a field the poll left as it was, stays.
+func ibvWCFlags(f uint32) uint32 {
+	if f == ^uint32(0) || f&WCFlagWithInv == 0 {
+		return f
+	}
+	return f&^WCFlagWithInv | 8
 }

@@ -17,8 +17,11 @@
 //
 // # Rules
 //
-// Nothing here is safe for concurrent use: the caller holds one lock per
-// queue (the SQ, the RQ or SRQ, the CQ), as libmlx5 does. Post validates
+// Nothing here is safe for concurrent use of one queue: the caller holds
+// one lock per queue (the SQ, the RQ or SRQ, the CQ), as libmlx5 does. A
+// post to an SQ or RQ may run beside a poll of its CQ; SQ says what orders
+// them. A shared BlueFlame register is locked around each doorbell
+// (BlueFlame.Lock). Post validates
 // every work request of a list before it writes the first, so a refused list
 // leaves the ring, the doorbell record and the UAR untouched (libmlx5 posts
 // the requests before the refused one; docs/mlx5.md §6). The hot path (Post,
