@@ -80,3 +80,14 @@ func storeRelease64(p *uint64, v uint64)
 //
 //go:noescape
 func seqEnd32(p *uint32) uint32
+
+// storeForDevice32 is ToDeviceBarrier and a release store of v to *p in
+// one call; StoreForDevice32 uses it outside race builds.
+//
+//go:noescape
+func storeForDevice32(p *uint32, v uint32)
+
+// writeBlock64WC is WCStart, writeBlock64 and FlushWrites in one call.
+//
+//go:noescape
+func writeBlock64WC(dst, src *uint64)

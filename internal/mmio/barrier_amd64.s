@@ -87,3 +87,35 @@ TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ v+8(FP), BX
 	MOVQ BX, (AX)
 	RET
+
+// storeForDevice32: udma_to_device_barrier is a compiler barrier on x86_64
+// (the call is one), then a release store, a MOV.
+TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVQ p+0(FP), AX
+	MOVL v+8(FP), BX
+	MOVL BX, (AX)
+	RET
+
+// writeBlock64WC: mmio_wc_start, eight 8-byte stores, mmio_flush_writes.
+TEXT ·writeBlock64WC(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	SFENCE
+	MOVQ 0(SI), AX
+	MOVQ AX, 0(DI)
+	MOVQ 8(SI), AX
+	MOVQ AX, 8(DI)
+	MOVQ 16(SI), AX
+	MOVQ AX, 16(DI)
+	MOVQ 24(SI), AX
+	MOVQ AX, 24(DI)
+	MOVQ 32(SI), AX
+	MOVQ AX, 32(DI)
+	MOVQ 40(SI), AX
+	MOVQ AX, 40(DI)
+	MOVQ 48(SI), AX
+	MOVQ AX, 48(DI)
+	MOVQ 56(SI), AX
+	MOVQ AX, 56(DI)
+	SFENCE
+	RET

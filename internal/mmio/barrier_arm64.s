@@ -77,3 +77,29 @@ TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD v+8(FP), R1
 	STLR R1, (R0)
 	RET
+
+// storeForDevice32: udma_to_device_barrier (DMB OSHST), then a release
+// store.
+TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12
+	MOVD p+0(FP), R0
+	MOVWU v+8(FP), R1
+	DMB $0x2 // DMB OSHST
+	STLRW R1, (R0)
+	RET
+
+// writeBlock64WC: mmio_wc_start (DSB ST), four pair stores,
+// mmio_flush_writes (DSB ST).
+TEXT ·writeBlock64WC(SB), NOSPLIT|NOFRAME, $0-16
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	LDP 0(R1), (R2, R3)
+	LDP 16(R1), (R4, R5)
+	LDP 32(R1), (R6, R7)
+	LDP 48(R1), (R8, R9)
+	DSB $0xe // DSB ST
+	STP (R2, R3), 0(R0)
+	STP (R4, R5), 16(R0)
+	STP (R6, R7), 32(R0)
+	STP (R8, R9), 48(R0)
+	DSB $0xe // DSB ST
+	RET

@@ -123,6 +123,10 @@ func TestBarriersAndWrites(t *testing.T) {
 	if got := binary.NativeEndian.Uint32(b[4:]); got != 0xa1b2c3d4 {
 		t.Fatalf("Write32 stored %#x", got)
 	}
+	StoreForDevice32(U32(b, 12), 0x5a6b7c8d)
+	if got := binary.NativeEndian.Uint32(b[12:]); got != 0x5a6b7c8d || b[16] != 0 {
+		t.Fatalf("StoreForDevice32 stored %#x", got)
+	}
 	if b[0] != 0 || b[8] != 0 {
 		t.Fatal("Write32 touched bytes outside its word")
 	}
@@ -169,6 +173,9 @@ func TestNoAllocations(t *testing.T) {
 		WCStart()
 		Write64(p64, 1)
 		Write32(Ptr32(b, 8), 2)
+		StoreForDevice32(v, 3)
+		WriteBlock64(b, 512, b[1024:])
+		WriteBlock64WC(b, 576, b[1024:])
 		sinkU32 += uint32(len(Bytes(uint64(uintptr(unsafe.Pointer(&b[0]))), 16)))
 	})
 	if allocs != 0 {
@@ -249,37 +256,42 @@ func BenchmarkBarriers(b *testing.B) {
 // WriteBlock64 copies exactly 64 bytes to an aligned place in dst and
 // refuses a block that does not fit or is not aligned.
 func TestWriteBlock64(t *testing.T) {
-	dst := mapAnon(t, 4096)
-	src := make([]byte, 80)
-	for i := range src {
-		src[i] = byte(i + 1)
-	}
-	WriteBlock64(dst, 136, src) // 8-byte aligned is enough
-	for i := range 64 {
-		if dst[136+i] != byte(i+1) {
-			t.Fatalf("byte %d is %d, want %d", i, dst[136+i], i+1)
+	for _, w := range []struct {
+		name  string
+		write func([]byte, int, []byte)
+	}{{"WriteBlock64", WriteBlock64}, {"WriteBlock64WC", WriteBlock64WC}} {
+		dst := mapAnon(t, 4096)
+		src := make([]byte, 80)
+		for i := range src {
+			src[i] = byte(i + 1)
 		}
-	}
-	if dst[135] != 0 || dst[200] != 0 {
-		t.Fatal("WriteBlock64 wrote outside its 64 bytes")
-	}
-	for _, c := range []struct {
-		name     string
-		dst, src []byte
-		off      int
-	}{
-		{"dst too short", dst[:100], src, 40},
-		{"negative offset", dst, src, -8},
-		{"src too short", dst, src[:63], 0},
-		{"misaligned", dst, src, 4},
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: WriteBlock64 did not panic", c.name)
-				}
+		w.write(dst, 136, src) // 8-byte aligned is enough
+		for i := range 64 {
+			if dst[136+i] != byte(i+1) {
+				t.Fatalf("%s: byte %d is %d, want %d", w.name, i, dst[136+i], i+1)
+			}
+		}
+		if dst[135] != 0 || dst[200] != 0 {
+			t.Fatalf("%s wrote outside its 64 bytes", w.name)
+		}
+		for _, c := range []struct {
+			name     string
+			dst, src []byte
+			off      int
+		}{
+			{"dst too short", dst[:100], src, 40},
+			{"negative offset", dst, src, -8},
+			{"src too short", dst, src[:63], 0},
+			{"misaligned", dst, src, 4},
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: %s did not panic", c.name, w.name)
+					}
+				}()
+				w.write(c.dst, c.off, c.src)
 			}()
-			WriteBlock64(c.dst, c.off, c.src)
-		}()
+		}
 	}
 }

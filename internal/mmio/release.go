@@ -18,3 +18,7 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { storeRelease32((*uint32)(unsaf
 func StoreRelease64(p *atomic.Uint64, v uint64) { storeRelease64((*uint64)(unsafe.Pointer(p)), v) }
 
 func SeqEnd32(p *atomic.Uint32) uint32 { return seqEnd32((*uint32)(unsafe.Pointer(p))) }
+
+func StoreForDevice32(p *atomic.Uint32, v uint32) {
+	storeForDevice32((*uint32)(unsafe.Pointer(p)), v)
+}

@@ -19,3 +19,8 @@ func SeqEnd32(p *atomic.Uint32) uint32 {
 	}
 	return v
 }
+
+func StoreForDevice32(p *atomic.Uint32, v uint32) {
+	ToDeviceBarrier()
+	p.Store(v)
+}

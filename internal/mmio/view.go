@@ -70,11 +70,32 @@ func Ptr64(b []byte, off int) *uint64 {
 // (util/mmio.h), and four 16-byte pair stores on arm64. It panics if the
 // 64 bytes are not inside dst or src, or dst[off:] is not 8-byte aligned.
 func WriteBlock64(dst []byte, off int, src []byte) {
-	if off < 0 || off > len(dst)-64 || (uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 != 0 {
-		panic(fmt.Sprintf("mmio: a 64-byte block at offset %d of %d bytes: it must lie inside them, 8-byte aligned", off, len(dst)))
+	if !blockOK(dst, off, src) {
+		badBlock64(off, len(dst), len(src))
 	}
-	_ = src[63] // the length, not the capacity
 	writeBlock64((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
+}
+
+// WriteBlock64WC is WriteBlock64 between two FlushWrites, in one call: a
+// write-combining burst of one block, as a one-block BlueFlame doorbell
+// is (rdma-core mlx5 post_send_db: mmio_wc_start, the copy,
+// mmio_flush_writes). It panics as WriteBlock64 does.
+func WriteBlock64WC(dst []byte, off int, src []byte) {
+	if !blockOK(dst, off, src) {
+		badBlock64(off, len(dst), len(src))
+	}
+	writeBlock64WC((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
+}
+
+// blockOK reports whether 64 bytes from src fit dst[off:], 8-byte
+// aligned; it is inlined, and the panic is built apart (badBlock64).
+func blockOK(dst []byte, off int, src []byte) bool {
+	return off >= 0 && off <= len(dst)-64 && len(src) >= 64 && (uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 == 0
+}
+
+//go:noinline
+func badBlock64(off, n, src int) {
+	panic(fmt.Sprintf("mmio: a 64-byte block at offset %d of %d bytes, from %d bytes: it must lie inside them, 8-byte aligned, and the source hold 64", off, n, src))
 }
 
 // Ptr32 returns a plain *uint32 for the 4-byte word at b[off:], for Write32.
@@ -87,6 +108,11 @@ func Ptr32(b []byte, off int) *uint32 {
 // the shared region see everything the other side wrote before its matching
 // release store (kernel smp_load_acquire, C11 memory_order_acquire).
 func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
+
+// StoreForDevice32 (release.go, release_race.go) is ToDeviceBarrier, then
+// StoreRelease32, in one call: a doorbell record, which a DMA device reads
+// and which must not reach it before the descriptors it counts
+// (rdma-core: udma_to_device_barrier, then the record's store).
 
 // StoreRelease32 (release.go, release_race.go) stores v to *p with release
 // ordering: every earlier write to the shared region is visible to the other

@@ -99,8 +99,7 @@ func (q *RQ) Post(wrs []RecvWR) (int, error) {
 	}
 	head += uint32(len(wrs))
 	mmio.StoreRelease32(&q.head, head)
-	mmio.ToDeviceBarrier()
-	mmio.StoreRelease32(q.db, bits.ReverseBytes32(head&0xffff)) // qp.c: a plain store after the barrier
+	mmio.StoreForDevice32(q.db, bits.ReverseBytes32(head&0xffff)) // qp.c: a plain store after the barrier
 	return 0, nil
 }
 
@@ -213,8 +212,7 @@ func (q *SRQ) Post(wrs []RecvWR) (int, error) {
 		}
 	}
 	q.counter += uint16(len(wrs))
-	mmio.ToDeviceBarrier()
-	mmio.StoreRelease32(q.db, bits.ReverseBytes32(uint32(q.counter))) // srq.c: a plain store after the barrier
+	mmio.StoreForDevice32(q.db, bits.ReverseBytes32(uint32(q.counter))) // srq.c: a plain store after the barrier
 	return 0, nil
 }
 

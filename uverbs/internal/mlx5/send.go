@@ -421,24 +421,29 @@ func (q *SQ) putInline(seg int, sges []SGE) int {
 // inline request, or PreferBF) or the first 8 bytes of its control segment,
 // and flips the BlueFlame half.
 func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
-	mmio.ToDeviceBarrier()
 	// Big-endian in memory; qp.c stores it plainly after the barrier, so a
 	// release store (a MOV on amd64) rather than sync/atomic's XCHG.
-	mmio.StoreRelease32(q.db, bits.ReverseBytes32(q.curPost&0xffff))
+	mmio.StoreForDevice32(q.db, bits.ReverseBytes32(q.curPost&0xffff))
 	bf := q.bf
-	// qp.c post_send_db: mmio_wc_spinlock, or mmio_wc_start alone.
+	// qp.c post_send_db: mmio_wc_spinlock, or mmio_wc_start alone, then
+	// the copy, then mmio_flush_writes before the lock is given up (the
+	// next holder's block must not merge with this one).
 	if bf.Lock != nil {
 		bf.Lock.Lock()
 	}
-	mmio.WCStart()
 	if !bf.Disabled && nreq == 1 && bf.Dedicated && (inline || bf.PreferBF) && size > 1 && size <= bf.BufSize/16 {
-		q.blueFlameCopy(ctrl, (size*16+SendWQEBB-1)&^(SendWQEBB-1))
+		if size*16 <= SendWQEBB { // one block: the fences and the copy in one call
+			mmio.WriteBlock64WC(bf.Reg, bf.offset, q.ring[ctrl:])
+		} else {
+			mmio.WCStart()
+			q.blueFlameCopy(ctrl, (size*16+SendWQEBB-1)&^(SendWQEBB-1))
+			mmio.FlushWrites()
+		}
 	} else {
+		mmio.WCStart()
 		mmio.Write64(mmio.Ptr64(bf.Reg, bf.offset), ne.Uint64(q.ring[ctrl:]))
+		mmio.FlushWrites()
 	}
-	// Flushed before the lock is given up: the next holder's block must
-	// not merge with this one.
-	mmio.FlushWrites()
 	bf.offset ^= bf.BufSize
 	if bf.Lock != nil {
 		bf.Lock.Unlock()
