@@ -87,7 +87,8 @@ func seqEnd32(p *uint32) uint32
 //go:noescape
 func storeForDevice32(p *uint32, v uint32)
 
-// writeBlock64WC is WCStart, writeBlock64 and FlushWrites in one call.
+// writeBlocks64WC is WCStart, n (at least 1) writeBlock64s of
+// consecutive blocks, and FlushWrites, in one call.
 //
 //go:noescape
-func writeBlock64WC(dst, src *uint64)
+func writeBlocks64WC(dst, src *uint64, n int)

@@ -96,11 +96,14 @@ TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVL BX, (AX)
 	RET
 
-// writeBlock64WC: mmio_wc_start, eight 8-byte stores, mmio_flush_writes.
-TEXT ·writeBlock64WC(SB), NOSPLIT|NOFRAME, $0-16
+// writeBlocks64WC: mmio_wc_start, n blocks of eight 8-byte stores,
+// mmio_flush_writes. n is at least 1.
+TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
 	SFENCE
+block:
 	MOVQ 0(SI), AX
 	MOVQ AX, 0(DI)
 	MOVQ 8(SI), AX
@@ -117,5 +120,9 @@ TEXT ·writeBlock64WC(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ AX, 48(DI)
 	MOVQ 56(SI), AX
 	MOVQ AX, 56(DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ block
 	SFENCE
 	RET

@@ -87,19 +87,25 @@ TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12
 	STLRW R1, (R0)
 	RET
 
-// writeBlock64WC: mmio_wc_start (DSB ST), four pair stores,
-// mmio_flush_writes (DSB ST).
-TEXT ·writeBlock64WC(SB), NOSPLIT|NOFRAME, $0-16
+// writeBlocks64WC: mmio_wc_start (DSB ST), n blocks of four pair
+// stores, mmio_flush_writes (DSB ST). n is at least 1.
+TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
 	MOVD dst+0(FP), R0
 	MOVD src+8(FP), R1
+	MOVD n+16(FP), R10
+	DSB $0xe // DSB ST
+block:
 	LDP 0(R1), (R2, R3)
 	LDP 16(R1), (R4, R5)
 	LDP 32(R1), (R6, R7)
 	LDP 48(R1), (R8, R9)
-	DSB $0xe // DSB ST
 	STP (R2, R3), 0(R0)
 	STP (R4, R5), 16(R0)
 	STP (R6, R7), 32(R0)
 	STP (R8, R9), 48(R0)
+	ADD $64, R1, R1
+	ADD $64, R0, R0
+	SUBS $1, R10, R10
+	BNE block
 	DSB $0xe // DSB ST
 	RET

@@ -38,7 +38,7 @@
 //	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
 //	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)
 //	BlueFlame copy of a WQE (mlx5)          WriteBlock64             8 MOVQ  4 STP   mmio_memcpy_x64 (8 stores; ST4 on aarch64)
-//	one-block BlueFlame doorbell (mlx5)     WriteBlock64WC           SFENCE, 8 MOVQ, SFENCE  DSB ST, 4 STP, DSB ST  mmio_wc_start, mmio_memcpy_x64, mmio_flush_writes
+//	BlueFlame doorbell of n blocks (mlx5)   WriteBlocks64WC          SFENCE, 8n MOVQ, SFENCE  DSB ST, 4n STP, DSB ST  mmio_wc_start, mlx5_bf_copy, mmio_flush_writes
 //	doorbell record (mlx5)                  StoreForDevice32         MOVL    DMB OSHST, STLRW  udma_to_device_barrier, then a plain store
 //	before a doorbell record or register    ToDeviceBarrier          none    DMB OSHST  udma_to_device_barrier
 //	after reading a device-written CQE      FromDeviceBarrier        LFENCE  DMB OSHLD  udma_from_device_barrier

@@ -175,7 +175,7 @@ func TestNoAllocations(t *testing.T) {
 		Write32(Ptr32(b, 8), 2)
 		StoreForDevice32(v, 3)
 		WriteBlock64(b, 512, b[1024:])
-		WriteBlock64WC(b, 576, b[1024:])
+		WriteBlocks64WC(b, 576, b[1024:], 2)
 		sinkU32 += uint32(len(Bytes(uint64(uintptr(unsafe.Pointer(&b[0]))), 16)))
 	})
 	if allocs != 0 {
@@ -259,7 +259,7 @@ func TestWriteBlock64(t *testing.T) {
 	for _, w := range []struct {
 		name  string
 		write func([]byte, int, []byte)
-	}{{"WriteBlock64", WriteBlock64}, {"WriteBlock64WC", WriteBlock64WC}} {
+	}{{"WriteBlock64", WriteBlock64}, {"WriteBlocks64WC of 1", func(d []byte, off int, s []byte) { WriteBlocks64WC(d, off, s, 1) }}} {
 		dst := mapAnon(t, 4096)
 		src := make([]byte, 80)
 		for i := range src {
@@ -293,5 +293,44 @@ func TestWriteBlock64(t *testing.T) {
 				w.write(c.dst, c.off, c.src)
 			}()
 		}
+	}
+}
+
+func TestWriteBlocks64WC(t *testing.T) {
+	dst := mapAnon(t, 4096)
+	src := make([]byte, 200)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	WriteBlocks64WC(dst, 1024, src, 3)
+	for i := range 192 {
+		if dst[1024+i] != byte(i+1) {
+			t.Fatalf("byte %d is %d, want %d", i, dst[1024+i], i+1)
+		}
+	}
+	if dst[1023] != 0 || dst[1024+192] != 0 {
+		t.Fatal("WriteBlocks64WC wrote outside its three blocks")
+	}
+	for _, c := range []struct {
+		name     string
+		dst, src []byte
+		off, n   int
+	}{
+		{"no block", dst, src, 0, 0},
+		{"negative count", dst, src, 0, -1},
+		{"dst too short for the last block", dst[:1024+191], src, 1024, 3},
+		{"src too short for the last block", dst, src[:191], 0, 3},
+		{"count past dst", dst, src, 0, 1 << 60},
+		{"negative offset", dst, src, -64, 2},
+		{"misaligned", dst, src, 12, 2},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: WriteBlocks64WC did not panic", c.name)
+				}
+			}()
+			WriteBlocks64WC(c.dst, c.off, c.src, c.n)
+		}()
 	}
 }

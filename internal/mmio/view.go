@@ -70,32 +70,35 @@ func Ptr64(b []byte, off int) *uint64 {
 // (util/mmio.h), and four 16-byte pair stores on arm64. It panics if the
 // 64 bytes are not inside dst or src, or dst[off:] is not 8-byte aligned.
 func WriteBlock64(dst []byte, off int, src []byte) {
-	if !blockOK(dst, off, src) {
+	if !blocksOK(dst, off, src, 1) {
 		badBlock64(off, len(dst), len(src))
 	}
 	writeBlock64((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
 }
 
-// WriteBlock64WC is WriteBlock64 between two FlushWrites, in one call: a
-// write-combining burst of one block, as a one-block BlueFlame doorbell
-// is (rdma-core mlx5 post_send_db: mmio_wc_start, the copy,
-// mmio_flush_writes). It panics as WriteBlock64 does.
-func WriteBlock64WC(dst []byte, off int, src []byte) {
-	if !blockOK(dst, off, src) {
+// WriteBlocks64WC copies n 64-byte blocks (n at least 1) from src to
+// dst[off:] between two FlushWrites, in one call: the write-combining
+// burst of a BlueFlame doorbell whose WQE does not wrap (rdma-core mlx5
+// post_send_db: mmio_wc_start, mlx5_bf_copy, mmio_flush_writes). It
+// panics as WriteBlock64 does, for the n blocks.
+func WriteBlocks64WC(dst []byte, off int, src []byte, n int) {
+	if !blocksOK(dst, off, src, n) {
 		badBlock64(off, len(dst), len(src))
 	}
-	writeBlock64WC((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))))
+	writeBlocks64WC((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))), n)
 }
 
-// blockOK reports whether 64 bytes from src fit dst[off:], 8-byte
-// aligned; it is inlined, and the panic is built apart (badBlock64).
-func blockOK(dst []byte, off int, src []byte) bool {
-	return off >= 0 && off <= len(dst)-64 && len(src) >= 64 && (uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 == 0
+// blocksOK reports whether n blocks of 64 bytes (n at least 1) from src
+// fit dst[off:], 8-byte aligned; it is inlined, and the panic is built
+// apart (badBlock64).
+func blocksOK(dst []byte, off int, src []byte, n int) bool {
+	return n >= 1 && n <= len(dst)/64 && off >= 0 && off <= len(dst)-64*n && len(src) >= 64*n &&
+		(uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 == 0
 }
 
 //go:noinline
 func badBlock64(off, n, src int) {
-	panic(fmt.Sprintf("mmio: a 64-byte block at offset %d of %d bytes, from %d bytes: it must lie inside them, 8-byte aligned, and the source hold 64", off, n, src))
+	panic(fmt.Sprintf("mmio: 64-byte blocks at offset %d of %d bytes, from %d bytes: they must lie inside both, 8-byte aligned", off, n, src))
 }
 
 // Ptr32 returns a plain *uint32 for the 4-byte word at b[off:], for Write32.

@@ -432,11 +432,12 @@ func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
 		bf.Lock.Lock()
 	}
 	if !bf.Disabled && nreq == 1 && bf.Dedicated && (inline || bf.PreferBF) && size > 1 && size <= bf.BufSize/16 {
-		if size*16 <= SendWQEBB { // one block: the fences and the copy in one call
-			mmio.WriteBlock64WC(bf.Reg, bf.offset, q.ring[ctrl:])
+		n := (size*16 + SendWQEBB - 1) / SendWQEBB
+		if ctrl+n*SendWQEBB <= len(q.ring) { // the WQE does not wrap: fences and copy in one call
+			mmio.WriteBlocks64WC(bf.Reg, bf.offset, q.ring[ctrl:], n)
 		} else {
 			mmio.WCStart()
-			q.blueFlameCopy(ctrl, (size*16+SendWQEBB-1)&^(SendWQEBB-1))
+			q.blueFlameCopy(ctrl, n*SendWQEBB)
 			mmio.FlushWrites()
 		}
 	} else {
