@@ -3,6 +3,18 @@
 
 #include "textflag.h"
 
+// COPY64 copies the 64 bytes at (SI) to (DI) with eight 8-byte stores,
+// in order (rdma-core mmio_memcpy_x64 on x86_64).
+#define COPY64 \
+	MOVQ 0(SI), AX; MOVQ AX, 0(DI); \
+	MOVQ 8(SI), AX; MOVQ AX, 8(DI); \
+	MOVQ 16(SI), AX; MOVQ AX, 16(DI); \
+	MOVQ 24(SI), AX; MOVQ AX, 24(DI); \
+	MOVQ 32(SI), AX; MOVQ AX, 32(DI); \
+	MOVQ 40(SI), AX; MOVQ AX, 40(DI); \
+	MOVQ 48(SI), AX; MOVQ AX, 48(DI); \
+	MOVQ 56(SI), AX; MOVQ AX, 56(DI)
+
 // udma_to_device_barrier on x86_64 is asm volatile("" ::: "memory"): x86
 // stores to normal write-back memory are not reordered with each other, so
 // only the compiler must be stopped, and a call into assembly does that.
@@ -31,22 +43,7 @@ TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
 TEXT ·writeBlock64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
-	MOVQ 0(SI), AX
-	MOVQ AX, 0(DI)
-	MOVQ 8(SI), AX
-	MOVQ AX, 8(DI)
-	MOVQ 16(SI), AX
-	MOVQ AX, 16(DI)
-	MOVQ 24(SI), AX
-	MOVQ AX, 24(DI)
-	MOVQ 32(SI), AX
-	MOVQ AX, 32(DI)
-	MOVQ 40(SI), AX
-	MOVQ AX, 40(DI)
-	MOVQ 48(SI), AX
-	MOVQ AX, 48(DI)
-	MOVQ 56(SI), AX
-	MOVQ AX, 56(DI)
+	COPY64
 	RET
 
 // func Write32(p *uint32, v uint32)
@@ -104,22 +101,7 @@ TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
 	MOVQ n+16(FP), CX
 	SFENCE
 block:
-	MOVQ 0(SI), AX
-	MOVQ AX, 0(DI)
-	MOVQ 8(SI), AX
-	MOVQ AX, 8(DI)
-	MOVQ 16(SI), AX
-	MOVQ AX, 16(DI)
-	MOVQ 24(SI), AX
-	MOVQ AX, 24(DI)
-	MOVQ 32(SI), AX
-	MOVQ AX, 32(DI)
-	MOVQ 40(SI), AX
-	MOVQ AX, 40(DI)
-	MOVQ 48(SI), AX
-	MOVQ AX, 48(DI)
-	MOVQ 56(SI), AX
-	MOVQ AX, 56(DI)
+	COPY64
 	ADDQ $64, SI
 	ADDQ $64, DI
 	DECQ CX

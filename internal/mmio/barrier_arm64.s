@@ -4,6 +4,16 @@
 
 #include "textflag.h"
 
+// LOAD64 loads the 64 bytes at (R1) into R2-R9 and STORE64 stores them at
+// (R0) with four 16-byte pair stores (rdma-core's mmio_memcpy_x64 stores
+// the same 64 bytes with ST4 on aarch64).
+#define LOAD64 \
+	LDP 0(R1), (R2, R3); LDP 16(R1), (R4, R5); \
+	LDP 32(R1), (R6, R7); LDP 48(R1), (R8, R9)
+#define STORE64 \
+	STP (R2, R3), 0(R0); STP (R4, R5), 16(R0); \
+	STP (R6, R7), 32(R0); STP (R8, R9), 48(R0)
+
 // udma_to_device_barrier on aarch64 is "dmb oshst".
 TEXT ·ToDeviceBarrier(SB), NOSPLIT|NOFRAME, $0-0
 	DMB $0x2 // DMB OSHST
@@ -32,14 +42,8 @@ TEXT ·Write64(SB), NOSPLIT|NOFRAME, $0-16
 TEXT ·writeBlock64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD dst+0(FP), R0
 	MOVD src+8(FP), R1
-	LDP 0(R1), (R2, R3)
-	LDP 16(R1), (R4, R5)
-	LDP 32(R1), (R6, R7)
-	LDP 48(R1), (R8, R9)
-	STP (R2, R3), 0(R0)
-	STP (R4, R5), 16(R0)
-	STP (R6, R7), 32(R0)
-	STP (R8, R9), 48(R0)
+	LOAD64
+	STORE64
 	RET
 
 // func Write32(p *uint32, v uint32)
@@ -95,14 +99,8 @@ TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
 	MOVD n+16(FP), R10
 	DSB $0xe // DSB ST
 block:
-	LDP 0(R1), (R2, R3)
-	LDP 16(R1), (R4, R5)
-	LDP 32(R1), (R6, R7)
-	LDP 48(R1), (R8, R9)
-	STP (R2, R3), 0(R0)
-	STP (R4, R5), 16(R0)
-	STP (R6, R7), 32(R0)
-	STP (R8, R9), 48(R0)
+	LOAD64
+	STORE64
 	ADD $64, R1, R1
 	ADD $64, R0, R0
 	SUBS $1, R10, R10

@@ -38,8 +38,11 @@
 //	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
 //	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)
 //	BlueFlame copy of a WQE (mlx5)          WriteBlock64             8 MOVQ  4 STP   mmio_memcpy_x64 (8 stores; ST4 on aarch64)
-//	BlueFlame doorbell of n blocks (mlx5)   WriteBlocks64WC          SFENCE, 8n MOVQ, SFENCE  DSB ST, 4n STP, DSB ST  mmio_wc_start, mlx5_bf_copy, mmio_flush_writes
-//	doorbell record (mlx5)                  StoreForDevice32         MOVL    DMB OSHST, STLRW  udma_to_device_barrier, then a plain store
+//	BlueFlame doorbell, n blocks (mlx5)     WriteBlocks64WC          SFENCE  DSB ST  mmio_wc_start,
+//	                                                                 8n MOVQ 4n STP  mlx5_bf_copy (as above),
+//	                                                                 SFENCE  DSB ST  mmio_flush_writes
+//	doorbell record (mlx5)                  StoreForDevice32         MOVL    DMB OSHST  udma_to_device_barrier,
+//	                                                                         STLRW   then a plain store
 //	before a doorbell record or register    ToDeviceBarrier          none    DMB OSHST  udma_to_device_barrier
 //	after reading a device-written CQE      FromDeviceBarrier        LFENCE  DMB OSHLD  udma_from_device_barrier
 //	after a write-combining doorbell copy   FlushWrites              SFENCE  DSB ST  mmio_flush_writes

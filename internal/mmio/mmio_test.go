@@ -115,6 +115,11 @@ func TestBarriersAndWrites(t *testing.T) {
 	WCStart()
 
 	b := mapAnon(t, 4096)
+	// Around each word the bytes are 0xff, so that a store wider than its
+	// word shows.
+	for i := range 128 {
+		b[i] = 0xff
+	}
 	Write64(Ptr64(b, 64), 0x1122334455667788)
 	if got := binary.NativeEndian.Uint64(b[64:]); got != 0x1122334455667788 {
 		t.Fatalf("Write64 stored %#x", got)
@@ -124,11 +129,11 @@ func TestBarriersAndWrites(t *testing.T) {
 		t.Fatalf("Write32 stored %#x", got)
 	}
 	StoreForDevice32(U32(b, 12), 0x5a6b7c8d)
-	if got := binary.NativeEndian.Uint32(b[12:]); got != 0x5a6b7c8d || b[16] != 0 {
-		t.Fatalf("StoreForDevice32 stored %#x", got)
+	if got := binary.NativeEndian.Uint32(b[12:]); got != 0x5a6b7c8d || b[11] != 0xff || b[16] != 0xff {
+		t.Fatalf("StoreForDevice32 stored %#x, or outside its word", got)
 	}
-	if b[0] != 0 || b[8] != 0 {
-		t.Fatal("Write32 touched bytes outside its word")
+	if b[0] != 0xff || b[8] != 0xff || b[63] != 0xff || b[72] != 0xff {
+		t.Fatal("Write32 or Write64 touched bytes outside its word")
 	}
 }
 
@@ -310,6 +315,11 @@ func TestWriteBlocks64WC(t *testing.T) {
 	}
 	if dst[1023] != 0 || dst[1024+192] != 0 {
 		t.Fatal("WriteBlocks64WC wrote outside its three blocks")
+	}
+	// Exact fits: the last blocks of dst, all of src.
+	WriteBlocks64WC(dst, len(dst)-192, src[:192], 3)
+	if dst[len(dst)-1] != 192 {
+		t.Fatalf("the last byte of an exact fit is %d, want 192", dst[len(dst)-1])
 	}
 	for _, c := range []struct {
 		name     string
