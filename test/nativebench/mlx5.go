@@ -13,24 +13,12 @@ import (
 	"time"
 )
 
-// The mlx5 rows, those of the rxe table: the posts through libmlx5's
-// mlx5_post_send and mlx5_post_recv, the polls through mlx5_poll_cq_v1
-// (test/mlx5diff/harness.c, "bench" in its sq, rq and cq cases), and
-// through an mlx5 QP and CQ of uverbs (BenchmarkNativeMLX5), on queues in
-// plain memory. The harness is written against rdma-core v44.0's libmlx5
-// structures, so only that tag is built.
-var mlx5Rows = []struct{ name, what string }{
-	{"write", "one signalled 64 B RDMA WRITE"},
-	{"write_list32", "a list of 32 64 B WRITEs (the last signalled)"},
-	{"send_inline", "one inline 64 B SEND (BlueFlame)"},
-	{"ud_send", "one UD SEND with an AH"},
-	{"recv", "one receive"},
-	{"recv_list32", "a list of 32 receives"},
-	{"poll_one", "poll one completion (room for 16)"},
-	{"poll_16", "poll 16 completions"},
-	{"poll_empty", "poll an empty CQ"},
-}
-
+// The mlx5 table has the rows of the rxe one (rows): the posts through
+// libmlx5's mlx5_post_send and mlx5_post_recv, the polls through
+// mlx5_poll_cq_v1 (test/mlx5diff/harness.c, "bench" in its sq, rq and cq
+// cases), and through an mlx5 QP and CQ of uverbs (BenchmarkNativeMLX5),
+// on queues in plain memory. The harness is written against rdma-core
+// v44.0's libmlx5 structures, so only that tag is built.
 const mlx5Tag = "v44.0"
 
 // runMLX5 builds the mlx5 harness from the rdma-core checkout src, has
@@ -96,7 +84,7 @@ func runMLX5(src, work, goTest string, rounds, ms int) (string, error) {
 	fmt.Fprintf(&b, "%s, %s, %d vCPUs; %s, %s; %d interleaved rounds (libmlx5, then ours), median of each; took %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), cpuModel(), runtime.NumCPU(), gccVersion(), runtime.Version(), rounds, time.Since(start).Round(time.Second))
 	fmt.Fprintf(&b, "| row | rdma-core %s libmlx5 | goverbs | ours/C |\n|---|---:|---:|---:|\n", mlx5Tag)
-	for _, r := range mlx5Rows {
+	for _, r := range rows {
 		cm, gm := median(c[r.name]), median(g[r.name])
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.2f |\n", r.what, cm, gm, gm/cm)
 	}
@@ -126,7 +114,7 @@ func parseMLX5Harness(o []byte) (map[string]float64, error) {
 }
 
 func checkMLX5Rows(res map[string]float64) error {
-	for _, r := range mlx5Rows {
+	for _, r := range rows {
 		if _, ok := res[r.name]; !ok {
 			return fmt.Errorf("no figure for mlx5 row %s", r.name)
 		}
