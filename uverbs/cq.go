@@ -178,17 +178,18 @@ func (cq *CQ) Channel() *CompChannel { return cq.ch }
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	cq.mu.Lock()
 	// The common case first, an rxe CQ with nothing pulled aside: one
-	// decode straight into the caller's slice and one consumer_index
-	// store for the whole batch, and no call at all when the ring is
-	// empty (Empty is inlined). No defer, which would cost every poll its
-	// set-up: nothing in between can panic (the decoder writes within
-	// len(wcs), read once).
+	// decode straight into the caller's slice, and one consumer_index
+	// store for the whole batch, made in the same call as the unlock; no
+	// call at all when the ring is empty (Empty is inlined). No defer,
+	// which would cost every poll its set-up: nothing in between can
+	// panic (the decoder writes within len(wcs), read once).
 	if q := cq.q; q != nil && len(cq.pending) == 0 {
-		n := 0
-		if !q.Empty() {
-			n = q.Poll(rxeWCs(wcs))
+		if q.Empty() {
+			cq.mu.Unlock()
+			return 0, nil
 		}
-		cq.mu.Unlock()
+		n := q.Take(rxeWCs(wcs))
+		cq.mu.storeUnlock(q.IndexStore())
 		return n, nil
 	}
 	// The same on mlx5, with no SRQ to complete (its lock is the slow

@@ -110,6 +110,33 @@ func fakeCQ(tb testing.TB) (cq *CQ, produce func()) {
 	return &CQ{q: q}, func() { prod.Store((prod.Load() + 1) & 1023) }
 }
 
+// Poll publishes consumer_index when it takes completions (in the call
+// that also unlocks the CQ, outside race builds) and leaves it when the CQ
+// is empty. Each call after the first shows that the one before it
+// released the CQ's lock (a lock left taken would hang it).
+func TestPollPublishesConsumerIndex(t *testing.T) {
+	buf, prod, cons := fakeRing(t, 6, 1024)
+	q, err := rxe.NewCQ(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cq := &CQ{q: q}
+	for i := range 3 {
+		binary.LittleEndian.PutUint64(buf[rxe.RingHeaderSize+i<<6:], uint64(100+i)) // wr_id
+	}
+	prod.Store(3)
+	wcs := make([]WC, 2)
+	for _, want := range []struct{ n, cons int }{{2, 2}, {1, 3}, {0, 3}} {
+		n, err := cq.Poll(wcs)
+		if n != want.n || err != nil || int(cons.Load()) != want.cons {
+			t.Fatalf("Poll = %d, %v with consumer_index %d after it; want %d, nil, %d", n, err, cons.Load(), want.n, want.cons)
+		}
+		if n > 0 && wcs[n-1].ID != uint64(100+want.cons-1) {
+			t.Fatalf("the last completion polled has ID %d, want %d", wcs[n-1].ID, 100+want.cons-1)
+		}
+	}
+}
+
 // BenchmarkPollOne: the fake kernel produces one completion and Poll takes
 // it (a 16-entry WC array, as a polling loop passes).
 func BenchmarkPollOne(b *testing.B) {

@@ -55,6 +55,16 @@ func (l *ringLock) Unlock() {
 	}
 }
 
+// storeUnlock stores v to *p with release ordering, then unlocks: the
+// index store that publishes what the section wrote, and the unlock, in
+// one call into assembly where the two would take two
+// (mmio.StoreRelease32SeqEnd32).
+func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
+	if mmio.StoreRelease32SeqEnd32(p, v, &l.word)&1 == 0 {
+		panic("uverbs: unlock of an unlocked ring lock")
+	}
+}
+
 // waitRelease returns once whoever holds the lock now has released it
 // (at once if no one does), without taking it: later holders, however
 // many, do not delay it. The caller's earlier sync/atomic stores are

@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -26,6 +27,19 @@ func TestRingLockUnlockUnlockedPanics(t *testing.T) {
 	}
 	l.Lock() // the test's own timeout catches a lock left taken
 	l.Unlock()
+	// storeUnlock refuses the same way, after its store.
+	var index atomic.Uint32
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("storeUnlock of an unlocked ringLock did not panic")
+			}
+		}()
+		l.storeUnlock(&index, 7)
+	}()
+	if w := l.word.Load(); w != 4 || index.Load() != 7 {
+		t.Fatalf("lock word %d, index %d after a refused storeUnlock, want 4 and 7", w, index.Load())
+	}
 }
 
 // waitRelease ends with the holder it found, even when the lock is taken

@@ -2,7 +2,12 @@
 
 package uverbs
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/goverbs/rdma/internal/mmio"
+)
 
 // ringLock is sync.Mutex in race builds: ringlock.go's release store is
 // invisible to the race detector.
@@ -12,4 +17,10 @@ type ringLock struct{ sync.Mutex }
 func (l *ringLock) waitRelease() {
 	l.Lock()
 	l.Unlock() //nolint:staticcheck // an empty section: the wait is the point
+}
+
+// storeUnlock stores v to *p with release ordering, then unlocks.
+func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
+	mmio.StoreRelease32(p, v)
+	l.Unlock()
 }

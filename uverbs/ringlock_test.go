@@ -3,18 +3,23 @@ package uverbs
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
 // TestRingLockExcludes has goroutines, more than there are processors,
 // increment a plain counter and a two-word invariant under one ringLock:
-// a lost update or a torn pair means two holders at once.
+// a lost update or a torn pair means two holders at once. Every other
+// section ends with storeUnlock, which publishes the counter as an index
+// would be (the others store it, then Unlock): each holder must find it
+// equal to the counter.
 func TestRingLockExcludes(t *testing.T) {
 	var (
-		l    ringLock
-		n    int
-		a, b int
-		wg   sync.WaitGroup
+		l     ringLock
+		n     int
+		a, b  int
+		index atomic.Uint32
+		wg    sync.WaitGroup
 	)
 	workers := 2 * runtime.GOMAXPROCS(0)
 	const iters = 20000
@@ -24,6 +29,9 @@ func TestRingLockExcludes(t *testing.T) {
 			defer wg.Done()
 			for i := range iters {
 				l.Lock()
+				if index.Load() != uint32(n) {
+					panic("ringLock: the last holder's index store is not visible")
+				}
 				n++
 				a++
 				if i%64 == 0 {
@@ -33,7 +41,12 @@ func TestRingLockExcludes(t *testing.T) {
 				if a != b {
 					panic("ringLock: two holders at once")
 				}
-				l.Unlock()
+				if i%2 == 0 {
+					index.Store(uint32(n))
+					l.Unlock()
+					continue
+				}
+				l.storeUnlock(&index, uint32(n))
 			}
 		}()
 	}

@@ -81,6 +81,12 @@ func storeRelease64(p *uint64, v uint64)
 //go:noescape
 func seqEnd32(p *uint32) uint32
 
+// storeRelease32SeqEnd32 is storeRelease32(p, v), then seqEnd32(seq), in
+// one call; StoreRelease32SeqEnd32 uses it outside race builds.
+//
+//go:noescape
+func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
+
 // storeForDevice32 is ToDeviceBarrier and a release store of v to *p in
 // one call; StoreForDevice32 uses it outside race builds.
 //

@@ -78,6 +78,23 @@ TEXT ·seqEnd32(SB), NOSPLIT|NOFRAME, $0-12
 even:
 	RET
 
+// func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
+// storeRelease32, then seqEnd32: two plain stores, which x86 keeps in
+// order.
+TEXT ·storeRelease32SeqEnd32(SB), NOSPLIT|NOFRAME, $0-28
+	MOVQ p+0(FP), AX
+	MOVL v+8(FP), BX
+	MOVQ seq+16(FP), CX
+	MOVL BX, (AX)
+	MOVL (CX), DX
+	MOVL DX, ret+24(FP)
+	TESTL $1, DX
+	JEQ seqeven
+	INCL DX
+	MOVL DX, (CX)
+seqeven:
+	RET
+
 // func storeRelease64(p *uint64, v uint64)
 TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ p+0(FP), AX

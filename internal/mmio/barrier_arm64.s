@@ -75,6 +75,22 @@ TEXT ·seqEnd32(SB), NOSPLIT|NOFRAME, $0-12
 even:
 	RET
 
+// func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
+// storeRelease32, then seqEnd32: a store-release is ordered after every
+// earlier load and store, the first STLR included.
+TEXT ·storeRelease32SeqEnd32(SB), NOSPLIT|NOFRAME, $0-28
+	MOVD p+0(FP), R0
+	MOVWU v+8(FP), R1
+	MOVD seq+16(FP), R2
+	STLRW R1, (R0)
+	MOVWU (R2), R3
+	MOVW R3, ret+24(FP)
+	TBZ $0, R3, seqeven
+	ADDW $1, R3, R3
+	STLRW R3, (R2)
+seqeven:
+	RET
+
 // func storeRelease64(p *uint64, v uint64)
 TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
 	MOVD p+0(FP), R0

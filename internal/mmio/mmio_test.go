@@ -135,6 +135,19 @@ func TestBarriersAndWrites(t *testing.T) {
 	if b[0] != 0xff || b[8] != 0xff || b[63] != 0xff || b[72] != 0xff {
 		t.Fatal("Write32 or Write64 touched bytes outside its word")
 	}
+	// An odd count is ended, an even one left; the index is stored either
+	// way, and nothing around either word changes.
+	idx, seq := U32(b, 20), U32(b, 28)
+	seq.Store(9)
+	if old := StoreRelease32SeqEnd32(idx, 0x0badcafe, seq); old != 9 || seq.Load() != 10 || idx.Load() != 0x0badcafe {
+		t.Fatalf("StoreRelease32SeqEnd32 returned %d and left index %#x, count %d; want 9, 0xbadcafe, 10", old, idx.Load(), seq.Load())
+	}
+	if old := StoreRelease32SeqEnd32(idx, 5, seq); old != 10 || seq.Load() != 10 || idx.Load() != 5 {
+		t.Fatalf("StoreRelease32SeqEnd32 on an even count returned %d and left index %d, count %d; want 10, 5, 10", old, idx.Load(), seq.Load())
+	}
+	if b[19] != 0xff || b[24] != 0xff || b[27] != 0xff || b[32] != 0xff {
+		t.Fatal("StoreRelease32SeqEnd32 stored outside its words")
+	}
 }
 
 func TestBytes(t *testing.T) {
@@ -161,6 +174,7 @@ func TestNoAllocations(t *testing.T) {
 	p64 := Ptr64(b, 64)
 	allocs := testing.AllocsPerRun(1000, func() {
 		v := U32(b, 128)
+		w32 := U32(b, 192)
 		StoreRelease32(v, LoadAcquire32(v)+1)
 		w := U64(b, 256)
 		StoreRelease64(w, LoadAcquire64(w)+1)
@@ -179,6 +193,9 @@ func TestNoAllocations(t *testing.T) {
 		Write64(p64, 1)
 		Write32(Ptr32(b, 8), 2)
 		StoreForDevice32(v, 3)
+		if StoreRelease32SeqEnd32(w32, 4, v) != 3 || LoadAcquire32(v) != 4 {
+			panic("StoreRelease32SeqEnd32 did not end an odd count")
+		}
 		WriteBlock64(b, 512, b[1024:])
 		WriteBlocks64WC(b, 576, b[1024:], 2)
 		sinkU32 += uint32(len(Bytes(uint64(uintptr(unsafe.Pointer(&b[0]))), 16)))

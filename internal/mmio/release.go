@@ -19,6 +19,10 @@ func StoreRelease64(p *atomic.Uint64, v uint64) { storeRelease64((*uint64)(unsaf
 
 func SeqEnd32(p *atomic.Uint32) uint32 { return seqEnd32((*uint32)(unsafe.Pointer(p))) }
 
+func StoreRelease32SeqEnd32(p *atomic.Uint32, v uint32, seq *atomic.Uint32) uint32 {
+	return storeRelease32SeqEnd32((*uint32)(unsafe.Pointer(p)), v, (*uint32)(unsafe.Pointer(seq)))
+}
+
 func StoreForDevice32(p *atomic.Uint32, v uint32) {
 	storeForDevice32((*uint32)(unsafe.Pointer(p)), v)
 }

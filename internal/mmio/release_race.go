@@ -20,6 +20,11 @@ func SeqEnd32(p *atomic.Uint32) uint32 {
 	return v
 }
 
+func StoreRelease32SeqEnd32(p *atomic.Uint32, v uint32, seq *atomic.Uint32) uint32 {
+	p.Store(v)
+	return SeqEnd32(seq)
+}
+
 func StoreForDevice32(p *atomic.Uint32, v uint32) {
 	ToDeviceBarrier()
 	p.Store(v)

@@ -135,6 +135,17 @@ func NewCQ(buf []byte) (*CQ, error) {
 // wcs, and publishes consumer_index once per call (store-release), after the
 // last entry was read. It allocates nothing.
 func (q *CQ) Poll(wcs []WC) int {
+	n := q.Take(wcs)
+	if n > 0 {
+		q.publish()
+	}
+	return n
+}
+
+// Take is Poll without the consumer_index store: the caller makes it,
+// with the word and value of IndexStore, before anything else may read the
+// CQ (in one call with the release of its lock, uverbs CQ.Poll).
+func (q *CQ) Take(wcs []WC) int {
 	c := q.Consumer
 	n := int((c.seen - c.next) & c.mask)
 	if n < len(wcs) {
@@ -160,6 +171,5 @@ func (q *CQ) Poll(wcs []WC) int {
 		next++
 	}
 	c.next = next & mask
-	c.publish()
 	return n
 }
