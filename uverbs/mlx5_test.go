@@ -428,6 +428,10 @@ func TestMLX5DataPath(t *testing.T) {
 	if !errors.Is(err, ErrTooManySGEs) {
 		t.Errorf("two SGEs on a one-SGE QP: %v, want ErrTooManySGEs", err)
 	}
+	// And what only mlx5 refuses: IBV_SEND_IP_CSUM, which rxe takes.
+	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: 16}}); !errors.Is(err, mlx5.ErrBadSendFlags) {
+		t.Errorf("a SEND with the IP checksum flag: %v, want mlx5's ErrBadSendFlags", err)
+	}
 	full := make([]SendWR, m.sq.Config().MaxPost+1)
 	for i := range full {
 		full[i] = SendWR{ID: uint64(i), Op: OpSend}
