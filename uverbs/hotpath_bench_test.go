@@ -112,8 +112,7 @@ func fakeCQ(tb testing.TB) (cq *CQ, produce func()) {
 
 // Poll publishes consumer_index when it takes completions (in the call
 // that also unlocks the CQ, outside race builds) and leaves it when the CQ
-// is empty. Each call after the first shows that the one before it
-// released the CQ's lock (a lock left taken would hang it).
+// is empty, and leaves the CQ's lock free.
 func TestPollPublishesConsumerIndex(t *testing.T) {
 	buf, prod, cons := fakeRing(t, 6, 1024)
 	q, err := rxe.NewCQ(buf)
@@ -133,6 +132,9 @@ func TestPollPublishesConsumerIndex(t *testing.T) {
 		}
 		if n > 0 && wcs[n-1].ID != uint64(100+want.cons-1) {
 			t.Fatalf("the last completion polled has ID %d, want %d", wcs[n-1].ID, 100+want.cons-1)
+		}
+		if !cq.mu.free() {
+			t.Fatalf("the CQ's lock is held after a Poll that took %d", n)
 		}
 	}
 }

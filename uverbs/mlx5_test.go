@@ -11,6 +11,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/internal/sys"
@@ -429,8 +431,10 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Errorf("two SGEs on a one-SGE QP: %v, want ErrTooManySGEs", err)
 	}
 	// And what only mlx5 refuses: IBV_SEND_IP_CSUM, which rxe takes.
-	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: 16}}); !errors.Is(err, mlx5.ErrBadSendFlags) {
-		t.Errorf("a SEND with the IP checksum flag: %v, want mlx5's ErrBadSendFlags", err)
+	// Its errors match this package's and libmlx5's errno.
+	err = qp.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: 16}})
+	if !errors.Is(err, ErrBadSendFlags) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.EINVAL) || errors.Is(err, ErrTooManySGEs) {
+		t.Errorf("a SEND with the IP checksum flag: %v, want ErrBadSendFlags, ErrInvalidWR and EINVAL", err)
 	}
 	full := make([]SendWR, m.sq.Config().MaxPost+1)
 	for i := range full {

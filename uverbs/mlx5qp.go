@@ -148,8 +148,41 @@ func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
 func mlx5PostError(op string, i int, id uint64, n, maxPost int, err error) error {
 	if errors.Is(err, mlx5.ErrQueueFull) {
 		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
+	} else if same := mlx5SameError(err); same != nil {
+		err = &mlx5WRError{err: err, same: same}
 	}
 	return &PostError{Op: op, Index: i, ID: id, Err: err}
+}
+
+// mlx5WRError is a refusal of the mlx5 encoder as PostSend and PostRecv
+// return it: libmlx5's message and errno, matching also ErrInvalidWR and
+// the error of the same check on rxe, so that callers test one set of
+// errors whatever the device.
+type mlx5WRError struct{ err, same error }
+
+func (e *mlx5WRError) Error() string { return e.err.Error() }
+func (e *mlx5WRError) Unwrap() error { return e.err }
+func (e *mlx5WRError) Is(target error) bool {
+	return target == e.same || target == ErrInvalidWR
+}
+
+// mlx5SameError returns the rxe-path error of the check that refused an
+// mlx5 request, or nil.
+func mlx5SameError(err error) error {
+	for _, p := range [...]struct{ mlx5, same error }{
+		{mlx5.ErrBadOpcode, ErrOpcodeNotSupported},
+		{mlx5.ErrAtomicsDisabled, ErrOpcodeNotSupported}, // atomics are an opcode the QP does not take
+		{mlx5.ErrBadSendFlags, ErrBadSendFlags},
+		{mlx5.ErrTooManySGEs, ErrTooManySGEs},
+		{mlx5.ErrInlineTooLong, ErrInlineTooLong},
+		{mlx5.ErrInlineNotAllowed, ErrInlineNotAllowed},
+		{mlx5.ErrUDAddress, ErrUDAddress},
+	} {
+		if errors.Is(err, p.mlx5) {
+			return p.same
+		}
+	}
+	return nil
 }
 
 // postRecv validates and posts receives on the QP's receive queue

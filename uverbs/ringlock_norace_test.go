@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// free reports whether no one holds the lock, for tests.
+func (l *ringLock) free() bool { return l.word.Load()&1 == 0 }
+
 // An Unlock of an unlocked lock panics and leaves the lock free: a caller
 // that recovers the panic does not find the lock taken for ever.
 func TestRingLockUnlockUnlockedPanics(t *testing.T) {
@@ -39,6 +42,20 @@ func TestRingLockUnlockUnlockedPanics(t *testing.T) {
 	}()
 	if w := l.word.Load(); w != 4 || index.Load() != 7 {
 		t.Fatalf("lock word %d, index %d after a refused storeUnlock, want 4 and 7", w, index.Load())
+	}
+	// A held lock: the index is stored, then the lock freed.
+	l.Lock()
+	l.storeUnlock(&index, 5)
+	if w := l.word.Load(); w != 6 || index.Load() != 5 {
+		t.Fatalf("lock word %d, index %d after storeUnlock, want 6 (free) and 5", w, index.Load())
+	}
+	// The index store comes first: pointed at the lock word itself, the
+	// held value it stores is then moved on to free.
+	l.Lock()
+	held := l.word.Load()
+	l.storeUnlock(&l.word, held)
+	if w := l.word.Load(); w != held+1 {
+		t.Fatalf("lock word %d after storeUnlock of its own held value %d, want %d: the unlock came before the store", w, held, held+1)
 	}
 }
 

@@ -148,6 +148,12 @@ func TestBarriersAndWrites(t *testing.T) {
 	if b[19] != 0xff || b[24] != 0xff || b[27] != 0xff || b[32] != 0xff {
 		t.Fatal("StoreRelease32SeqEnd32 stored outside its words")
 	}
+	// The order of the two stores: on one word, the index store first
+	// leaves 7 to be ended (8); the other order would leave 7.
+	seq.Store(1)
+	if old := StoreRelease32SeqEnd32(seq, 7, seq); old != 7 || seq.Load() != 8 {
+		t.Fatalf("StoreRelease32SeqEnd32 on one word returned %d and left %d; want 7 and 8 (the index stored first)", old, seq.Load())
+	}
 }
 
 func TestBytes(t *testing.T) {

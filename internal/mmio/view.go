@@ -135,10 +135,10 @@ func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 // a lock whose word is odd while held.
 
 // StoreRelease32SeqEnd32 (release.go, release_race.go) is StoreRelease32(p,
-// v), then SeqEnd32(seq), in one call: the index store that publishes a
-// ring's entries and the end of the lock's section they were written in,
-// the pair that closes every post and poll. The two stores keep their
-// order. It returns what SeqEnd32 returns.
+// v), then SeqEnd32(seq), in one call: the index store that publishes what
+// a lock's section did to a ring, and the end of that section (uverbs: the
+// consumer_index store and the CQ's unlock that end an rxe poll). The two
+// stores keep their order. It returns what SeqEnd32 returns.
 
 // Bytes returns an n-byte slice of memory at the raw address addr, the form
 // in which RDMA scatter/gather entries name memory (struct ibv_sge.addr).

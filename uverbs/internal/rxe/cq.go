@@ -132,8 +132,8 @@ func NewCQ(buf []byte) (*CQ, error) {
 
 // Poll decodes up to len(wcs) completions into wcs and returns how many. It
 // loads producer_index (acquire) when the entries it saw last do not fill
-// wcs, and publishes consumer_index once per call (store-release), after the
-// last entry was read. It allocates nothing.
+// wcs, and publishes consumer_index once per call that took any
+// (store-release), after the last entry was read. It allocates nothing.
 func (q *CQ) Poll(wcs []WC) int {
 	n := q.Take(wcs)
 	if n > 0 {
