@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
-	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -26,9 +26,9 @@ func BenchmarkNative(b *testing.B) {
 	dumpDir := os.Getenv("GOVERBS_WQE_DUMP")
 	for _, row := range nativeRows {
 		b.Run(row.name, func(b *testing.B) {
-			if dumpDir != "" && row.post != nil {
+			if dumpDir != "" && row.ring != nil {
 				r := newNativeRig(b)
-				row.post(b, r)
+				r.once(b, row.op)
 				if err := os.WriteFile(filepath.Join(dumpDir, row.name+".bin"), r.written(row), 0o644); err != nil {
 					b.Fatal(err)
 				}
@@ -36,11 +36,7 @@ func BenchmarkNative(b *testing.B) {
 			r := newNativeRig(b)
 			b.ReportAllocs()
 			for b.Loop() {
-				if row.post != nil {
-					row.post(b, r)
-				} else {
-					row.poll(b, r)
-				}
+				r.once(b, row.op)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*row.wrs), "ns/wr")
 		})
@@ -51,8 +47,7 @@ func BenchmarkNative(b *testing.B) {
 // harness's struct rig does.
 type nativeRig struct {
 	qp, ud           *QP // RC and UD, max_send_sge 1, max_inline 64, max_recv_sge 1
-	sqCons, udCons   func()
-	rqCons           func()
+	sqK, udK, rqK    fakeConsumer
 	sqBuf, udBuf     []byte
 	rqBuf            []byte
 	cq               *CQ
@@ -70,22 +65,73 @@ var nativeLE = binary.LittleEndian
 type nativeRow struct {
 	name string
 	wrs  int // work requests per call
-	post func(testing.TB, *nativeRig)
-	poll func(testing.TB, *nativeRig)
-	ring func(*nativeRig) []byte // the ring a post row writes
+	op   nativeOp
+	ring func(*nativeRig) []byte // the ring a post row writes; nil for a poll row
 }
 
+type nativeOp int
+
+const (
+	opWrite nativeOp = iota
+	opWriteList
+	opSendInline
+	opUDSend
+	opRecv
+	opRecvList
+	opPollOne
+	opPoll16
+	opPollEmpty
+)
+
 var nativeRows = []nativeRow{
-	{name: "write", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.qp, r.write, r.sqCons) }, ring: func(r *nativeRig) []byte { return r.sqBuf }},
-	{name: "write_list32", wrs: nativeList, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.qp, r.list, r.sqCons) }, ring: func(r *nativeRig) []byte { return r.sqBuf }},
-	{name: "send_inline", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.qp, r.inl, r.sqCons) }, ring: func(r *nativeRig) []byte { return r.sqBuf }},
-	{name: "ud_send", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.send(tb, r.ud, r.udSend, r.udCons) }, ring: func(r *nativeRig) []byte { return r.udBuf }},
-	{name: "recv", wrs: 1, post: func(tb testing.TB, r *nativeRig) { r.postRecv(tb, r.recv) }, ring: func(r *nativeRig) []byte { return r.rqBuf }},
-	{name: "recv_list32", wrs: nativeList, post: func(tb testing.TB, r *nativeRig) { r.postRecv(tb, r.recvList) }, ring: func(r *nativeRig) []byte { return r.rqBuf }},
-	{name: "poll_one", wrs: 1, poll: func(tb testing.TB, r *nativeRig) { r.pollN(tb, 1) }},
-	{name: "poll_16", wrs: 16, poll: func(tb testing.TB, r *nativeRig) { r.pollN(tb, 16) }},
-	{name: "poll_empty", wrs: 1, poll: func(tb testing.TB, r *nativeRig) { r.pollN(tb, 0) }},
+	{"write", 1, opWrite, func(r *nativeRig) []byte { return r.sqBuf }},
+	{"write_list32", nativeList, opWriteList, func(r *nativeRig) []byte { return r.sqBuf }},
+	{"send_inline", 1, opSendInline, func(r *nativeRig) []byte { return r.sqBuf }},
+	{"ud_send", 1, opUDSend, func(r *nativeRig) []byte { return r.udBuf }},
+	{"recv", 1, opRecv, func(r *nativeRig) []byte { return r.rqBuf }},
+	{"recv_list32", nativeList, opRecvList, func(r *nativeRig) []byte { return r.rqBuf }},
+	{"poll_one", 1, opPollOne, nil},
+	{"poll_16", 16, opPoll16, nil},
+	{"poll_empty", 1, opPollEmpty, nil},
 }
+
+// once makes one call of a row, with what the fake kernel does around it,
+// as the harness's once does: a switch and direct calls, so that the
+// benchmark itself adds no call through a function value, which the C side
+// does not make either.
+func (r *nativeRig) once(tb testing.TB, op nativeOp) {
+	switch op {
+	case opWrite:
+		r.send(tb, r.qp, r.write, &r.sqK)
+	case opWriteList:
+		r.send(tb, r.qp, r.list, &r.sqK)
+	case opSendInline:
+		r.send(tb, r.qp, r.inl, &r.sqK)
+	case opUDSend:
+		r.send(tb, r.ud, r.udSend, &r.udK)
+	case opRecv:
+		r.postRecv(tb, r.recv)
+	case opRecvList:
+		r.postRecv(tb, r.recvList)
+	case opPollOne:
+		r.pollN(tb, 1)
+	case opPoll16:
+		r.pollN(tb, 16)
+	case opPollEmpty:
+		r.pollN(tb, 0)
+	}
+}
+
+// fakeConsumer is the fake kernel's side of a ring it drains: it takes
+// every posted entry by moving consumer_index up to producer_index, with a
+// plain store. The harness's kernel_consume makes a C11 release store,
+// which is a plain MOV on amd64 and inlined; a call into assembly for the
+// same store here would cost this side about 1.7 ns the other does not
+// pay. The benchmark runs on one goroutine, so nothing else needs the
+// store's ordering.
+type fakeConsumer struct{ prod, cons *atomic.Uint32 }
+
+func (k *fakeConsumer) consume() { *(*uint32)(unsafe.Pointer(k.cons)) = k.prod.Load() }
 
 // written returns the slots a row's first post wrote.
 func (r *nativeRig) written(row nativeRow) []byte {
@@ -98,7 +144,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	tb.Helper()
 	r := &nativeRig{wcs: make([]WC, 16)}
 	pd := &PD{}
-	newQP := func(typ QPType, rt rxe.QPType) (*QP, []byte, func()) {
+	newQP := func(typ QPType, rt rxe.QPType) (*QP, []byte, fakeConsumer) {
 		lim := rxe.SendLimits{QPType: rt, MaxSGE: 1, MaxInline: 64}
 		// Slot sizes as rxe_qp.c sizes them: 208 + max(16, 64) bytes, so
 		// 512-byte slots.
@@ -109,17 +155,17 @@ func newNativeRig(tb testing.TB) *nativeRig {
 		}
 		qp := &QP{pd: pd, typ: typ, qpn: 0x11, sq: sq, lim: lim}
 		qp.state.Store(uint32(QPStateRTS))
-		return qp, buf, func() { mmio.StoreRelease32(cons, prod.Load()) }
+		return qp, buf, fakeConsumer{prod, cons}
 	}
-	r.qp, r.sqBuf, r.sqCons = newQP(RC, rxe.QPTypeRC)
-	r.ud, r.udBuf, r.udCons = newQP(UD, rxe.QPTypeUD)
+	r.qp, r.sqBuf, r.sqK = newQP(RC, rxe.QPTypeRC)
+	r.ud, r.udBuf, r.udK = newQP(UD, rxe.QPTypeUD)
 	// 40 + 16 bytes, so 64-byte receive slots.
 	rqBuf, rqProd, rqCons := fakeRing(tb, 6, 1024)
 	rq, err := rxe.NewRQ(rqBuf, 1)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.qp.rq, r.rqBuf, r.rqCons = rq, rqBuf, func() { mmio.StoreRelease32(rqCons, rqProd.Load()) }
+	r.qp.rq, r.rqBuf, r.rqK = rq, rqBuf, fakeConsumer{rqProd, rqCons}
 
 	// A CQ whose every slot holds a successful RDMA WRITE completion.
 	cqBuf, cqProd, _ := fakeRing(tb, 6, 1024)
@@ -176,30 +222,30 @@ func nativeWRs(buf *Buffer) (write, list, inl []SendWR, recv, recvList []RecvWR)
 	return write, list, inl, recv, recvList
 }
 
-func (r *nativeRig) send(tb testing.TB, qp *QP, wrs []SendWR, consume func()) {
+func (r *nativeRig) send(tb testing.TB, qp *QP, wrs []SendWR, k *fakeConsumer) {
 	qp.sendMu.Lock()
 	err := qp.stageSend("post_send", wrs)
 	qp.sendMu.Unlock()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	consume()
+	k.consume()
 }
 
 func (r *nativeRig) postRecv(tb testing.TB, wrs []RecvWR) {
 	if err := r.qp.PostRecv(wrs); err != nil {
 		tb.Fatal(err)
 	}
-	r.rqCons()
+	r.rqK.consume()
 }
 
 // pollN has the fake kernel publish n completions, then polls with room for
 // 16 and expects n.
 func (r *nativeRig) pollN(tb testing.TB, n int) {
 	if n > 0 {
-		// A release store, as the kernel's and the C harness's
-		// (kernel_produce); a sync/atomic Store would be a locked XCHG.
-		mmio.StoreRelease32(r.cqProd, (r.cqProd.Load()+uint32(n))&1023)
+		// A plain store, as the harness's release store compiles
+		// (kernel_produce; see fakeConsumer).
+		*(*uint32)(unsafe.Pointer(r.cqProd)) = (r.cqProd.Load() + uint32(n)) & 1023
 	}
 	got, err := r.cq.Poll(r.wcs)
 	if got != n || err != nil || (n > 0 && r.wcs[0].Status != WCSuccess) {
