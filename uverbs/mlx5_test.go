@@ -3,6 +3,7 @@ package uverbs
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"os"
 	"reflect"
@@ -742,5 +743,37 @@ func TestMLX5SharedValues(t *testing.T) {
 	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: &ah.av, RemoteQPN: 12, RemoteQKey: 13}
 	if !reflect.DeepEqual(got, want) || got.AV != &ah.av {
 		t.Errorf("the encoder reads %+v, want %+v", got, want)
+	}
+}
+
+// Every refusal of the mlx5 encoder reaches the caller as this package's
+// error of the same check, with libmlx5's errno; a full queue stays
+// ErrQueueFull and no ErrInvalidWR.
+func TestMLX5PostErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err, want error
+		errno     unix.Errno
+	}{
+		{mlx5.ErrBadOpcode, ErrOpcodeNotSupported, unix.EINVAL},
+		{mlx5.ErrAtomicsDisabled, ErrOpcodeNotSupported, unix.EOPNOTSUPP},
+		{mlx5.ErrBadSendFlags, ErrBadSendFlags, unix.EINVAL},
+		{mlx5.ErrTooManySGEs, ErrTooManySGEs, unix.ENOMEM},
+		{mlx5.ErrTooManyRecvSGEs, ErrTooManySGEs, unix.EINVAL},
+		{mlx5.ErrInlineTooLong, ErrInlineTooLong, unix.ENOMEM},
+		{mlx5.ErrInlineNotAllowed, ErrInlineNotAllowed, unix.EINVAL},
+		{mlx5.ErrUDAddress, ErrUDAddress, unix.EINVAL},
+	} {
+		err := mlx5PostError("post_send", 1, 7, 2, 16, fmt.Errorf("%w: detail", tc.err))
+		var pe *PostError
+		if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, tc.errno) || !errors.As(err, &pe) || pe.Index != 1 || pe.ID != 7 {
+			t.Errorf("%v: %v, want %v, ErrInvalidWR and %v at index 1, ID 7", tc.err, err, tc.want, tc.errno)
+		}
+		if errors.Is(err, ErrQueueFull) {
+			t.Errorf("%v matches ErrQueueFull", tc.err)
+		}
+	}
+	err := mlx5PostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
+	if !errors.Is(err, ErrQueueFull) || errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.ENOMEM) {
+		t.Errorf("a full queue: %v, want ErrQueueFull and ENOMEM, not ErrInvalidWR", err)
 	}
 }

@@ -174,6 +174,7 @@ func mlx5SameError(err error) error {
 		{mlx5.ErrAtomicsDisabled, ErrOpcodeNotSupported}, // atomics are an opcode the QP does not take
 		{mlx5.ErrBadSendFlags, ErrBadSendFlags},
 		{mlx5.ErrTooManySGEs, ErrTooManySGEs},
+		{mlx5.ErrTooManyRecvSGEs, ErrTooManySGEs},
 		{mlx5.ErrInlineTooLong, ErrInlineTooLong},
 		{mlx5.ErrInlineNotAllowed, ErrInlineNotAllowed},
 		{mlx5.ErrUDAddress, ErrUDAddress},
