@@ -772,6 +772,10 @@ func TestMLX5PostErrors(t *testing.T) {
 			t.Errorf("%v matches ErrQueueFull", tc.err)
 		}
 	}
+	// A refusal the list does not name is still an ErrInvalidWR.
+	if err := mlx5PostError("post_send", 0, 1, 1, 3, fmt.Errorf("%w: a later check", mlx5.ErrInvalidWR)); !errors.Is(err, ErrInvalidWR) {
+		t.Errorf("an unnamed mlx5 refusal: %v, want ErrInvalidWR", err)
+	}
 	err := mlx5PostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
 	if !errors.Is(err, ErrQueueFull) || errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.ENOMEM) {
 		t.Errorf("a full queue: %v, want ErrQueueFull and ENOMEM, not ErrInvalidWR", err)

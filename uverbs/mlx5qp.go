@@ -167,7 +167,8 @@ func (e *mlx5WRError) Is(target error) bool {
 }
 
 // mlx5SameError returns the rxe-path error of the check that refused an
-// mlx5 request, or nil.
+// mlx5 request (ErrInvalidWR for a refusal it does not know), or nil for
+// an error that is no refusal.
 func mlx5SameError(err error) error {
 	for _, p := range [...]struct{ mlx5, same error }{
 		{mlx5.ErrBadOpcode, ErrOpcodeNotSupported},
@@ -182,6 +183,9 @@ func mlx5SameError(err error) error {
 		if errors.Is(err, p.mlx5) {
 			return p.same
 		}
+	}
+	if errors.Is(err, mlx5.ErrInvalidWR) {
+		return ErrInvalidWR
 	}
 	return nil
 }

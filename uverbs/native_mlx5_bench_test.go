@@ -15,9 +15,9 @@ import (
 // BenchmarkNativeMLX5 is our side of make bench-native's mlx5 rows
 // (test/nativebench): the rows of BenchmarkNative through mlx5 queues,
 // doorbell records and BlueFlame pages in plain memory, sized as libmlx5
-// sizes them. Post rows go through an RC or UD QP (PostSend's staging
-// under the send lock, PostRecv); after each post the requests are retired
-// as a poll of their completions would.
+// sizes them. Post rows go through an RC or UD QP (PostSend, whose
+// doorbell is the BlueFlame write, and PostRecv); after each post the
+// requests are retired as a poll of their completions would.
 // Poll rows go through CQ.Poll on a CQ whose fake device publishes send
 // completions before each poll (pollN). test/mlx5diff/harness.c runs the
 // same rows through rdma-core's libmlx5 ("bench" in its sq, rq and cq
@@ -219,10 +219,7 @@ func (r *nativeMLX5Rig) fillWRIDs(tb testing.TB) {
 }
 
 func (r *nativeMLX5Rig) send(tb testing.TB, qp *QP, wrs []SendWR) {
-	qp.sendMu.Lock()
-	err := qp.stageSend("post_send", wrs) // rings the doorbell on mlx5
-	qp.sendMu.Unlock()
-	if err != nil {
+	if err := qp.PostSend(wrs); err != nil {
 		tb.Fatal(err)
 	}
 	qp.mx.sq.Retire()

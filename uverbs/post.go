@@ -132,7 +132,10 @@ type RecvWR struct {
 // Errors of PostSend and PostRecv, all refused before anything is written
 // to the ring. Test with errors.Is; they also match unix.EINVAL (or
 // unix.ENOMEM for ErrQueueFull), the errnos rdma-core's rxe provider
-// returns for the same checks (providers/rxe/rxe.c validate_send_wr).
+// returns for the same checks (providers/rxe/rxe.c validate_send_wr). On
+// an mlx5 device a refusal only its encoder makes matches the error of the
+// same check here and libmlx5's errno for it (EOPNOTSUPP for atomics the
+// device lacks).
 var (
 	// ErrQueueFull: the queue has no room for all the work requests of the
 	// call. Poll the CQ: send slots are freed when the kernel retires work
@@ -221,11 +224,15 @@ func (wr *SendWR) udAddr() rxe.UDAddr {
 func (qp *QP) PostSend(wrs []SendWR) error {
 	const op = "post_send"
 	qp.sendMu.Lock()
-	defer qp.sendMu.Unlock()
-	if err := qp.stageSend(op, wrs); err != nil || len(wrs) == 0 || qp.mx != nil {
-		return err // mlx5: stageSend rang the doorbell
+	// No defer, which would cost every post its set-up: stageSend checks
+	// the list before it writes and cannot panic on it unless the caller
+	// changes wrs while the call runs (as PostRecv).
+	err := qp.stageSend(op, wrs)
+	if err == nil && len(wrs) > 0 && qp.mx == nil { // mlx5: stageSend rang the doorbell
+		err = qp.ringDoorbell(op)
 	}
-	return qp.ringDoorbell(op)
+	qp.sendMu.Unlock()
+	return err
 }
 
 // stageSend is PostSend without the doorbell: it checks the QP, validates
