@@ -45,7 +45,7 @@ func BenchmarkNativeMLX5(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				row.run(b, r)
+				r.once(b, row.op)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*row.wrs), "ns/wr")
 		})
@@ -56,19 +56,44 @@ type nativeMLX5Row struct {
 	name string
 	wrs  int // work requests, or completions, per call (1 for the empty poll)
 	poll int // completions published before each poll; -1 for a post row
-	run  func(testing.TB, *nativeMLX5Rig)
+	op   nativeOp
 }
 
 var nativeMLX5Rows = []nativeMLX5Row{
-	{"write", 1, -1, func(tb testing.TB, r *nativeMLX5Rig) { r.send(tb, r.qp, r.write) }},
-	{"write_list32", nativeList, -1, func(tb testing.TB, r *nativeMLX5Rig) { r.send(tb, r.qp, r.list) }},
-	{"send_inline", 1, -1, func(tb testing.TB, r *nativeMLX5Rig) { r.send(tb, r.qp, r.inl) }},
-	{"ud_send", 1, -1, func(tb testing.TB, r *nativeMLX5Rig) { r.send(tb, r.ud, r.udSend) }},
-	{"recv", 1, -1, func(tb testing.TB, r *nativeMLX5Rig) { r.postRecv(tb, r.recv) }},
-	{"recv_list32", nativeList, -1, func(tb testing.TB, r *nativeMLX5Rig) { r.postRecv(tb, r.recvList) }},
-	{"poll_one", 1, 1, func(tb testing.TB, r *nativeMLX5Rig) { r.pollN(tb, 1) }},
-	{"poll_16", 16, 16, func(tb testing.TB, r *nativeMLX5Rig) { r.pollN(tb, 16) }},
-	{"poll_empty", 1, 0, func(tb testing.TB, r *nativeMLX5Rig) { r.pollN(tb, 0) }},
+	{"write", 1, -1, opWrite},
+	{"write_list32", nativeList, -1, opWriteList},
+	{"send_inline", 1, -1, opSendInline},
+	{"ud_send", 1, -1, opUDSend},
+	{"recv", 1, -1, opRecv},
+	{"recv_list32", nativeList, -1, opRecvList},
+	{"poll_one", 1, 1, opPollOne},
+	{"poll_16", 16, 16, opPoll16},
+	{"poll_empty", 1, 0, opPollEmpty},
+}
+
+// once makes one call of a row, as nativeRig.once does: a switch and
+// direct calls, as the "bench" loops of test/mlx5diff/harness.c.
+func (r *nativeMLX5Rig) once(tb testing.TB, op nativeOp) {
+	switch op {
+	case opWrite:
+		r.send(tb, r.qp, r.write)
+	case opWriteList:
+		r.send(tb, r.qp, r.list)
+	case opSendInline:
+		r.send(tb, r.qp, r.inl)
+	case opUDSend:
+		r.send(tb, r.ud, r.udSend)
+	case opRecv:
+		r.postRecv(tb, r.recv)
+	case opRecvList:
+		r.postRecv(tb, r.recvList)
+	case opPollOne:
+		r.pollN(tb, 1)
+	case opPoll16:
+		r.pollN(tb, 16)
+	case opPollEmpty:
+		r.pollN(tb, 0)
+	}
 }
 
 // The device limits TestDifferential sizes its queues with (a ConnectX's:
