@@ -130,16 +130,11 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	return nil
 }
 
-// postSend encodes wrs (checked by the caller with rxe.CheckSend) and
-// rings the doorbell (qp.c _mlx5_post_send, post_send_db). The caller
-// holds QP.sendMu. The CQ's lock is not taken: polls share only what
-// mlx5.SQ orders.
-func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
-	sq := m.sq
-	if i, err := sq.Post(mlx5SendWRs(wrs)); err != nil {
-		return mlx5PostError(op, i, wrs[i].ID, len(wrs), sq.Config().MaxPost, err)
-	}
-	return nil
+// sendError is the error of an mlx5.SQ.Post that refused request i of
+// wrs, made apart from stageSendChecked's call of it so that the
+// formatting does not weigh on every post.
+func (m *mlx5QP) sendError(op string, wrs []SendWR, i int, err error) error {
+	return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.sq.Config().MaxPost, err)
 }
 
 // mlx5PostError is the error of a post the provider refused at request i

@@ -298,8 +298,14 @@ func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMR
 			}
 		}
 	}
-	if qp.mx != nil {
-		return qp.mx.postSend(op, wrs)
+	if m := qp.mx; m != nil {
+		// Encode and ring the doorbell (qp.c _mlx5_post_send,
+		// post_send_db), the CQ's lock not taken: polls share only what
+		// mlx5.SQ orders.
+		if i, err := m.sq.Post(mlx5SendWRs(wrs)); err != nil {
+			return m.sendError(op, wrs, i, err)
+		}
+		return nil
 	}
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
