@@ -131,8 +131,8 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 }
 
 // sendError is the error of an mlx5.SQ.Post that refused request i of
-// wrs, made apart from stageSendChecked's call of it so that the
-// formatting does not weigh on every post.
+// wrs (stageSendChecked calls Post itself; the formatting is in
+// mlx5PostError, which is not inlined).
 func (m *mlx5QP) sendError(op string, wrs []SendWR, i int, err error) error {
 	return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.sq.Config().MaxPost, err)
 }
@@ -186,8 +186,8 @@ func mlx5SameError(err error) error {
 }
 
 // postRecv validates and posts receives on the QP's receive queue
-// (qp.c mlx5_post_recv). The caller holds QP.recvMu; as in postSend, the
-// CQ's lock is not taken.
+// (qp.c mlx5_post_recv). The caller holds QP.recvMu; as for a send
+// (stageSendChecked), the CQ's lock is not taken.
 func (m *mlx5QP) postRecv(op string, wrs []RecvWR) error {
 	if m.rq == nil { // created with MaxRecvWR 0
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}
