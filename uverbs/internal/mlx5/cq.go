@@ -244,7 +244,7 @@ func (c *CQ) Poll(wcs []WC) (int, error) {
 		if c.cfg.ClearWC {
 			*wc = WC{}
 		}
-		if err = c.parse(c.ring[off:off+CQESize:off+CQESize], wc); err != nil {
+		if err = c.parse((*[CQESize]byte)(c.ring[off:]), wc); err != nil {
 			break
 		}
 		n++
@@ -255,7 +255,7 @@ func (c *CQ) Poll(wcs []WC) (int, error) {
 	return n, err
 }
 
-func (c *CQ) parse(cqe []byte, wc *WC) error {
+func (c *CQ) parse(cqe *[CQESize]byte, wc *WC) error {
 	qpn := be.Uint32(cqe[cqeSopDropQPN:]) & 0xffffff
 	srqnUIDX := be.Uint32(cqe[cqeSRQNUIDX:]) & 0xffffff
 	wc.Flags = 0
@@ -357,7 +357,7 @@ func (c *CQ) responder(qpn, srqnUIDX uint32) (*RQ, *SRQ, bool) {
 
 // goodReq fills a successful send completion (cq.c handle_good_req): the
 // opcode of the WQE is the top byte of sop_drop_qpn.
-func goodReq(wc *WC, cqe []byte) {
+func goodReq(wc *WC, cqe *[CQESize]byte) {
 	switch cqe[cqeSopDropQPN] {
 	case opcodeRDMAWriteImm:
 		wc.Flags |= WCFlagWithImm
@@ -382,7 +382,7 @@ func goodReq(wc *WC, cqe []byte) {
 }
 
 // responder fills a receive completion (cq.c handle_responder).
-func responder(wc *WC, cqe []byte, opcode uint8) {
+func responder(wc *WC, cqe *[CQESize]byte, opcode uint8) {
 	immInval := be.Uint32(cqe[cqeImmInvalPKey:])
 	switch opcode {
 	case cqeRespWrImm:
@@ -412,7 +412,7 @@ func responder(wc *WC, cqe []byte, opcode uint8) {
 }
 
 // errorCQE fills status and vendor syndrome from a struct mlx5_err_cqe.
-func errorCQE(wc *WC, cqe []byte) {
+func errorCQE(wc *WC, cqe *[CQESize]byte) {
 	wc.Status = SyndromeStatus(cqe[cqeSyndrome])
 	wc.VendorErr = uint32(cqe[cqeVendorSynd])
 }

@@ -3,6 +3,7 @@ package rxe
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // RecvWQE is a receive work request in Go form, the input of EncodeRecv.
@@ -42,21 +43,24 @@ func EncodeRecv(slot []byte, wr *RecvWQE) {
 	// alias *wr for all the compiler knows, so it would reload the slice
 	// header for every field.
 	sges := wr.SGEs
-	clear(slot[:RecvWQEHeaderSize])
-	native.PutUint64(slot[recvWRID:], wr.ID)
+	h := (*[RecvWQEHeaderSize]byte)(slot)
+	*h = [RecvWQEHeaderSize]byte{}
+	native.PutUint64(h[recvWRID:], wr.ID)
 	payload := slot[RecvWQEHeaderSize:]
 	var length uint32
-	for i, g := range sges {
-		s := payload[i*SGESize : (i+1)*SGESize]
-		native.PutUint64(s[sgeAddr:], g.Addr)
-		native.PutUint32(s[sgeLength:], g.Length)
-		native.PutUint32(s[sgeLKey:], g.LKey)
-		length += g.Length
+	for i := range sges {
+		putSGE((*[SGESize]byte)(payload[i*SGESize:]), sges[i])
+		length += sges[i].Length
 	}
-	dma := slot[recvDMA:RecvWQEHeaderSize]
-	native.PutUint32(dma[dmaLength:], length)
-	native.PutUint32(dma[dmaResid:], length)
-	native.PutUint32(dma[dmaNumSGE:], uint32(len(sges)))
+	native.PutUint32(h[recvDMA+dmaLength:], length)
+	native.PutUint32(h[recvDMA+dmaResid:], length)
+	native.PutUint32(h[recvDMA+dmaNumSGE:], uint32(len(sges)))
+}
+
+// putSGE writes a struct rxe_sge, whose layout SGE has (TestLayout), as
+// one 16-byte copy.
+func putSGE(d *[SGESize]byte, g SGE) {
+	*(*SGE)(unsafe.Pointer(d)) = g
 }
 
 // RQ is the user side of an rxe receive queue or SRQ. Receives need no

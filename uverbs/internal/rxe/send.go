@@ -216,37 +216,39 @@ func sendSlotSize(maxSGE, maxInline int) int {
 // slot of an SQ whose limits were validated; otherwise EncodeSend may panic
 // on a slice bound (it never writes outside slot).
 func EncodeSend(slot []byte, wr *SendWQE) {
-	clear(slot[:SendWQEHeaderSize])
-	native.PutUint64(slot[sendWRID:], wr.ID)
-	native.PutUint32(slot[sendOpcode:], uint32(wr.Opcode))
-	native.PutUint32(slot[sendFlags:], uint32(wr.Flags))
+	// The header through an array view: its fields need no bounds checks.
+	h := (*[SendWQEHeaderSize]byte)(slot)
+	*h = [SendWQEHeaderSize]byte{}
+	native.PutUint64(h[sendWRID:], wr.ID)
+	native.PutUint32(h[sendOpcode:], uint32(wr.Opcode))
+	native.PutUint32(h[sendFlags:], uint32(wr.Flags))
 
 	switch wr.Opcode {
 	case OpRDMAWriteWithImm, OpSendWithImm:
 		// __be32 imm_data: network order in the WQE and on the wire.
-		binary.BigEndian.PutUint32(slot[sendEx:], wr.ImmData)
+		binary.BigEndian.PutUint32(h[sendEx:], wr.ImmData)
 	case OpLocalInv, OpSendWithInv:
-		native.PutUint32(slot[sendEx:], wr.InvalidateRKey)
+		native.PutUint32(h[sendEx:], wr.InvalidateRKey)
 	}
 
 	var iova uint64
 	switch wr.Opcode {
 	case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
-		native.PutUint64(slot[sendRDMAAddr:], wr.RemoteAddr)
-		native.PutUint32(slot[sendRDMARKey:], wr.RKey)
+		native.PutUint64(h[sendRDMAAddr:], wr.RemoteAddr)
+		native.PutUint32(h[sendRDMARKey:], wr.RKey)
 		iova = wr.RemoteAddr
 	case OpAtomicCmpAndSwp, OpAtomicFetchAndAdd:
-		native.PutUint64(slot[sendAtomicAddr:], wr.RemoteAddr)
-		native.PutUint64(slot[sendAtomicCompareAdd:], wr.CompareAdd)
-		native.PutUint64(slot[sendAtomicSwap:], wr.Swap)
-		native.PutUint32(slot[sendAtomicRKey:], wr.RKey)
+		native.PutUint64(h[sendAtomicAddr:], wr.RemoteAddr)
+		native.PutUint64(h[sendAtomicCompareAdd:], wr.CompareAdd)
+		native.PutUint64(h[sendAtomicSwap:], wr.Swap)
+		native.PutUint32(h[sendAtomicRKey:], wr.RKey)
 		iova = wr.RemoteAddr
 	case OpSend, OpSendWithImm:
-		native.PutUint32(slot[sendUDRemoteQPN:], wr.UD.RemoteQPN)
-		native.PutUint32(slot[sendUDRemoteQKey:], wr.UD.RemoteQKey)
-		native.PutUint32(slot[sendUDAHNum:], wr.UD.AHNum)
+		native.PutUint32(h[sendUDRemoteQPN:], wr.UD.RemoteQPN)
+		native.PutUint32(h[sendUDRemoteQKey:], wr.UD.RemoteQKey)
+		native.PutUint32(h[sendUDAHNum:], wr.UD.AHNum)
 	}
-	native.PutUint64(slot[sendIOVA:], iova)
+	native.PutUint64(h[sendIOVA:], iova)
 
 	var length uint32
 	payload := slot[SendWQEHeaderSize:]
@@ -264,18 +266,14 @@ func EncodeSend(slot []byte, wr *SendWQE) {
 		// The list is read into a local first: the stores into slot
 		// could alias *wr for all the compiler knows.
 		sges := wr.SGEs
-		for i, g := range sges {
-			s := payload[i*SGESize : (i+1)*SGESize]
-			native.PutUint64(s[sgeAddr:], g.Addr)
-			native.PutUint32(s[sgeLength:], g.Length)
-			native.PutUint32(s[sgeLKey:], g.LKey)
-			length += g.Length
+		for i := range sges {
+			putSGE((*[SGESize]byte)(payload[i*SGESize:]), sges[i])
+			length += sges[i].Length
 		}
 	}
-	dma := slot[sendDMA:SendWQEHeaderSize]
-	native.PutUint32(dma[dmaLength:], length)
-	native.PutUint32(dma[dmaResid:], length)
-	native.PutUint32(dma[dmaNumSGE:], uint32(len(wr.SGEs)))
+	native.PutUint32(h[sendDMA+dmaLength:], length)
+	native.PutUint32(h[sendDMA+dmaResid:], length)
+	native.PutUint32(h[sendDMA+dmaNumSGE:], uint32(len(wr.SGEs)))
 	// cur_sge, sge_offset, state and status stay 0 from the clear.
 }
 
