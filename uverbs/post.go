@@ -288,8 +288,10 @@ func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMR
 		}
 		// Checked on the request's own fields: each request is converted
 		// once, below, where it is written.
-		if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, wr.udAddr(), &qp.lim); err != nil {
-			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
+		if ud := wr.udAddr(); !rxe.PlainSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), len(wr.SGEs), ud, &qp.lim) {
+			if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, ud, &qp.lim); err != nil {
+				return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
+			}
 		}
 		if checkMRs && wr.Flags&SendInline != 0 {
 			if j := qp.badInlineSGE(list, wr.SGEs); j >= 0 {

@@ -191,3 +191,59 @@ func TestCQForgetsTheLastQP(t *testing.T) {
 		t.Fatalf("poll of an unregistered QP's completion: %d %v, want ErrPoll", n, err)
 	}
 }
+
+// TestPlainSend checks that every request SQ.plain lets past (with an
+// opcode the QP type allows, which Post checks first), Validate accepts,
+// over every opcode, flag set, SGE count and length and address vector,
+// and that the common requests are plain.
+func TestPlainSend(t *testing.T) {
+	plain := 0
+	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
+		for _, maxInline := range []int{-inlSegHdr, 0, 64} {
+			for _, atomics := range []bool{false, true} {
+				q := &SQ{cfg: SQConfig{QPType: typ, MaxSGE: 2, MaxInline: maxInline, Atomics: atomics}}
+				for op := SendOpcode(0); int(op) <= len(deviceOpcode); op++ {
+					if !opcodeAllowed(typ, op) {
+						continue
+					}
+					for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
+						for nsge := 0; nsge <= 3; nsge++ {
+							for _, length := range []uint32{0, 64, 65, 1<<32 - 1} {
+								for _, av := range []*AddressVector{nil, {}} {
+									wr := SendWR{Opcode: op, Flags: flags, SGEs: make([]SGE, nsge), AV: av}
+									for i := range wr.SGEs {
+										wr.SGEs[i] = SGE{Addr: 0x1000, Length: length, LKey: 7}
+									}
+									if !q.plain(&wr) {
+										continue
+									}
+									plain++
+									if err := q.Validate(&wr); err != nil {
+										t.Errorf("%+v: plain passed %+v, which Validate refuses: %v", q.cfg, wr, err)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	rc := &SQ{cfg: SQConfig{QPType: QPTypeRC, MaxSGE: 1, MaxInline: 64}}
+	ud := &SQ{cfg: SQConfig{QPType: QPTypeUD, MaxSGE: 1, MaxInline: 64}}
+	one := []SGE{{Addr: 0x1000, Length: 64, LKey: 7}}
+	for _, c := range []struct {
+		q  *SQ
+		wr SendWR
+	}{
+		{rc, SendWR{Opcode: OpRDMAWrite, Flags: SendSignaled, SGEs: one}},
+		{rc, SendWR{Opcode: OpRDMARead, Flags: SendSignaled | SendFence, SGEs: one}},
+		{rc, SendWR{Opcode: OpSend, Flags: SendSignaled | SendInline, SGEs: one}},
+		{ud, SendWR{Opcode: OpSend, Flags: SendSignaled, SGEs: one, AV: &AddressVector{}}},
+	} {
+		if !c.q.plain(&c.wr) {
+			t.Errorf("%+v on a %v QP is not plain", c.wr, c.q.cfg.QPType)
+		}
+	}
+	t.Logf("%d plain requests checked", plain)
+}

@@ -145,6 +145,23 @@ func ValidateSend(wr *SendWQE, lim *SendLimits) error {
 	return CheckSend(wr.Opcode, wr.Flags, wr.SGEs, wr.RemoteAddr, wr.UD, lim)
 }
 
+// PlainSend reports whether CheckSend accepts a request without looking
+// further: a WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM or READ on an RC
+// QP with no UD address, or a SEND or SEND_WITH_IMM on a UD QP with an AH;
+// no flag but fence, signaled and solicited; at most one SGE (one length
+// cannot overflow) within max_send_sge. It is small enough to be inlined,
+// so the common request skips the call; every other request (inline and
+// UC ones too) goes to CheckSend.
+func PlainSend(op SendOpcode, flags SendFlags, nsge int, ud UDAddr, lim *SendLimits) bool {
+	if flags&^(SendFence|SendSignaled|SendSolicited) != 0 || nsge > 1 || nsge > lim.MaxSGE || op > OpRDMARead {
+		return false
+	}
+	if lim.QPType == QPTypeUD {
+		return (op == OpSend || op == OpSendWithImm) && ud.AHNum != 0
+	}
+	return lim.QPType == QPTypeRC && ud == UDAddr{}
+}
+
 // CheckSend is ValidateSend on the fields it reads, so that a caller whose
 // work requests are in another form validates them without building a
 // SendWQE first.

@@ -301,3 +301,54 @@ func TestNewSQLimits(t *testing.T) {
 		t.Fatal("SQ accepted 33 SGEs")
 	}
 }
+
+// TestPlainSend checks that every request PlainSend lets past, CheckSend
+// accepts, over every opcode, flag set, SGE count and kind of UD address
+// (with the largest SGE lengths, which PlainSend does not read), and that
+// the common requests are plain.
+func TestPlainSend(t *testing.T) {
+	plain := 0
+	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
+		for maxSGE := 0; maxSGE <= 2; maxSGE++ {
+			lim := &SendLimits{QPType: typ, MaxSGE: maxSGE, MaxInline: 64}
+			for op := SendOpcode(0); op <= OpAtomicWrite+1; op++ {
+				for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
+					for nsge := 0; nsge <= 2; nsge++ {
+						sges := make([]SGE, nsge)
+						for i := range sges {
+							sges[i] = SGE{Addr: 0x1000, Length: 1<<32 - 1, LKey: 7}
+						}
+						for _, ud := range []UDAddr{{}, {RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, {RemoteQPN: 5}} {
+							if !PlainSend(op, flags, nsge, ud, lim) {
+								continue
+							}
+							plain++
+							if err := CheckSend(op, flags, sges, 0x1001, ud, lim); err != nil {
+								t.Errorf("%v QP (max_send_sge %d): PlainSend passed opcode %d, flags %#x, %d SGEs, %+v, which CheckSend refuses: %v",
+									typ, maxSGE, op, flags, nsge, ud, err)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	rc := &SendLimits{QPType: QPTypeRC, MaxSGE: 1, MaxInline: 64}
+	ud := &SendLimits{QPType: QPTypeUD, MaxSGE: 1, MaxInline: 64}
+	for _, c := range []struct {
+		op    SendOpcode
+		flags SendFlags
+		ud    UDAddr
+		lim   *SendLimits
+	}{
+		{OpRDMAWrite, SendSignaled, UDAddr{}, rc},
+		{OpRDMARead, SendSignaled | SendFence, UDAddr{}, rc},
+		{OpSendWithImm, SendSolicited, UDAddr{}, rc},
+		{OpSend, SendSignaled, UDAddr{RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, ud},
+	} {
+		if !PlainSend(c.op, c.flags, 1, c.ud, c.lim) {
+			t.Errorf("opcode %d, flags %#x on a %v QP is not plain", c.op, c.flags, c.lim.QPType)
+		}
+	}
+	t.Logf("%d plain requests checked", plain)
+}
