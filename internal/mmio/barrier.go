@@ -98,3 +98,10 @@ func storeForDevice32(p *uint32, v uint32)
 //
 //go:noescape
 func writeBlocks64WC(dst, src *uint64, n int)
+
+// storeForDevice32WC is storeForDevice32(p, v), WCStart, n (0 or more)
+// writeBlock64s of consecutive blocks or, with n 0, one 8-byte store of
+// *src to *dst, and FlushWrites, in one call.
+//
+//go:noescape
+func storeForDevice32WC(p *uint32, v uint32, dst, src *uint64, n int)

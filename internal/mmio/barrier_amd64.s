@@ -125,3 +125,28 @@ block:
 	JNZ block
 	SFENCE
 	RET
+
+// storeForDevice32WC: storeForDevice32, mmio_wc_start, n blocks of eight
+// 8-byte stores or, with n 0, one 8-byte store, mmio_flush_writes.
+TEXT ·storeForDevice32WC(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ p+0(FP), AX
+	MOVL v+8(FP), BX
+	MOVL BX, (AX)
+	MOVQ dst+16(FP), DI
+	MOVQ src+24(FP), SI
+	MOVQ n+32(FP), CX
+	SFENCE
+	TESTQ CX, CX
+	JNZ block
+	MOVQ 0(SI), AX
+	MOVQ AX, 0(DI)
+	SFENCE
+	RET
+block:
+	COPY64
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ block
+	SFENCE
+	RET

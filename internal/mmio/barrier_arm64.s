@@ -123,3 +123,30 @@ block:
 	BNE block
 	DSB $0xe // DSB ST
 	RET
+
+// storeForDevice32WC: storeForDevice32, mmio_wc_start (DSB ST), n blocks
+// of four pair stores or, with n 0, one 8-byte store, mmio_flush_writes
+// (DSB ST).
+TEXT ·storeForDevice32WC(SB), NOSPLIT|NOFRAME, $0-40
+	MOVD p+0(FP), R0
+	MOVWU v+8(FP), R1
+	DMB $0x2 // DMB OSHST
+	STLRW R1, (R0)
+	MOVD dst+16(FP), R0
+	MOVD src+24(FP), R1
+	MOVD n+32(FP), R10
+	DSB $0xe // DSB ST
+	CBNZ R10, block
+	MOVD (R1), R2
+	MOVD R2, (R0)
+	DSB $0xe // DSB ST
+	RET
+block:
+	LOAD64
+	STORE64
+	ADD $64, R1, R1
+	ADD $64, R0, R0
+	SUBS $1, R10, R10
+	BNE block
+	DSB $0xe // DSB ST
+	RET

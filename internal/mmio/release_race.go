@@ -2,7 +2,10 @@
 
 package mmio
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Under the race detector the stores stay sync/atomic ones, which it
 // understands as synchronisation; the assembly stores of release.go would
@@ -28,4 +31,19 @@ func StoreRelease32SeqEnd32(p *atomic.Uint32, v uint32, seq *atomic.Uint32) uint
 func StoreForDevice32(p *atomic.Uint32, v uint32) {
 	ToDeviceBarrier()
 	p.Store(v)
+}
+
+func StoreForDevice32WC(p *atomic.Uint32, v uint32, dst []byte, off int, src []byte, n int) {
+	if !wcOK(dst, off, src, n) {
+		badBlock64(off, len(dst), len(src))
+	}
+	d, s := (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src)))
+	StoreForDevice32(p, v)
+	if n == 0 {
+		WCStart()
+		Write64(d, *s)
+		FlushWrites()
+		return
+	}
+	writeBlocks64WC(d, s, n)
 }

@@ -88,6 +88,15 @@ func WriteBlocks64WC(dst []byte, off int, src []byte, n int) {
 	writeBlocks64WC((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))), n)
 }
 
+// wcOK reports whether StoreForDevice32WC's n blocks (n 0 or more) or,
+// with n 0, its one 8-byte word fit dst[off:] and src, 8-byte aligned in
+// dst; it is inlined.
+func wcOK(dst []byte, off int, src []byte, n int) bool {
+	need := max(64*n, 8)
+	return n >= 0 && n <= len(dst)/64 && off >= 0 && off <= len(dst)-need && len(src) >= need &&
+		(uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 == 0
+}
+
 // blocksOK reports whether n blocks of 64 bytes (n at least 1) from src
 // fit dst[off:], 8-byte aligned; it is inlined, and the panic is built
 // apart (badBlock64).
@@ -116,6 +125,14 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // StoreRelease32, in one call: a doorbell record, which a DMA device reads
 // and which must not reach it before the descriptors it counts
 // (rdma-core: udma_to_device_barrier, then the record's store).
+
+// StoreForDevice32WC (release.go, release_race.go) is StoreForDevice32(p,
+// v), then WCStart, n 64-byte blocks from src to dst[off:] as
+// WriteBlocks64WC writes them or, with n 0, the 8-byte word at src with
+// one store (Write64), and FlushWrites, in one call: a doorbell record and
+// then a write-combining doorbell, an mlx5 send's doorbell (rdma-core
+// mlx5 post_send_db). It panics as WriteBlocks64WC does, or with n 0 if
+// the word is not inside dst and src or not 8-byte aligned in dst.
 
 // StoreRelease32 (release.go, release_race.go) stores v to *p with release
 // ordering: every earlier write to the shared region is visible to the other

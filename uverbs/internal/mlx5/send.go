@@ -442,26 +442,26 @@ func (q *SQ) putInline(seg int, sges []SGE) int {
 func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
 	// Big-endian in memory; qp.c stores it plainly after the barrier, so a
 	// release store (a MOV on amd64) rather than sync/atomic's XCHG.
-	mmio.StoreForDevice32(q.db, bits.ReverseBytes32(q.curPost&0xffff))
+	db := bits.ReverseBytes32(q.curPost & 0xffff)
 	bf := q.bf
 	// qp.c post_send_db: mmio_wc_spinlock, or mmio_wc_start alone, then
 	// the copy, then mmio_flush_writes before the lock is given up (the
-	// next holder's block must not merge with this one).
+	// next holder's block must not merge with this one). The lock is
+	// taken before the record's store here, so that the record and the
+	// burst can be one call; the record is the QP's own.
 	if bf.Lock != nil {
 		bf.Lock.Lock()
 	}
+	n := 0 // 64-byte BlueFlame blocks; none rings with the control segment's first 8 bytes
 	if !bf.Disabled && nreq == 1 && bf.Dedicated && (inline || bf.PreferBF) && size > 1 && size <= bf.BufSize/16 {
-		n := (size*16 + SendWQEBB - 1) / SendWQEBB
-		if ctrl+n*SendWQEBB <= len(q.ring) { // the WQE does not wrap: fences and copy in one call
-			mmio.WriteBlocks64WC(bf.Reg, bf.offset, q.ring[ctrl:], n)
-		} else {
-			mmio.WCStart()
-			q.blueFlameCopy(ctrl, n*SendWQEBB)
-			mmio.FlushWrites()
-		}
+		n = (size*16 + SendWQEBB - 1) / SendWQEBB
+	}
+	if ctrl+n*SendWQEBB <= len(q.ring) { // the WQE does not wrap: record, fences and copy in one call
+		mmio.StoreForDevice32WC(q.db, db, bf.Reg, bf.offset, q.ring[ctrl:], n)
 	} else {
+		mmio.StoreForDevice32(q.db, db)
 		mmio.WCStart()
-		mmio.Write64(mmio.Ptr64(bf.Reg, bf.offset), ne.Uint64(q.ring[ctrl:]))
+		q.blueFlameCopy(ctrl, n*SendWQEBB)
 		mmio.FlushWrites()
 	}
 	bf.offset ^= bf.BufSize
