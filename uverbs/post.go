@@ -288,7 +288,10 @@ func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMR
 		}
 		// Checked on the request's own fields: each request is converted
 		// once, below, where it is written.
-		if ud := wr.udAddr(); !rxe.PlainSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), len(wr.SGEs), ud, &qp.lim) {
+		ud := wr.udAddr()
+		plain := rxe.PlainSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags&^SendInline), len(wr.SGEs), ud, &qp.lim) &&
+			(wr.Flags&SendInline == 0 || rxe.PlainInline(rxe.SendOpcode(wr.Op), rxeSGEs(wr.SGEs), &qp.lim))
+		if !plain {
 			if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, ud, &qp.lim); err != nil {
 				return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 			}

@@ -149,9 +149,10 @@ func ValidateSend(wr *SendWQE, lim *SendLimits) error {
 // further: a WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM or READ on an RC
 // QP with no UD address, or a SEND or SEND_WITH_IMM on a UD QP with an AH;
 // no flag but fence, signaled and solicited; at most one SGE (one length
-// cannot overflow) within max_send_sge. It is small enough to be inlined,
-// so the common request skips the call; every other request (inline and
-// UC ones too) goes to CheckSend.
+// cannot overflow) within max_send_sge. For an inline request, ask it with
+// SendInline left out of flags, and PlainInline too. Both are small
+// enough to be inlined, so the common request skips the call; every other
+// request (UC ones too) goes to CheckSend.
 func PlainSend(op SendOpcode, flags SendFlags, nsge int, ud UDAddr, lim *SendLimits) bool {
 	if flags&^(SendFence|SendSignaled|SendSolicited) != 0 || nsge > 1 || nsge > lim.MaxSGE || op > OpRDMARead {
 		return false
@@ -160,6 +161,13 @@ func PlainSend(op SendOpcode, flags SendFlags, nsge int, ud UDAddr, lim *SendLim
 		return (op == OpSend || op == OpSendWithImm) && ud.AHNum != 0
 	}
 	return lim.QPType == QPTypeRC && ud == UDAddr{}
+}
+
+// PlainInline reports whether CheckSend's inline checks pass for a
+// request PlainSend passed with SendInline left out of its flags: not a
+// READ, and the one SGE's bytes, if any, within max_inline_data.
+func PlainInline(op SendOpcode, sges []SGE, lim *SendLimits) bool {
+	return op != OpRDMARead && (len(sges) == 0 || int64(sges[0].Length) <= int64(lim.MaxInline))
 }
 
 // CheckSend is ValidateSend on the fields it reads, so that a caller whose

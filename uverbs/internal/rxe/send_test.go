@@ -302,10 +302,10 @@ func TestNewSQLimits(t *testing.T) {
 	}
 }
 
-// TestPlainSend checks that every request PlainSend lets past, CheckSend
-// accepts, over every opcode, flag set, SGE count and kind of UD address
-// (with the largest SGE lengths, which PlainSend does not read), and that
-// the common requests are plain.
+// TestPlainSend checks that every request PlainSend lets past (its flags
+// without SendInline, and with SendInline PlainInline too, as PostSend asks
+// them), CheckSend accepts, over every opcode, flag set, SGE count and
+// length and kind of UD address, and that the common requests are plain.
 func TestPlainSend(t *testing.T) {
 	plain := 0
 	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
@@ -314,18 +314,20 @@ func TestPlainSend(t *testing.T) {
 			for op := SendOpcode(0); op <= OpAtomicWrite+1; op++ {
 				for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
 					for nsge := 0; nsge <= 2; nsge++ {
-						sges := make([]SGE, nsge)
-						for i := range sges {
-							sges[i] = SGE{Addr: 0x1000, Length: 1<<32 - 1, LKey: 7}
-						}
-						for _, ud := range []UDAddr{{}, {RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, {RemoteQPN: 5}} {
-							if !PlainSend(op, flags, nsge, ud, lim) {
-								continue
+						for _, length := range []uint32{0, 64, 65, 1<<32 - 1} {
+							sges := make([]SGE, nsge)
+							for i := range sges {
+								sges[i] = SGE{Addr: 0x1000, Length: length, LKey: 7}
 							}
-							plain++
-							if err := CheckSend(op, flags, sges, 0x1001, ud, lim); err != nil {
-								t.Errorf("%v QP (max_send_sge %d): PlainSend passed opcode %d, flags %#x, %d SGEs, %+v, which CheckSend refuses: %v",
-									typ, maxSGE, op, flags, nsge, ud, err)
+							for _, ud := range []UDAddr{{}, {RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, {RemoteQPN: 5}} {
+								if !PlainSend(op, flags&^SendInline, nsge, ud, lim) || flags&SendInline != 0 && !PlainInline(op, sges, lim) {
+									continue
+								}
+								plain++
+								if err := CheckSend(op, flags, sges, 0x1001, ud, lim); err != nil {
+									t.Errorf("%v QP (max_send_sge %d): PlainSend passed opcode %d, flags %#x, %d SGEs of %d bytes, %+v, which CheckSend refuses: %v",
+										typ, maxSGE, op, flags, nsge, length, ud, err)
+								}
 							}
 						}
 					}
@@ -344,9 +346,10 @@ func TestPlainSend(t *testing.T) {
 		{OpRDMAWrite, SendSignaled, UDAddr{}, rc},
 		{OpRDMARead, SendSignaled | SendFence, UDAddr{}, rc},
 		{OpSendWithImm, SendSolicited, UDAddr{}, rc},
+		{OpSend, SendSignaled | SendInline, UDAddr{}, rc},
 		{OpSend, SendSignaled, UDAddr{RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, ud},
 	} {
-		if !PlainSend(c.op, c.flags, 1, c.ud, c.lim) {
+		if !PlainSend(c.op, c.flags&^SendInline, 1, c.ud, c.lim) || c.flags&SendInline != 0 && !PlainInline(c.op, []SGE{{Length: 64}}, c.lim) {
 			t.Errorf("opcode %d, flags %#x on a %v QP is not plain", c.op, c.flags, c.lim.QPType)
 		}
 	}
