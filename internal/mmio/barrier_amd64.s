@@ -110,31 +110,11 @@ TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVL BX, (AX)
 	RET
 
-// writeBlocks64WC: mmio_wc_start, n blocks of eight 8-byte stores,
-// mmio_flush_writes. n is at least 1.
-TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	SFENCE
-block:
-	COPY64
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ CX
-	JNZ block
-	SFENCE
-	RET
-
-// storeForDevice32WC: storeForDevice32, mmio_wc_start, n blocks of eight
-// 8-byte stores or, with n 0, one 8-byte store, mmio_flush_writes.
-TEXT ·storeForDevice32WC(SB), NOSPLIT|NOFRAME, $0-40
-	MOVQ p+0(FP), AX
-	MOVL v+8(FP), BX
-	MOVL BX, (AX)
-	MOVQ dst+16(FP), DI
-	MOVQ src+24(FP), SI
-	MOVQ n+32(FP), CX
+// wcBurst: mmio_wc_start, CX blocks of eight 8-byte stores from (SI) to
+// (DI) or, with CX 0, one 8-byte store, then mmio_flush_writes. The two
+// functions below jump to it with those registers set; it returns to their
+// caller.
+TEXT wcBurst<>(SB), NOSPLIT|NOFRAME, $0-0
 	SFENCE
 	TESTQ CX, CX
 	JNZ block
@@ -150,3 +130,22 @@ block:
 	JNZ block
 	SFENCE
 	RET
+
+// writeBlocks64WC: mmio_wc_start, n blocks of eight 8-byte stores,
+// mmio_flush_writes. n is at least 1.
+TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	JMP wcBurst<>(SB)
+
+// storeForDevice32WC: storeForDevice32, then the burst of writeBlocks64WC
+// or, with n 0, one 8-byte store between the same fences.
+TEXT ·storeForDevice32WC(SB), NOSPLIT|NOFRAME, $0-40
+	MOVQ p+0(FP), AX
+	MOVL v+8(FP), BX
+	MOVL BX, (AX)
+	MOVQ dst+16(FP), DI
+	MOVQ src+24(FP), SI
+	MOVQ n+32(FP), CX
+	JMP wcBurst<>(SB)

@@ -107,34 +107,11 @@ TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12
 	STLRW R1, (R0)
 	RET
 
-// writeBlocks64WC: mmio_wc_start (DSB ST), n blocks of four pair
-// stores, mmio_flush_writes (DSB ST). n is at least 1.
-TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
-	MOVD dst+0(FP), R0
-	MOVD src+8(FP), R1
-	MOVD n+16(FP), R10
-	DSB $0xe // DSB ST
-block:
-	LOAD64
-	STORE64
-	ADD $64, R1, R1
-	ADD $64, R0, R0
-	SUBS $1, R10, R10
-	BNE block
-	DSB $0xe // DSB ST
-	RET
-
-// storeForDevice32WC: storeForDevice32, mmio_wc_start (DSB ST), n blocks
-// of four pair stores or, with n 0, one 8-byte store, mmio_flush_writes
-// (DSB ST).
-TEXT ·storeForDevice32WC(SB), NOSPLIT|NOFRAME, $0-40
-	MOVD p+0(FP), R0
-	MOVWU v+8(FP), R1
-	DMB $0x2 // DMB OSHST
-	STLRW R1, (R0)
-	MOVD dst+16(FP), R0
-	MOVD src+24(FP), R1
-	MOVD n+32(FP), R10
+// wcBurst: mmio_wc_start (DSB ST), R10 blocks of four pair stores from
+// (R1) to (R0) or, with R10 0, one 8-byte store, then mmio_flush_writes
+// (DSB ST). The two functions below jump to it with those registers set;
+// it returns to their caller (LR is theirs).
+TEXT wcBurst<>(SB), NOSPLIT|NOFRAME, $0-0
 	DSB $0xe // DSB ST
 	CBNZ R10, block
 	MOVD (R1), R2
@@ -150,3 +127,23 @@ block:
 	BNE block
 	DSB $0xe // DSB ST
 	RET
+
+// writeBlocks64WC: mmio_wc_start (DSB ST), n blocks of four pair
+// stores, mmio_flush_writes (DSB ST). n is at least 1.
+TEXT ·writeBlocks64WC(SB), NOSPLIT|NOFRAME, $0-24
+	MOVD dst+0(FP), R0
+	MOVD src+8(FP), R1
+	MOVD n+16(FP), R10
+	JMP wcBurst<>(SB)
+
+// storeForDevice32WC: storeForDevice32, then the burst of writeBlocks64WC
+// or, with n 0, one 8-byte store between the same fences.
+TEXT ·storeForDevice32WC(SB), NOSPLIT|NOFRAME, $0-40
+	MOVD p+0(FP), R0
+	MOVWU v+8(FP), R1
+	DMB $0x2 // DMB OSHST
+	STLRW R1, (R0)
+	MOVD dst+16(FP), R0
+	MOVD src+24(FP), R1
+	MOVD n+32(FP), R10
+	JMP wcBurst<>(SB)
