@@ -44,8 +44,8 @@
 //	                                                                 SFENCE  DSB ST  mmio_flush_writes
 //	doorbell record (mlx5)                  StoreForDevice32         MOVL    DMB OSHST  udma_to_device_barrier,
 //	                                                                         STLRW   then a plain store
-//	a send's record and doorbell (mlx5)     StoreForDevice32WC       the two rows above, then the BlueFlame blocks
-//	                                                                 or one 8-byte MOVQ/STR X between the fences
+//	a send's record and doorbell (mlx5)     StoreForDevice32WC       the doorbell record's row, then the BlueFlame
+//	                                                                 row above, or one 8-byte MOVQ/STR X between its fences
 //	before a doorbell record or register    ToDeviceBarrier          none    DMB OSHST  udma_to_device_barrier
 //	after reading a device-written CQE      FromDeviceBarrier        LFENCE  DMB OSHLD  udma_from_device_barrier
 //	after a write-combining doorbell copy   FlushWrites              SFENCE  DSB ST  mmio_flush_writes

@@ -410,6 +410,7 @@ func TestStoreForDevice32WC(t *testing.T) {
 		off, n   int
 	}{
 		{"negative count", dst, src, 0, -1},
+		{"count whose 64n overflows", dst, src, 0, 1 << 58},
 		{"dst too short for the word", dst[:2055], src, 2048, 0},
 		{"src too short for the word", dst, src[:7], 0, 0},
 		{"misaligned word", dst, src, 4, 0},

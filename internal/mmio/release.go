@@ -29,7 +29,7 @@ func StoreForDevice32(p *atomic.Uint32, v uint32) {
 
 func StoreForDevice32WC(p *atomic.Uint32, v uint32, dst []byte, off int, src []byte, n int) {
 	if !wcOK(dst, off, src, n) {
-		badBlock64(off, len(dst), len(src))
+		badWC(off, len(dst), len(src), n)
 	}
 	d, s := (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src)))
 	storeForDevice32WC((*uint32)(unsafe.Pointer(p)), v, d, s, n)

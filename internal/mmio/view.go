@@ -106,6 +106,11 @@ func blocksOK(dst []byte, off int, src []byte, n int) bool {
 }
 
 //go:noinline
+func badWC(off, n, src, blocks int) {
+	panic(fmt.Sprintf("mmio: %d 64-byte blocks (0: one 8-byte word) at offset %d of %d bytes, from %d bytes: they must lie inside both, 8-byte aligned", blocks, off, n, src))
+}
+
+//go:noinline
 func badBlock64(off, n, src int) {
 	panic(fmt.Sprintf("mmio: 64-byte blocks at offset %d of %d bytes, from %d bytes: they must lie inside both, 8-byte aligned", off, n, src))
 }

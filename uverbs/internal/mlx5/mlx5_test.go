@@ -199,28 +199,27 @@ func TestCQForgetsTheLastQP(t *testing.T) {
 func TestPlainSend(t *testing.T) {
 	plain := 0
 	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
-		for _, maxInline := range []int{-inlSegHdr, 0, 64} {
-			for _, atomics := range []bool{false, true} {
-				q := &SQ{cfg: SQConfig{QPType: typ, MaxSGE: 2, MaxInline: maxInline, Atomics: atomics}}
-				for op := SendOpcode(0); int(op) <= len(deviceOpcode); op++ {
-					if !opcodeAllowed(typ, op) {
-						continue
-					}
-					for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
-						for nsge := 0; nsge <= 3; nsge++ {
-							for _, length := range []uint32{0, 64, 65, 1<<32 - 1} {
-								for _, av := range []*AddressVector{nil, {}} {
-									wr := SendWR{Opcode: op, Flags: flags, SGEs: make([]SGE, nsge), AV: av}
-									for i := range wr.SGEs {
-										wr.SGEs[i] = SGE{Addr: 0x1000, Length: length, LKey: 7}
-									}
-									if !q.plain(&wr) {
-										continue
-									}
-									plain++
-									if err := q.Validate(&wr); err != nil {
-										t.Errorf("%+v: plain passed %+v, which Validate refuses: %v", q.cfg, wr, err)
-									}
+		for cfgs := range 3 * 3 * 2 {
+			maxSGE, maxInline, atomics := cfgs%3, []int{-inlSegHdr, 0, 64}[cfgs/3%3], cfgs >= 9
+			q := &SQ{cfg: SQConfig{QPType: typ, MaxSGE: maxSGE, MaxInline: maxInline, Atomics: atomics}}
+			for op := SendOpcode(0); int(op) <= len(deviceOpcode); op++ {
+				if !opcodeAllowed(typ, op) {
+					continue
+				}
+				for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
+					for nsge := 0; nsge <= 3; nsge++ {
+						for _, length := range []uint32{0, 64, 65, 1<<32 - 1} {
+							for _, av := range []*AddressVector{nil, {}} {
+								wr := SendWR{Opcode: op, Flags: flags, SGEs: make([]SGE, nsge), AV: av}
+								for i := range wr.SGEs {
+									wr.SGEs[i] = SGE{Addr: 0x1000, Length: length, LKey: 7}
+								}
+								if !q.plain(&wr) {
+									continue
+								}
+								plain++
+								if err := q.Validate(&wr); err != nil {
+									t.Errorf("%+v: plain passed %+v, which Validate refuses: %v", q.cfg, wr, err)
 								}
 							}
 						}
@@ -246,4 +245,76 @@ func TestPlainSend(t *testing.T) {
 		}
 	}
 	t.Logf("%d plain requests checked", plain)
+}
+
+// TestNewRQRefusesHugeMaxSGE: a max_gs whose segments would not fit an
+// entry is refused, even where max_gs*16 overflows (RQ.Post writes through
+// pointers and trusts the check).
+func TestNewRQRefusesHugeMaxSGE(t *testing.T) {
+	ring, dbrec := make([]byte, 64), make([]byte, 8)
+	for _, maxSGE := range []int{5, 1 << 59, 1<<59 + 1, 1 << 60, 1<<63 - 1} {
+		if _, err := NewRQ(ring, dbrec, RQConfig{WQECount: 1, WQEShift: 6, MaxPost: 1, MaxSGE: maxSGE}); err == nil {
+			t.Errorf("NewRQ accepted max_gs %d for 64-byte entries", maxSGE)
+		}
+		if _, err := NewSRQ(make([]byte, 128), dbrec[:4], SRQConfig{WQECount: 2, WQEShift: 6, MaxSGE: maxSGE, Tail: 1}); err == nil {
+			t.Errorf("NewSRQ accepted max_gs %d for 64-byte entries", maxSGE)
+		}
+	}
+	if _, err := NewRQ(ring, dbrec, RQConfig{WQECount: 1, WQEShift: 6, MaxPost: 1, MaxSGE: 4}); err != nil {
+		t.Errorf("NewRQ refused max_gs 4 for 64-byte entries: %v", err)
+	}
+	if _, err := NewSRQ(make([]byte, 128), dbrec[:4], SRQConfig{WQECount: 2, WQEShift: 6, MaxSGE: 3, Tail: 1}); err != nil {
+		t.Errorf("NewSRQ refused max_gs 3 for 64-byte entries: %v", err)
+	}
+}
+
+// lockCounter is a sync.Locker that counts, and checks pairing.
+type lockCounter struct {
+	t              *testing.T
+	locks, unlocks int
+}
+
+func (l *lockCounter) Lock() {
+	if l.locks != l.unlocks {
+		l.t.Error("BlueFlame lock taken twice")
+	}
+	l.locks++
+}
+
+func (l *lockCounter) Unlock() {
+	l.unlocks++
+	if l.locks != l.unlocks {
+		l.t.Error("BlueFlame lock released while not held")
+	}
+}
+
+// TestSharedBlueFlame rings the doorbell through a shared register (the
+// context's bfreg, with its lock): the lock is held once around each
+// doorbell, the record counts the WQEBBs, and the doorbell is the control
+// segment's first 8 bytes in the register's current half, which flips.
+func TestSharedBlueFlame(t *testing.T) {
+	q := newTestQP(t, QPTypeRC)
+	l := &lockCounter{t: t}
+	q.sq.bf.Dedicated, q.sq.bf.Lock = false, l
+	for i := range 3 {
+		half := q.sq.bf.offset
+		if _, err := q.sq.Post([]SendWR{{ID: uint64(i), Opcode: OpRDMAWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 64, LKey: 7}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if l.locks != i+1 || l.unlocks != i+1 {
+			t.Fatalf("post %d: lock taken %d and released %d times", i, l.locks, l.unlocks)
+		}
+		if got, want := be.Uint32(q.dbrec[4*sndDBR:]), q.sq.curPost&0xffff; got != want {
+			t.Errorf("post %d: send doorbell record %d, want %d", i, got, want)
+		}
+		ctrl := (int(q.sq.curPost) - 1) & (q.sq.cfg.WQECount - 1) * SendWQEBB
+		reg := q.sq.bf.Reg
+		if string(reg[half:half+8]) != string(q.sq.ring[ctrl:ctrl+8]) || reg[half+8] != 0 {
+			t.Errorf("post %d: the register's half at %d holds % x, want the control segment's first 8 bytes % x and nothing more", i, half, reg[half:half+9], q.sq.ring[ctrl:ctrl+8])
+		}
+		if q.sq.bf.offset != half^q.sq.bf.BufSize {
+			t.Errorf("post %d: the BlueFlame half did not flip", i)
+		}
+		q.sq.Retire()
+	}
 }

@@ -39,7 +39,7 @@ type RQ struct {
 func NewRQ(ring, dbrec []byte, cfg RQConfig) (*RQ, error) {
 	if cfg.WQECount <= 0 || cfg.WQECount&(cfg.WQECount-1) != 0 || cfg.WQEShift < 4 || cfg.WQEShift > 16 ||
 		len(ring) != cfg.WQECount<<cfg.WQEShift || cfg.MaxPost <= 0 || cfg.MaxPost > cfg.WQECount ||
-		cfg.MaxSGE < 1 || cfg.MaxSGE*dataSegSize > 1<<cfg.WQEShift {
+		cfg.MaxSGE < 1 || cfg.MaxSGE > (1<<cfg.WQEShift)/dataSegSize {
 		return nil, fmt.Errorf("mlx5: receive queue of %d bytes does not match %+v", len(ring), cfg)
 	}
 	if err := mmio.CheckView(dbrec, 0, 8); err != nil {
@@ -86,9 +86,10 @@ func (q *RQ) Post(wrs []RecvWR) (int, error) {
 	// The WQEs are written through pointers into the ring, without a
 	// bounds check per segment (which cost a third of a request here). The
 	// writes stay inside the ring: NewRQ checked len(ring) == WQECount <<
-	// WQEShift and MaxSGE segments fit in one entry; ind is masked to
-	// WQECount-1 (len(wrid)); at most maxSGE segments are written, even if
-	// the caller changed wrs since the check above.
+	// WQEShift and that MaxSGE segments fit in one entry (a division, so
+	// no product can overflow); ind is masked to WQECount-1 (len(wrid));
+	// and a list is cut to maxSGE segments here, which only a caller that
+	// changed wrs during the call (PostRecv's doc forbids it) would see.
 	ring, wrid := q.ring, q.wrid
 	mask := uint32(len(wrid) - 1)
 	shift := uint(q.cfg.WQEShift) & 31
@@ -167,7 +168,7 @@ type SRQ struct {
 // 4-byte doorbell record.
 func NewSRQ(ring, dbrec []byte, cfg SRQConfig) (*SRQ, error) {
 	if cfg.WQECount <= 1 || cfg.WQECount&(cfg.WQECount-1) != 0 || cfg.WQEShift < 5 || cfg.WQEShift > 16 ||
-		len(ring) != cfg.WQECount<<cfg.WQEShift || cfg.MaxSGE < 0 || srqNextSize+cfg.MaxSGE*dataSegSize > 1<<cfg.WQEShift ||
+		len(ring) != cfg.WQECount<<cfg.WQEShift || cfg.MaxSGE < 0 || cfg.MaxSGE > ((1<<cfg.WQEShift)-srqNextSize)/dataSegSize ||
 		cfg.Tail <= 0 || cfg.Tail >= cfg.WQECount {
 		return nil, fmt.Errorf("mlx5: shared receive queue of %d bytes does not match %+v", len(ring), cfg)
 	}

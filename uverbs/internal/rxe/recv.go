@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
 )
 
 // RecvWQE is a receive work request in Go form, the input of EncodeRecv.
@@ -57,11 +59,24 @@ func EncodeRecv(slot []byte, wr *RecvWQE) {
 	native.PutUint32(h[recvDMA+dmaNumSGE:], uint32(len(sges)))
 }
 
-// putSGE writes a struct rxe_sge, whose layout SGE has (TestLayout), as
-// one 16-byte copy.
+// putSGE writes a struct rxe_sge, whose layout SGE has (checked at compile
+// time below), as one 16-byte copy.
 func putSGE(d *[SGESize]byte, g SGE) {
 	*(*SGE)(unsafe.Pointer(d)) = g
 }
+
+// SGE has struct rxe_sge's size and offsets: a negative array length does
+// not compile.
+var (
+	_ [unsafe.Sizeof(SGE{}) - unsafe.Sizeof(abi.RxeSGE{})]byte
+	_ [unsafe.Sizeof(abi.RxeSGE{}) - unsafe.Sizeof(SGE{})]byte
+	_ [unsafe.Offsetof(SGE{}.Length) - unsafe.Offsetof(abi.RxeSGE{}.Length)]byte
+	_ [unsafe.Offsetof(abi.RxeSGE{}.Length) - unsafe.Offsetof(SGE{}.Length)]byte
+	_ [unsafe.Offsetof(SGE{}.LKey) - unsafe.Offsetof(abi.RxeSGE{}.LKey)]byte
+	_ [unsafe.Offsetof(abi.RxeSGE{}.LKey) - unsafe.Offsetof(SGE{}.LKey)]byte
+	_ [unsafe.Offsetof(SGE{}.Addr) - unsafe.Offsetof(abi.RxeSGE{}.Addr)]byte
+	_ [unsafe.Offsetof(abi.RxeSGE{}.Addr) - unsafe.Offsetof(SGE{}.Addr)]byte
+)
 
 // RQ is the user side of an rxe receive queue or SRQ. Receives need no
 // doorbell: the kernel's responder reads the ring when a packet arrives

@@ -309,8 +309,9 @@ func TestNewSQLimits(t *testing.T) {
 func TestPlainSend(t *testing.T) {
 	plain := 0
 	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
-		for maxSGE := 0; maxSGE <= 2; maxSGE++ {
-			lim := &SendLimits{QPType: typ, MaxSGE: maxSGE, MaxInline: 64}
+		for cfgs := range 3 * 2 {
+			maxSGE, maxInline := cfgs%3, 64*(cfgs/3)
+			lim := &SendLimits{QPType: typ, MaxSGE: maxSGE, MaxInline: maxInline}
 			for op := SendOpcode(0); op <= OpAtomicWrite+1; op++ {
 				for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
 					for nsge := 0; nsge <= 2; nsge++ {
@@ -325,8 +326,8 @@ func TestPlainSend(t *testing.T) {
 								}
 								plain++
 								if err := CheckSend(op, flags, sges, 0x1001, ud, lim); err != nil {
-									t.Errorf("%v QP (max_send_sge %d): PlainSend passed opcode %d, flags %#x, %d SGEs of %d bytes, %+v, which CheckSend refuses: %v",
-										typ, maxSGE, op, flags, nsge, length, ud, err)
+									t.Errorf("%v QP (max_send_sge %d, max_inline_data %d): PlainSend passed opcode %d, flags %#x, %d SGEs of %d bytes, %+v, which CheckSend refuses: %v",
+										typ, maxSGE, maxInline, op, flags, nsge, length, ud, err)
 								}
 							}
 						}
