@@ -95,8 +95,3 @@ const (
 	cqeOwnerMask     = 1
 	cqeInlineScatter = 0x4 | 0x8 // MLX5_INLINE_SCATTER_32 | _64
 )
-
-// ne reads bytes as the CPU's native (little-endian) word, for the 64-bit
-// MMIO stores that must put the same bytes on the bus in the same order.
-// Only amd64 and arm64 are built (internal/mmio); both are little-endian.
-var ne = binary.LittleEndian
