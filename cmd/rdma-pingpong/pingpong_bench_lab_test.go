@@ -17,7 +17,9 @@ import (
 // program (as a process of its own) against itself on the lab's rxe0, RC,
 // 2000 exchanges, polling and with completion events (-e), at 64 B and
 // 4 KiB. The C and Go runs alternate (C Go C Go ...), three rounds each; it
-// prints the medians of the client's usec/iter and their ratio. Under the
+// prints the medians of the client's usec/iter and of its CPU time per
+// exchange (user and system, start-up included, from the rusage of the
+// client's exit: no perf needed), and their ratios. Under the
 // lab's emulated CPUs only such same-guest ratios mean anything
 // (docs/testing.md §5). One call does the whole comparison, whatever b.N is.
 func BenchmarkVersusRdmaCore(b *testing.B) {
@@ -34,8 +36,8 @@ func BenchmarkVersusRdmaCore(b *testing.B) {
 	}
 	port := 19400
 	// usec runs one server and one client and returns the client's
-	// usec/iter.
-	usec := func(ours bool, size int, events bool) float64 {
+	// usec/iter and its CPU time per exchange in µs.
+	usec := func(ours bool, size int, events bool) (float64, float64) {
 		port++
 		args := []string{"-d", dev, "-g", gid, "-p", strconv.Itoa(port), "-s", strconv.Itoa(size), "-n", strconv.Itoa(iters)}
 		if events {
@@ -72,34 +74,39 @@ func BenchmarkVersusRdmaCore(b *testing.B) {
 		if o.iters != iters || o.usec <= 0 {
 			b.Fatalf("%v printed:\n%s", cli.Args, out)
 		}
-		return o.usec
+		cpu := cli.ProcessState.UserTime() + cli.ProcessState.SystemTime()
+		return o.usec, float64(cpu.Microseconds()) / iters
 	}
 
 	type row struct {
-		mode string
-		size int
-		c, g float64
+		mode       string
+		size       int
+		c, g       float64 // usec/iter
+		cCPU, gCPU float64 // the client's CPU µs per exchange
 	}
 	var rows []row
 	for _, events := range []bool{false, true} {
 		for _, size := range []int{64, 4096} {
-			var cs, gs []float64
+			var cs, gs, ccpu, gcpu []float64
 			for range rounds {
-				cs = append(cs, usec(false, size, events))
-				gs = append(gs, usec(true, size, events))
+				u, cpu := usec(false, size, events)
+				cs, ccpu = append(cs, u), append(ccpu, cpu)
+				u, cpu = usec(true, size, events)
+				gs, gcpu = append(gs, u), append(gcpu, cpu)
 			}
-			r := row{mode: "poll", size: size, c: median(cs), g: median(gs)}
+			r := row{mode: "poll", size: size, c: median(cs), g: median(gs), cCPU: median(ccpu), gCPU: median(gcpu)}
 			if events {
 				r.mode = "events"
 			}
 			rows = append(rows, r)
 			b.ReportMetric(r.g/r.c, fmt.Sprintf("%s-%dB-ratio", r.mode, size))
+			b.ReportMetric(r.gCPU/r.cCPU, fmt.Sprintf("%s-%dB-cpu-ratio", r.mode, size))
 		}
 	}
-	fmt.Printf("\nrdma-pingpong vs ibv_rc_pingpong, rc on %s, %d exchanges, median of %d interleaved rounds (client usec/iter)\n", dev, iters, rounds)
-	fmt.Printf("%-7s %6s %12s %12s %7s\n", "mode", "size", "C", "Go", "Go/C")
+	fmt.Printf("\nrdma-pingpong vs ibv_rc_pingpong, rc on %s, %d exchanges, median of %d interleaved rounds (client usec/iter; client CPU µs per exchange, start-up included)\n", dev, iters, rounds)
+	fmt.Printf("%-7s %6s %12s %12s %7s %9s %9s %7s\n", "mode", "size", "C", "Go", "Go/C", "C cpu", "Go cpu", "cpu G/C")
 	for _, r := range rows {
-		fmt.Printf("%-7s %6d %12.2f %12.2f %7.2f\n", r.mode, r.size, r.c, r.g, r.g/r.c)
+		fmt.Printf("%-7s %6d %12.2f %12.2f %7.2f %9.1f %9.1f %7.2f\n", r.mode, r.size, r.c, r.g, r.g/r.c, r.cCPU, r.gCPU, r.gCPU/r.cCPU)
 	}
 }
 
