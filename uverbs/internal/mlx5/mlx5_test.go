@@ -252,8 +252,10 @@ func TestPlainSend(t *testing.T) {
 // pointers and trusts the check).
 func TestNewRQRefusesHugeMaxSGE(t *testing.T) {
 	ring, dbrec := make([]byte, 64), make([]byte, 8)
-	for _, maxSGE := range []int{5, 1 << 59, 1<<59 + 1, 1 << 60, 1<<63 - 1} {
-		if _, err := NewRQ(ring, dbrec, RQConfig{WQECount: 1, WQEShift: 6, MaxPost: 1, MaxSGE: maxSGE}); err == nil {
+	for _, maxSGE := range []int{4, 5, 1 << 59, 1<<59 + 1, 1 << 60, 1<<63 - 1} {
+		// An RQ entry holds 4 segments, an SRQ entry 3 after its next
+		// segment.
+		if _, err := NewRQ(ring, dbrec, RQConfig{WQECount: 1, WQEShift: 6, MaxPost: 1, MaxSGE: maxSGE}); err == nil && maxSGE > 4 {
 			t.Errorf("NewRQ accepted max_gs %d for 64-byte entries", maxSGE)
 		}
 		if _, err := NewSRQ(make([]byte, 128), dbrec[:4], SRQConfig{WQECount: 2, WQEShift: 6, MaxSGE: maxSGE, Tail: 1}); err == nil {
@@ -289,16 +291,25 @@ func (l *lockCounter) Unlock() {
 }
 
 // TestSharedBlueFlame rings the doorbell through a shared register (the
-// context's bfreg, with its lock): the lock is held once around each
+// context's bfreg, with its lock), with inline sends and PreferBF, which
+// would use BlueFlame on a dedicated one: the lock is held once around each
 // doorbell, the record counts the WQEBBs, and the doorbell is the control
-// segment's first 8 bytes in the register's current half, which flips.
+// segment's first 8 bytes in the register's current half, which flips, and
+// nothing more of the WQE.
 func TestSharedBlueFlame(t *testing.T) {
 	q := newTestQP(t, QPTypeRC)
 	l := &lockCounter{t: t}
-	q.sq.bf.Dedicated, q.sq.bf.Lock = false, l
+	q.sq.bf.Dedicated, q.sq.bf.PreferBF, q.sq.bf.Lock = false, true, l
+	src := make([]byte, 64)
+	for i := range src {
+		src[i] = byte(i + 1)
+	}
+	zero := make([]byte, 56)
 	for i := range 3 {
 		half := q.sq.bf.offset
-		if _, err := q.sq.Post([]SendWR{{ID: uint64(i), Opcode: OpRDMAWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 64, LKey: 7}}}}); err != nil {
+		ctrl := int(q.sq.curPost) & (q.sq.cfg.WQECount - 1) * SendWQEBB
+		wr := SendWR{ID: uint64(i), Opcode: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: uintptrOf(src), Length: 64}}}
+		if _, err := q.sq.Post([]SendWR{wr}); err != nil {
 			t.Fatal(err)
 		}
 		if l.locks != i+1 || l.unlocks != i+1 {
@@ -307,10 +318,9 @@ func TestSharedBlueFlame(t *testing.T) {
 		if got, want := be.Uint32(q.dbrec[4*sndDBR:]), q.sq.curPost&0xffff; got != want {
 			t.Errorf("post %d: send doorbell record %d, want %d", i, got, want)
 		}
-		ctrl := (int(q.sq.curPost) - 1) & (q.sq.cfg.WQECount - 1) * SendWQEBB
 		reg := q.sq.bf.Reg
-		if string(reg[half:half+8]) != string(q.sq.ring[ctrl:ctrl+8]) || reg[half+8] != 0 {
-			t.Errorf("post %d: the register's half at %d holds % x, want the control segment's first 8 bytes % x and nothing more", i, half, reg[half:half+9], q.sq.ring[ctrl:ctrl+8])
+		if string(reg[half:half+8]) != string(q.sq.ring[ctrl:ctrl+8]) || string(reg[half+8:half+64]) != string(zero) {
+			t.Errorf("post %d: the register's half at %d holds % x, want the control segment's first 8 bytes % x and nothing more", i, half, reg[half:half+64], q.sq.ring[ctrl:ctrl+8])
 		}
 		if q.sq.bf.offset != half^q.sq.bf.BufSize {
 			t.Errorf("post %d: the BlueFlame half did not flip", i)

@@ -86,8 +86,8 @@ func (q *RQ) Post(wrs []RecvWR) (int, error) {
 	// The WQEs are written through pointers into the ring, without a
 	// bounds check per segment (which cost a third of a request here). The
 	// writes stay inside the ring: NewRQ checked len(ring) == WQECount <<
-	// WQEShift and that MaxSGE segments fit in one entry (a division, so
-	// no product can overflow); ind is masked to WQECount-1 (len(wrid));
+	// WQEShift and that MaxSGE segments fit in one entry (by division, so
+	// MaxSGE*16 cannot overflow); ind is masked to WQECount-1 (len(wrid));
 	// and a list is cut to maxSGE segments here, which only a caller that
 	// changed wrs during the call (PostRecv's doc forbids it) would see.
 	ring, wrid := q.ring, q.wrid

@@ -60,7 +60,7 @@ func EncodeRecv(slot []byte, wr *RecvWQE) {
 }
 
 // putSGE writes a struct rxe_sge, whose layout SGE has (checked at compile
-// time below), as one 16-byte copy.
+// time below), as one copy of the struct (two 8-byte moves on amd64).
 func putSGE(d *[SGESize]byte, g SGE) {
 	*(*SGE)(unsafe.Pointer(d)) = g
 }
