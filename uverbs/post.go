@@ -238,8 +238,60 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 // stageSend is PostSend without the doorbell: it checks the QP, validates
 // every request, writes them into the send ring and publishes the producer
 // index. On mlx5 it also rings the doorbell, which is a register write
-// there. The caller holds sendMu.
+// there. The caller holds sendMu. The common list (an open QP in RTS,
+// requests plainSends passes) goes straight to the provider, with one
+// call before it; everything else takes stageSendSlow.
 func (qp *QP) stageSend(op string, wrs []SendWR) error {
+	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
+		return qp.stageSendSlow(op, wrs)
+	}
+	return qp.writeSends(op, wrs)
+}
+
+// plainSends returns the index of the first request of wrs that
+// checkSend might refuse, or that needs the PD's MRs looked up (len(wrs)
+// if none): each before it has an AH, if any, open and of the QP's PD,
+// passes rxe.PlainSend and rxe.PlainInline, and takes its inline bytes, if
+// any, from an open Buffer. One loop without calls, where a call per
+// request would cost a list its registers.
+func (qp *QP) plainSends(wrs []SendWR) int {
+	var list *[]bufEntry
+	for i := range wrs {
+		wr := &wrs[i]
+		ud := rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+		if ah := wr.AH; ah != nil {
+			if ah.closed.Load() || ah.pd != qp.pd {
+				return i
+			}
+			ud.AHNum = ah.num
+		}
+		if !rxe.PlainSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags&^SendInline), len(wr.SGEs), ud, &qp.lim) {
+			return i
+		}
+		if wr.Flags&SendInline == 0 {
+			continue
+		}
+		// At most one SGE (PlainSend); its bytes are read by the copy.
+		if !rxe.PlainInline(rxe.SendOpcode(wr.Op), rxeSGEs(wr.SGEs), &qp.lim) {
+			return i
+		}
+		if len(wr.SGEs) == 1 && wr.SGEs[0].Length != 0 {
+			if list == nil {
+				if list = bufferView.Load(); list == nil {
+					return i
+				}
+			}
+			if !inBuffer(*list, wr.SGEs[0].Addr, uint64(wr.SGEs[0].Length)) {
+				return i
+			}
+		}
+	}
+	return len(wrs)
+}
+
+// stageSendSlow is stageSend for every other list: a closed QP, an empty
+// list, a QP not in RTS, or a request plainSends did not pass.
+func (qp *QP) stageSendSlow(op string, wrs []SendWR) error {
 	if qp.closed {
 		return closedErr(op)
 	}
@@ -280,37 +332,41 @@ func (qp *QP) stageSendInline(op string, wrs []SendWR) error {
 // found every inline SGE inside an open Buffer.
 func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMRs bool) error {
 	for i := range wrs {
-		wr := &wrs[i]
-		if wr.AH != nil {
-			if err := qp.checkAH(wr.AH); err != nil {
-				return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
-			}
-		}
-		// Checked on the request's own fields: each request is converted
-		// once, below, where it is written.
-		ud := wr.udAddr()
-		plain := rxe.PlainSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags&^SendInline), len(wr.SGEs), ud, &qp.lim) &&
-			(wr.Flags&SendInline == 0 || rxe.PlainInline(rxe.SendOpcode(wr.Op), rxeSGEs(wr.SGEs), &qp.lim))
-		if !plain {
-			if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, ud, &qp.lim); err != nil {
-				return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
-			}
-		}
-		if checkMRs && wr.Flags&SendInline != 0 {
-			if j := qp.badInlineSGE(list, wr.SGEs); j >= 0 {
-				return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d (%d bytes at %#x) is not inside an open Buffer or a registered MR of the QP's PD: inline data must come from a Buffer or a registered MR",
-					ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
-			}
+		if err := qp.checkSend(op, i, &wrs[i], list, checkMRs); err != nil {
+			return err
 		}
 	}
-	if m := qp.mx; m != nil {
-		// Encode and ring the doorbell (qp.c _mlx5_post_send,
-		// post_send_db), the CQ's lock not taken: polls share only what
-		// mlx5.SQ orders.
-		if i, err := m.sq.Post(mlx5SendWRs(wrs)); err != nil {
-			return m.sendError(op, wrs, i, err)
+	return qp.writeSends(op, wrs)
+}
+
+// checkSend checks request i of a post, with the errors a caller sees: its
+// AH, the checks of rxe.CheckSend, and with checkMRs its inline sources
+// against the open Buffers of list and the PD's MRs. Requests are checked
+// on their own fields: each is converted once, where it is written.
+func (qp *QP) checkSend(op string, i int, wr *SendWR, list []bufEntry, checkMRs bool) error {
+	if wr.AH != nil {
+		if err := qp.checkAH(wr.AH); err != nil {
+			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 		}
-		return nil
+	}
+	if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, wr.udAddr(), &qp.lim); err != nil {
+		return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
+	}
+	if checkMRs && wr.Flags&SendInline != 0 {
+		if j := qp.badInlineSGE(list, wr.SGEs); j >= 0 {
+			return &PostError{Op: op, Index: i, ID: wr.ID, Err: fmt.Errorf("%w: inline SGE %d (%d bytes at %#x) is not inside an open Buffer or a registered MR of the QP's PD: inline data must come from a Buffer or a registered MR",
+				ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
+		}
+	}
+	return nil
+}
+
+// writeSends writes checked requests: on mlx5 it posts them
+// (mlx5QP.postSend); on rxe it writes them into the send ring, if it has
+// room for all, and publishes them with one producer_index store.
+func (qp *QP) writeSends(op string, wrs []SendWR) error {
+	if m := qp.mx; m != nil {
+		return m.postSend(op, wrs)
 	}
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}

@@ -1,0 +1,99 @@
+package uverbs
+
+import (
+	"testing"
+
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// TestPlainSends checks that every request plainSends lets past is one
+// the full check accepts (checkSend, with no MR list, as stageSend's slow
+// path would call it) and whose inline bytes lie in an open Buffer, over
+// every opcode, flag set, SGE count, length and source, AH (none, open,
+// closed, of another PD) and UD field, on each QP type; that a list stops
+// at its first request that is not plain; and that the common requests
+// are plain.
+func TestPlainSends(t *testing.T) {
+	buf, err := AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	var list []bufEntry
+	if p := bufferView.Load(); p != nil {
+		list = *p
+	}
+	inBuf, outside := buf.Addr(), uint64(0x1000)
+
+	pd, other := &PD{}, &PD{}
+	closed := &AH{pd: pd, num: 2}
+	closed.closed.Store(true)
+	ahs := []*AH{nil, {pd: pd, num: 1}, closed, {pd: other, num: 3}}
+
+	plain := 0
+	for _, typ := range []struct {
+		t QPType
+		r rxe.QPType
+	}{{RC, rxe.QPTypeRC}, {UC, rxe.QPTypeUC}, {UD, rxe.QPTypeUD}} {
+		for cfg := range 3 * 2 {
+			qp := &QP{pd: pd, typ: typ.t, lim: rxe.SendLimits{QPType: typ.r, MaxSGE: cfg % 3, MaxInline: 64 * (cfg / 3)}}
+			for op := WROpcode(0); op <= OpAtomicFetchAdd+2; op++ {
+				for flags := SendFlags(0); flags <= 2*(SendFence|SendSignaled|SendSolicited|SendInline)+1; flags++ {
+					for nsge := range 3 {
+						for _, length := range []uint32{0, 64, 65, 1<<32 - 1} {
+							for _, addr := range []uint64{inBuf, outside} {
+								sges := make([]SGE, nsge)
+								for i := range sges {
+									sges[i] = SGE{Addr: addr, Length: length, LKey: 7}
+								}
+								for _, ah := range ahs {
+									for _, qpn := range []uint32{0, 5} {
+										wr := SendWR{ID: 1, Op: op, Flags: flags, SGEs: sges, RemoteAddr: 0x2001, AH: ah, RemoteQPN: qpn, RemoteQKey: qpn}
+										if qp.plainSends([]SendWR{wr}) == 0 {
+											continue
+										}
+										plain++
+										if err := qp.checkSend("post_send", 0, &wr, nil, false); err != nil {
+											t.Errorf("%v QP %+v: plainSends passed %+v (AH %+v), which checkSend refuses: %v", typ.t, qp.lim, wr, ah, err)
+										}
+										if !inlineInBuffers(list, []SendWR{wr}) {
+											t.Errorf("%v QP %+v: plainSends passed %+v, whose inline bytes are not in a Buffer", typ.t, qp.lim, wr)
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+
+	rc := &QP{pd: pd, typ: RC, lim: rxe.SendLimits{QPType: rxe.QPTypeRC, MaxSGE: 1, MaxInline: 64}}
+	ud := &QP{pd: pd, typ: UD, lim: rxe.SendLimits{QPType: rxe.QPTypeUD, MaxSGE: 1, MaxInline: 64}}
+	sge := []SGE{{Addr: inBuf, Length: 64, LKey: 7}}
+	write := SendWR{Op: OpWrite, Flags: SendSignaled, SGEs: sge, RemoteAddr: 0x2000, RKey: 9}
+	for _, c := range []struct {
+		qp *QP
+		wr SendWR
+	}{
+		{rc, write},
+		{rc, SendWR{Op: OpRead, Flags: SendSignaled | SendFence, SGEs: sge}},
+		{rc, SendWR{Op: OpSendImm, Flags: SendSolicited, SGEs: sge, Imm: 3}},
+		{rc, SendWR{Op: OpSend, Flags: SendSignaled | SendInline, SGEs: sge}},
+		{ud, SendWR{Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: ahs[1], RemoteQPN: 5, RemoteQKey: 7}},
+		{ud, SendWR{Op: OpSend, Flags: SendInline, SGEs: sge, AH: ahs[1], RemoteQPN: 5, RemoteQKey: 7}},
+	} {
+		if c.qp.plainSends([]SendWR{c.wr}) != 1 {
+			t.Errorf("%+v on a %v QP is not plain", c.wr, c.qp.typ)
+		}
+	}
+	// A list stops at its first request that is not plain, here an
+	// unknown flag.
+	bad := write
+	bad.Flags |= 1 << 10
+	if got := rc.plainSends([]SendWR{write, write, bad, write}); got != 2 {
+		t.Errorf("plainSends of a list with a bad third request: %d, want 2", got)
+	}
+	t.Logf("%d plain requests checked", plain)
+}
