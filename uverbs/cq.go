@@ -318,7 +318,8 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	// Set before the kernel can raise the event, so that reading it always
 	// clears the flag.
 	cq.armed.Store(true)
-	err := sys.Write(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
+	// REQ_NOTIFY_CQ never sleeps (rxe: a spin lock around the arm flag).
+	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
 	c.mu.RUnlock()
 	if err != nil {
 		cq.armed.Store(false)

@@ -9,7 +9,8 @@ import (
 )
 
 // WriteDoorbell is Write for a command that never sleeps, such as rxe's
-// POST_SEND doorbell (the kernel runs the requester and returns): it uses
+// POST_SEND doorbell (the kernel runs the requester and returns) and
+// REQ_NOTIFY_CQ (the driver sets the CQ's arm flag): it uses
 // a raw system call, which does not tell the scheduler, so no other thread
 // is woken to take over the P while it runs and nothing is handed back
 // afterwards. On a CPU shared with the runtime's own threads (taskset

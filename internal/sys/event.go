@@ -196,13 +196,17 @@ func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) 
 
 // readBlocking waits in ppoll until the file is readable, then reads it;
 // a wake-up by the eventfd ends it with ctx's error or ErrClosed. rc.Control
-// holds the descriptor for the duration of the ppoll, so Close (which wakes
-// it first) cannot free the number under it.
+// holds the descriptor for the duration of the ppoll and the read, so Close
+// (which wakes it first) cannot free the number under it. An event read is
+// returned even if ctx ended or the file was closed meanwhile: it has left
+// the kernel's queue.
 func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
-	e.try = true
 	for {
 		if err := e.rc.Control(e.pollFn); err != nil {
 			return 0, e.readErr(ctx, err)
+		}
+		if e.err != unix.EAGAIN { // pollOnce read an event, or its read failed
+			return e.result()
 		}
 		if e.closed.Load() {
 			return 0, ErrClosed
@@ -215,24 +219,33 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 		}
 		if e.pfd[0].Revents == 0 {
 			e.drainWake() // a stale wake-up; or EINTR
-			continue
 		}
-		if err := e.rc.Read(e.readFn); err != nil {
-			return 0, e.readErr(ctx, err)
-		}
-		if e.err != unix.EAGAIN {
-			return e.result()
-		}
+		// Else readable, but another reader of the file took the event.
 	}
 }
 
 // pollOnce is the rc.Control callback of readBlocking: one ppoll without
 // a timeout (a timeout would make the kernel read the clock twice per
-// wait, which costs on clock sources such as HPET).
+// wait, which costs on clock sources such as HPET), then, if the file is
+// readable, one read of it into e.buf, or e.err EAGAIN. The read is a raw
+// system call: the file is non-blocking, so it returns at once and the
+// scheduler need not hear of it (as WriteDoorbell).
 func (e *EventFile) pollOnce(fd uintptr) {
 	e.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	e.pfd[1] = unix.PollFd{Fd: int32(e.wake.Raw()), Events: unix.POLLIN}
 	_, e.perr = unix.Ppoll(e.pfd[:], nil, nil)
+	e.n, e.err = 0, unix.EAGAIN
+	if e.perr != nil || e.pfd[0].Revents == 0 {
+		return
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(e.buf))), uintptr(len(e.buf)))
+	switch errno {
+	case 0:
+		e.n, e.err = int(n), nil
+	case unix.EINTR:
+	default:
+		e.err = errno
+	}
 }
 
 // signalWake makes the wake eventfd readable; drainWake empties it.
