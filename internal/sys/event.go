@@ -147,13 +147,22 @@ func (e *EventFile) ReadThread(ctx context.Context, p []byte, spins int) (int, e
 }
 
 func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) (int, error) {
+	// No defer here: with this many returns it could not be open-coded,
+	// and a deferred call costs every wait its records. Nothing between
+	// Lock and Unlock panics.
 	e.readM.Lock()
-	defer e.readM.Unlock()
+	e.buf = p
+	n, err := e.readLocked(ctx, spins, thread)
+	e.buf = nil
+	e.readM.Unlock()
+	return n, err
+}
+
+// readLocked is read with readM held and e.buf set.
+func (e *EventFile) readLocked(ctx context.Context, spins int, thread bool) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	e.buf = p
-	defer func() { e.buf = nil }()
 	if thread {
 		e.watch(ctx)
 	} else {
@@ -175,6 +184,12 @@ func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) 
 	if thread {
 		return e.readBlocking(ctx)
 	}
+	return e.readParked(ctx)
+}
+
+// readParked reads the file through the netpoller, which parks the
+// goroutine until the file is readable.
+func (e *EventFile) readParked(ctx context.Context) (int, error) {
 	if ctx.Done() != nil {
 		// Cancellation forces a past read deadline, which wakes the
 		// parked read. The callback is waited for if it started, so
