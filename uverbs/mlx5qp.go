@@ -130,14 +130,11 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	return nil
 }
 
-// postSend encodes checked requests and rings the doorbell
-// (qp.c _mlx5_post_send, post_send_db). The caller holds QP.sendMu; the
-// CQ's lock is not taken, as polls share only what mlx5.SQ orders.
-func (m *mlx5QP) postSend(op string, wrs []SendWR) error {
-	if i, err := m.sq.Post(mlx5SendWRs(wrs)); err != nil {
-		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.sq.Config().MaxPost, err)
-	}
-	return nil
+// sendError is the error of an mlx5.SQ.Post that refused request i of
+// wrs (writeSends calls Post itself; the formatting is in mlx5PostError,
+// which is not inlined).
+func (m *mlx5QP) sendError(op string, wrs []SendWR, i int, err error) error {
+	return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.sq.Config().MaxPost, err)
 }
 
 // mlx5PostError is the error of a post the provider refused at request i
@@ -190,7 +187,7 @@ func mlx5SameError(err error) error {
 
 // postRecv validates and posts receives on the QP's receive queue
 // (qp.c mlx5_post_recv). The caller holds QP.recvMu; as for a send
-// (postSend), the CQ's lock is not taken.
+// (writeSends), the CQ's lock is not taken.
 func (m *mlx5QP) postRecv(op string, wrs []RecvWR) error {
 	if m.rq == nil { // created with MaxRecvWR 0
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}

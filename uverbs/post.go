@@ -361,12 +361,17 @@ func (qp *QP) checkSend(op string, i int, wr *SendWR, list []bufEntry, checkMRs 
 	return nil
 }
 
-// writeSends writes checked requests: on mlx5 it posts them
-// (mlx5QP.postSend); on rxe it writes them into the send ring, if it has
-// room for all, and publishes them with one producer_index store.
+// writeSends writes checked requests: on mlx5 it encodes them and rings
+// the doorbell (qp.c _mlx5_post_send, post_send_db), the CQ's lock not
+// taken, as polls share only what mlx5.SQ orders; on rxe it writes them
+// into the send ring, if it has room for all, and publishes them with one
+// producer_index store.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
 	if m := qp.mx; m != nil {
-		return m.postSend(op, wrs)
+		if i, err := m.sq.Post(mlx5SendWRs(wrs)); err != nil {
+			return m.sendError(op, wrs, i, err)
+		}
+		return nil
 	}
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
