@@ -40,6 +40,10 @@ type CompChannel struct {
 	desc        abi.UverbsCompEventDesc
 	buf         []byte
 	threadWaits uint
+	// last is the CQ of the last event read (nil once it closes), so that
+	// the next event of the same CQ is resolved without the process-wide
+	// handle table. The channel holds its open CQs anyway (kids).
+	last atomic.Pointer[CQ]
 
 	// PollWait calls that wait for another's read count themselves in
 	// blocked and wait on note, which is closed and replaced when an event
@@ -359,9 +363,14 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 	if n != len(bytesOf(desc)) {
 		return nil, false
 	}
-	cq, _ := lookupHandle(desc.CQHandle).(*CQ)
-	if cq == nil || cq.ch != ch {
-		return nil, false
+	cq := ch.last.Load()
+	if cq == nil || cq.h != desc.CQHandle {
+		if cq, _ = lookupHandle(desc.CQHandle).(*CQ); cq == nil || cq.ch != ch {
+			return nil, false
+		}
+		// Handles are never reused, so a CQ that closes after this
+		// store can match no later event.
+		ch.last.Store(cq)
 	}
 	// mlx5: the arm sequence moves on first, so that an arm by a waiter
 	// that sees the CQ disarmed below carries the new number (the device

@@ -503,6 +503,7 @@ func (cq *CQ) close(force bool) error {
 	cq.ring, cq.q, cq.mx, cq.pending = nil, nil, nil, nil
 	cq.mu.Unlock()
 	if cq.ch != nil {
+		cq.ch.last.CompareAndSwap(cq, nil)
 		cq.ch.kids.drop(cq)
 	}
 	cq.ctx.forget(cq.h)
