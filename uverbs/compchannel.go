@@ -40,9 +40,12 @@ type CompChannel struct {
 	desc        abi.UverbsCompEventDesc
 	buf         []byte
 	threadWaits uint
-	// last is the CQ of the last event read (nil once it closes), so that
-	// the next event of the same CQ is resolved without the process-wide
-	// handle table. The channel holds its open CQs anyway (kids).
+	// last is the CQ of the last event read, so that the next event of the
+	// same CQ is resolved without the process-wide handle table. CQ.Close
+	// clears it; a CQ closing while its event is resolved may stay in it
+	// until the next event of another CQ, and matches no later event
+	// (handles are never reused, and the kernel drops a destroyed CQ's
+	// queued events). The channel holds its open CQs anyway (kids).
 	last atomic.Pointer[CQ]
 
 	// PollWait calls that wait for another's read count themselves in
@@ -368,8 +371,8 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 		if cq, _ = lookupHandle(desc.CQHandle).(*CQ); cq == nil || cq.ch != ch {
 			return nil, false
 		}
-		// Handles are never reused, so a CQ that closes after this
-		// store can match no later event.
+		// A CQ that closed since the lookup may be stored here after
+		// Close cleared last: it matches no later event (last).
 		ch.last.Store(cq)
 	}
 	// mlx5: the arm sequence moves on first, so that an arm by a waiter

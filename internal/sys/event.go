@@ -149,7 +149,10 @@ func (e *EventFile) ReadThread(ctx context.Context, p []byte, spins int) (int, e
 func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) (int, error) {
 	// No defer here: with this many returns it could not be open-coded,
 	// and a deferred call costs every wait its records. Nothing between
-	// Lock and Unlock panics.
+	// Lock and Unlock panics for a context that is not nil.
+	if ctx == nil {
+		return 0, &OpError{Op: "read " + e.f.Name(), Err: errors.New("nil context: pass context.Background() to wait without one")}
+	}
 	e.readM.Lock()
 	e.buf = p
 	n, err := e.readLocked(ctx, spins, thread)
@@ -223,6 +226,14 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 		if e.err != unix.EAGAIN { // pollOnce read an event, or its read failed
 			return e.result()
 		}
+		if e.pfd[0].Revents == 0 {
+			// Woken by the eventfd, or EINTR. Drained before the looks
+			// below: Close and the context's callback set their state
+			// before they write the eventfd, so a wake-up that comes
+			// after the drain is seen below or wakes the next ppoll.
+			e.drainWake()
+		}
+		// Else readable, but another reader of the file took the event.
 		if e.closed.Load() {
 			return 0, ErrClosed
 		}
@@ -232,12 +243,16 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 		if e.perr != nil && e.perr != unix.EINTR {
 			return 0, e.perr
 		}
-		if e.pfd[0].Revents == 0 {
-			e.drainWake() // a stale wake-up; or EINTR
+		if testHookWaitAgain != nil {
+			testHookWaitAgain()
 		}
-		// Else readable, but another reader of the file took the event.
 	}
 }
+
+// testHookWaitAgain, set only by tests, runs in readBlocking when it is
+// about to wait again: after its looks at Close and the context, before
+// the next ppoll.
+var testHookWaitAgain func()
 
 // pollOnce is the rc.Control callback of readBlocking: one ppoll without
 // a timeout (a timeout would make the kernel read the clock twice per
@@ -253,6 +268,8 @@ func (e *EventFile) pollOnce(fd uintptr) {
 	if e.perr != nil || e.pfd[0].Revents == 0 {
 		return
 	}
+	// (A raw read: unlike unix.Read, it does not tell the race detector
+	// that the kernel writes e.buf; readM orders e.buf's users.)
 	n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(e.buf))), uintptr(len(e.buf)))
 	switch errno {
 	case 0:

@@ -157,3 +157,45 @@ func TestEventFileContextAndClose(t *testing.T) {
 	}
 	require.NoError(t, ef.Close())
 }
+
+// A context that ends while ReadThread is about to wait again (after a
+// wake-up that brought no event) must still end the read: its wake-up must
+// not be drained unseen. The first wake-up here is a stale one, left on
+// the eventfd before the read.
+func TestReadThreadCancelWhileWaitingAgain(t *testing.T) {
+	var p [2]int
+	require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+	w := NewFD(p[1], "pipe w")
+	defer w.Close()
+	ef, err := NewEventFile(p[0], "pipe r")
+	require.NoError(t, err)
+	defer ef.Close()
+	require.NoError(t, ef.EnableThreadWait())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	again := 0
+	testHookWaitAgain = func() {
+		if again++; again == 1 {
+			cancel()
+			<-ef.cancelled // the context's callback has written the eventfd
+			ef.cancelled <- struct{}{}
+		}
+	}
+	defer func() { testHookWaitAgain = nil }()
+	ef.signalWake()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ef.ReadThread(ctx, make([]byte, 8), 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, 1, again)
+	case <-time.After(5 * time.Second):
+		unix.Write(w.Raw(), []byte{1}) // let the reader go
+		<-done
+		t.Fatal("the context ended while ReadThread was about to wait again, and it waited on")
+	}
+}
