@@ -16,7 +16,7 @@ import (
 // bookkeeping of the blocking call), which under the lab's emulated CPUs
 // weighs on every completion event (BENCHMARKS.md).
 func BenchmarkReadThread(b *testing.B) {
-	w, ef := benchPipe(b)
+	w, ef := pipeEventFile(b)
 	if err := ef.EnableThreadWait(); err != nil {
 		b.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func BenchmarkReadThread(b *testing.B) {
 }
 
 func BenchmarkReadThreadFloor(b *testing.B) {
-	w, ef := benchPipe(b)
+	w, ef := pipeEventFile(b)
 	if err := ef.EnableThreadWait(); err != nil {
 		b.Fatal(err)
 	}
@@ -50,17 +50,19 @@ func BenchmarkReadThreadFloor(b *testing.B) {
 	}
 }
 
-func benchPipe(b *testing.B) (*FD, *EventFile) {
+// pipeEventFile returns the write end of a pipe and an EventFile of its
+// read end, both closed when the test ends.
+func pipeEventFile(tb testing.TB) (*FD, *EventFile) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	w := NewFD(p[1], "pipe w")
-	b.Cleanup(func() { w.Close() })
+	tb.Cleanup(func() { w.Close() })
 	ef, err := NewEventFile(p[0], "pipe r")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { ef.Close() })
+	tb.Cleanup(func() { ef.Close() })
 	return w, ef
 }

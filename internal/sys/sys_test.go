@@ -163,13 +163,7 @@ func TestEventFileContextAndClose(t *testing.T) {
 // not be drained unseen. The first wake-up here is a stale one, left on
 // the eventfd before the read.
 func TestReadThreadCancelWhileWaitingAgain(t *testing.T) {
-	var p [2]int
-	require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
-	w := NewFD(p[1], "pipe w")
-	defer w.Close()
-	ef, err := NewEventFile(p[0], "pipe r")
-	require.NoError(t, err)
-	defer ef.Close()
+	w, ef := pipeEventFile(t)
 	require.NoError(t, ef.EnableThreadWait())
 
 	ctx, cancel := context.WithCancel(context.Background())
