@@ -66,27 +66,6 @@ func OrderingWriteBarrier() { ToDeviceBarrier() }
 // rdma-core: mmio_wc_start, defined as mmio_flush_writes.
 func WCStart() { FlushWrites() }
 
-// storeRelease32 and storeRelease64 store with release ordering and no
-// more; StoreRelease32/64 use them outside race builds (release.go).
-//
-//go:noescape
-func storeRelease32(p *uint32, v uint32)
-
-//go:noescape
-func storeRelease64(p *uint64, v uint64)
-
-// seqEnd32 moves an odd *p on by one with a plain load and a release store
-// and returns the value it found; SeqEnd32 uses it outside race builds.
-//
-//go:noescape
-func seqEnd32(p *uint32) uint32
-
-// storeRelease32SeqEnd32 is storeRelease32(p, v), then seqEnd32(seq), in
-// one call; StoreRelease32SeqEnd32 uses it outside race builds.
-//
-//go:noescape
-func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
-
 // storeForDevice32 is ToDeviceBarrier and a release store of v to *p in
 // one call; StoreForDevice32 uses it outside race builds.
 //

@@ -53,55 +53,6 @@ TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVL BX, (AX)
 	RET
 
-// A release store on x86_64 is a plain MOV: x86 never reorders a store with
-// an earlier load or store to normal memory, which is why C11
-// memory_order_release (rdma-core providers/rxe/rxe_queue.h) compiles to
-// one; the call into assembly keeps the Go compiler from moving earlier
-// memory operations past it.
-
-// func storeRelease32(p *uint32, v uint32)
-TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
-	MOVQ p+0(FP), AX
-	MOVL v+8(FP), BX
-	MOVL BX, (AX)
-	RET
-
-// func seqEnd32(p *uint32) uint32
-TEXT ·seqEnd32(SB), NOSPLIT|NOFRAME, $0-12
-	MOVQ p+0(FP), AX
-	MOVL (AX), BX
-	MOVL BX, ret+8(FP)
-	TESTL $1, BX
-	JEQ even
-	INCL BX
-	MOVL BX, (AX)
-even:
-	RET
-
-// func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
-// storeRelease32, then seqEnd32: two plain stores, which x86 keeps in
-// order.
-TEXT ·storeRelease32SeqEnd32(SB), NOSPLIT|NOFRAME, $0-28
-	MOVQ p+0(FP), AX
-	MOVL v+8(FP), BX
-	MOVQ seq+16(FP), CX
-	MOVL BX, (AX)
-	MOVL (CX), DX
-	MOVL DX, ret+24(FP)
-	TESTL $1, DX
-	JEQ seqeven
-	INCL DX
-	MOVL DX, (CX)
-seqeven:
-	RET
-
-// func storeRelease64(p *uint64, v uint64)
-TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
-	MOVQ p+0(FP), AX
-	MOVQ v+8(FP), BX
-	MOVQ BX, (AX)
-	RET
-
 // storeForDevice32: udma_to_device_barrier is a compiler barrier on x86_64
 // (the call is one), then a release store, a MOV.
 TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12

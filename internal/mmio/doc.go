@@ -15,9 +15,13 @@
 // memory_order_acquire/release used by rdma-core (providers/rxe/rxe_queue.h).
 // The loads are sync/atomic loads, which the Go memory model defines as
 // sequentially consistent (https://go.dev/ref/mem#atomic), at least as strong
-// as acquire: a MOV on amd64, LDAR on arm64. The stores are release stores in
-// assembly, as C compiles memory_order_release: a plain MOV on amd64 (x86
-// never reorders a store with earlier loads and stores), STLR on arm64. A
+// as acquire: a MOV on amd64, LDAR on arm64. The stores are release stores, as C
+// compiles memory_order_release: STLR on arm64, in assembly, and a plain MOV
+// on amd64 (x86 never reorders a store with earlier loads and stores). On
+// amd64 that MOV is a Go store, which the compiler inlines and keeps after
+// every earlier memory operation of the function (release_amd64.go says
+// why; TestReleaseStoreOrder checks the compiled code), the one place where
+// this package itself touches a shared word without sync/atomic. A
 // sync/atomic store would be sequentially consistent, a locked XCHG on amd64,
 // which the ring protocol does not need: nothing reads the other side's index
 // after publishing its own and relies on the order of the two. Race builds
