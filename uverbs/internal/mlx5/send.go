@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
 )
@@ -293,11 +294,17 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 	}
 	head := q.head.Load()
 	inline := false
+	connected := q.cfg.QPType != QPTypeUD
 	var ctrl, size int
 	for i := range wrs {
-		ctrl, size = q.encode(&wrs[i], head+uint32(i))
-		if wrs[i].Flags&SendInline != 0 && len(wrs[i].SGEs) > 0 {
+		wr := &wrs[i]
+		if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 {
 			inline = true
+			ctrl, size = q.encode(wr, head+uint32(i))
+		} else if connected && wr.Opcode <= OpRDMARead && len(wr.SGEs) <= maxBlockSGEs {
+			ctrl, size = q.encodeBlock(wr, head+uint32(i))
+		} else {
+			ctrl, size = q.encode(wr, head+uint32(i))
 		}
 	}
 	// Published to the CQ's polls before the doorbell (SQ).
@@ -402,6 +409,67 @@ func (q *SQ) encode(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	q.wrid[idx] = wr.ID
 	q.wqeHead[idx] = wrIndex
 	q.curPost += uint32((size*16 + SendWQEBB - 1) / SendWQEBB)
+	return ctrl, size
+}
+
+// maxBlockSGEs is the most SGEs a WQE of a connected QP can carry
+// within one WQEBB, after its control and remote-address segments.
+const maxBlockSGEs = (SendWQEBB - ctrlSegSize - raddrSegSize) / dataSegSize
+
+// encodeBlock is encode for the common request of an RC or UC QP: not an
+// atomic, no inline data, at most maxBlockSGEs SGEs. Its WQE fits in one
+// WQEBB, so it never wraps, and it is written through a pointer into the
+// ring as 8-byte stores, without a bounds check per field: the same bytes
+// as encode (TestEncodeBlock). The block is inside the ring: NewSQ checked
+// len(ring) == WQECount*64 and the index is masked.
+func (q *SQ) encodeBlock(wr *SendWR, wrIndex uint32) (ctrl, size int) {
+	idx := int(q.curPost) & (q.cfg.WQECount - 1)
+	ctrl = idx * SendWQEBB
+	w := (*[SendWQEBB / 8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.ring)), ctrl))
+	sges := wr.SGEs
+	if len(sges) > maxBlockSGEs { // only if the caller changed the list during Post
+		sges = sges[:maxBlockSGEs]
+	}
+	// Each segment is big-endian; on a little-endian machine the first
+	// four bytes of a segment are the low half of its first 8-byte word.
+	seg := ctrlSegSize / 8
+	switch wr.Opcode {
+	case OpRDMARead, OpRDMAWrite, OpRDMAWriteWithImm:
+		w[seg] = bits.ReverseBytes64(wr.RemoteAddr)
+		w[seg+1] = uint64(bits.ReverseBytes32(wr.RKey))
+		seg += raddrSegSize / 8
+	}
+	for i := range sges {
+		s := &sges[i]
+		if s.Length == 0 {
+			continue
+		}
+		w[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
+		w[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
+		seg += dataSegSize / 8
+	}
+	size = seg / 2
+	var fmCESE uint64
+	if q.cfg.SignalAll || wr.Flags&SendSignaled != 0 {
+		fmCESE = ctrlCQUpdate
+	}
+	if wr.Flags&SendFence != 0 {
+		fmCESE |= ctrlFence
+	}
+	if wr.Flags&SendSolicited != 0 {
+		fmCESE |= ctrlSolicited
+	}
+	var imm uint32
+	if wr.Opcode == OpSendWithImm || wr.Opcode == OpRDMAWriteWithImm {
+		imm = wr.ImmData
+	}
+	w[0] = uint64(bits.ReverseBytes32((q.curPost&0xffff)<<8|uint32(deviceOpcode[wr.Opcode]))) |
+		uint64(bits.ReverseBytes32(uint32(size)|q.cfg.QPN<<8))<<32
+	// Bytes 8-10 (signature, reserved) zero, 11 fm_ce_se, 12-15 imm.
+	w[1] = fmCESE<<24 | uint64(bits.ReverseBytes32(imm))<<32
+	q.wrid[idx] = wr.ID
+	q.wqeHead[idx] = wrIndex
+	q.curPost++
 	return ctrl, size
 }
 
