@@ -386,3 +386,57 @@ func TestEncodeBlock(t *testing.T) {
 	}
 	t.Logf("%d requests encoded both ways", checked)
 }
+
+// TestEncodeUD is TestEncodeBlock for encodeUD: both UD opcodes, every flag
+// set but inline with SGEs, 0-2 SGEs, and WQEs in every slot of the ring,
+// the last one's data segments wrapping to the first.
+func TestEncodeUD(t *testing.T) {
+	fill := func(b []byte) {
+		for i := range b {
+			b[i] = byte(i*5 + 1)
+		}
+	}
+	var av AddressVector
+	for i := range av {
+		av[i] = byte(0xc0 + i)
+	}
+	checked := 0
+	for _, signalAll := range []bool{false, true} {
+		cfg := SQConfig{QPType: QPTypeUD, QPN: 0x1234, WQECount: 4, MaxPost: 4, MaxSGE: 2, MaxInline: 64, SignalAll: signalAll}
+		a := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
+		b := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
+		for _, op := range []SendOpcode{OpSend, OpSendWithImm} {
+			for flags := SendFlags(0); flags <= sendFlagsKnown; flags++ {
+				for nsge := 0; nsge <= maxBlockSGEs; nsge++ {
+					if flags&SendInline != 0 && nsge > 0 {
+						continue
+					}
+					for zero := range 1 << nsge {
+						for _, cur := range []uint32{0, 1, 2, 3, 0xffff, 0x12347} {
+							wr := SendWR{ID: uint64(cur) ^ 0xaaaa, Opcode: op, Flags: flags, ImmData: 0x0a0b0c0d, AV: &av, RemoteQPN: 0x56789a, RemoteQKey: 0x11223344}
+							for i := range nsge {
+								s := SGE{Addr: 0xd0d1d2d3d4d5d6d7 + uint64(i), Length: 0x40 + uint32(i), LKey: 0xe0e1e2e3 + uint32(i)}
+								if zero&(1<<i) != 0 {
+									s.Length = 0
+								}
+								wr.SGEs = append(wr.SGEs, s)
+							}
+							fill(a.ring)
+							fill(b.ring)
+							a.curPost, b.curPost = cur, cur
+							ca, sa := a.encode(&wr, 5)
+							cb, sb := b.encodeUD(&wr, 5)
+							idx := int(cur) & 3
+							if ca != cb || sa != sb || a.curPost != b.curPost || !bytes.Equal(a.ring, b.ring) || a.wrid[idx] != b.wrid[idx] || a.wqeHead[idx] != b.wqeHead[idx] {
+								t.Fatalf("signal all %v, %+v at cur_post %#x: encodeUD gave ctrl %d, size %d, cur_post %#x, ring\n% x\nencode gave ctrl %d, size %d, cur_post %#x, ring\n% x",
+									signalAll, wr, cur, cb, sb, b.curPost, b.ring, ca, sa, a.curPost, a.ring)
+							}
+							checked++
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d requests encoded both ways", checked)
+}

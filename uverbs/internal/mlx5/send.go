@@ -294,16 +294,24 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 	}
 	head := q.head.Load()
 	inline := false
+	// The common requests take an encoder that writes whole blocks
+	// (encodeBlock, encodeUD); the rest, encode.
 	connected := q.cfg.QPType != QPTypeUD
+	udBlocks := !connected && q.cfg.WQECount > 1
 	var ctrl, size int
 	for i := range wrs {
 		wr := &wrs[i]
-		if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 {
+		switch {
+		case wr.Flags&SendInline != 0 && len(wr.SGEs) > 0:
 			inline = true
 			ctrl, size = q.encode(wr, head+uint32(i))
-		} else if connected && wr.Opcode <= OpRDMARead && len(wr.SGEs) <= maxBlockSGEs {
+		case len(wr.SGEs) > maxBlockSGEs:
+			ctrl, size = q.encode(wr, head+uint32(i))
+		case connected && wr.Opcode <= OpRDMARead:
 			ctrl, size = q.encodeBlock(wr, head+uint32(i))
-		} else {
+		case udBlocks:
+			ctrl, size = q.encodeUD(wr, head+uint32(i))
+		default:
 			ctrl, size = q.encode(wr, head+uint32(i))
 		}
 	}
@@ -470,6 +478,63 @@ func (q *SQ) encodeBlock(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	q.wrid[idx] = wr.ID
 	q.wqeHead[idx] = wrIndex
 	q.curPost++
+	return ctrl, size
+}
+
+// encodeUD is encode for a UD send without inline data and with at most
+// maxBlockSGEs SGEs: the control and datagram segments fill one WQEBB, the
+// data segments start the next (the one at index 0 after the last), so it
+// is written as encodeBlock writes, in two blocks (TestEncodeUD). Post
+// refused the opcode unless SEND or SEND_WITH_IMM and the request unless
+// it has an address vector. The ring holds two WQEBBs or more.
+func (q *SQ) encodeUD(wr *SendWR, wrIndex uint32) (ctrl, size int) {
+	mask := q.cfg.WQECount - 1
+	idx := int(q.curPost) & mask
+	ctrl = idx * SendWQEBB
+	base := unsafe.Pointer(unsafe.SliceData(q.ring))
+	w := (*[SendWQEBB / 8]uint64)(unsafe.Add(base, ctrl))
+	d := (*[SendWQEBB / 8]uint64)(unsafe.Add(base, ((idx+1)&mask)*SendWQEBB))
+	sges := wr.SGEs
+	if len(sges) > maxBlockSGEs { // only if the caller changed the list during Post
+		sges = sges[:maxBlockSGEs]
+	}
+	// qp.c _set_datagram_seg: the AV, then the Q_Key over its first four
+	// bytes and dqp_dct over bytes 8-11.
+	av := (*[DatagramSize / 8]uint64)(unsafe.Pointer(wr.AV))
+	w[2] = av[0]&^0xffffffff | uint64(bits.ReverseBytes32(wr.RemoteQKey))
+	w[3] = av[1]&^0xffffffff | uint64(bits.ReverseBytes32(wr.RemoteQPN|extendedUDAV))
+	w[4], w[5], w[6], w[7] = av[2], av[3], av[4], av[5]
+	seg := 0
+	for i := range sges {
+		s := &sges[i]
+		if s.Length == 0 {
+			continue
+		}
+		d[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
+		d[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
+		seg += dataSegSize / 8
+	}
+	size = (ctrlSegSize+DatagramSize)/16 + seg/2
+	var fmCESE uint64
+	if q.cfg.SignalAll || wr.Flags&SendSignaled != 0 {
+		fmCESE = ctrlCQUpdate
+	}
+	if wr.Flags&SendFence != 0 {
+		fmCESE |= ctrlFence
+	}
+	if wr.Flags&SendSolicited != 0 {
+		fmCESE |= ctrlSolicited
+	}
+	var imm uint32
+	if wr.Opcode == OpSendWithImm {
+		imm = wr.ImmData
+	}
+	w[0] = uint64(bits.ReverseBytes32((q.curPost&0xffff)<<8|uint32(deviceOpcode[wr.Opcode]))) |
+		uint64(bits.ReverseBytes32(uint32(size)|q.cfg.QPN<<8))<<32
+	w[1] = fmCESE<<24 | uint64(bits.ReverseBytes32(imm))<<32
+	q.wrid[idx] = wr.ID
+	q.wqeHead[idx] = wrIndex
+	q.curPost += uint32((size*16 + SendWQEBB - 1) / SendWQEBB)
 	return ctrl, size
 }
 
