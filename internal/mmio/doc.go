@@ -52,6 +52,8 @@
 //	                                                                 row above, or one 8-byte MOVQ/STR X between its fences
 //	before a doorbell record or register    ToDeviceBarrier          none    DMB OSHST  udma_to_device_barrier
 //	after reading a device-written CQE      FromDeviceBarrier        LFENCE  DMB OSHLD  udma_from_device_barrier
+//	a CQE's owner word, then its body (mlx5) LoadFromDevice32        MOVL    LDARW   a load, then udma_from_device_barrier
+//	                                                                         DMB OSHLD  (LFENCE on x86_64, where Linux's dma_rmb has none)
 //	after a write-combining doorbell copy   FlushWrites              SFENCE  DSB ST  mmio_flush_writes
 //
 // rdma-core reads its own index relaxed (load_producer_index); the views

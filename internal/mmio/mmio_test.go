@@ -128,6 +128,9 @@ func TestBarriersAndWrites(t *testing.T) {
 	if got := binary.NativeEndian.Uint32(b[4:]); got != 0xa1b2c3d4 {
 		t.Fatalf("Write32 stored %#x", got)
 	}
+	if got := LoadFromDevice32(U32(b, 4)); got != 0xa1b2c3d4 {
+		t.Fatalf("LoadFromDevice32 loaded %#x, want 0xa1b2c3d4", got)
+	}
 	StoreForDevice32(U32(b, 12), 0x5a6b7c8d)
 	if got := binary.NativeEndian.Uint32(b[12:]); got != 0x5a6b7c8d || b[11] != 0xff || b[16] != 0xff {
 		t.Fatalf("StoreForDevice32 stored %#x, or outside its word", got)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
 )
@@ -238,8 +239,11 @@ func (c *CQ) Poll(wcs []WC) (int, error) {
 		}
 		c.consIndex++
 		// Read the entry only after its owner bit (cq.c
-		// mlx5_get_next_cqe: udma_from_device_barrier).
-		mmio.FromDeviceBarrier()
+		// mlx5_get_next_cqe: udma_from_device_barrier): the word that
+		// holds it loaded again, with that ordering. (next reads it
+		// plainly, as Empty needs no ordering.) The entry is in the ring
+		// and 64-byte aligned, so the word is 4-byte aligned.
+		mmio.LoadFromDevice32((*atomic.Uint32)(unsafe.Pointer(&c.ring[off+cqeOpOwn-3])))
 		wc := &wcs[n]
 		if c.cfg.ClearWC {
 			*wc = WC{}

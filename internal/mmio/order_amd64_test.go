@@ -124,3 +124,39 @@ func machineCode(t *testing.T, fn any) []x86asm.Inst {
 	}
 	return insts
 }
+
+//go:noinline
+func deviceLoadProbe(owner *atomic.Uint32, body *[4]uint32) uint32 {
+	o := LoadFromDevice32(owner)
+	return o + body[2]
+}
+
+// TestLoadFromDeviceOrder checks, as TestReleaseStoreOrder, that the
+// compiler keeps the reads after LoadFromDevice32 after it: the owner word
+// of a completion entry first, then the entry's body. Two plain loads
+// could come out in either order.
+func TestLoadFromDeviceOrder(t *testing.T) {
+	var owner atomic.Uint32
+	owner.Store(probeIndex)
+	if v := deviceLoadProbe(&owner, &[4]uint32{0, 0, 1, 0}); v != probeIndex+1 {
+		t.Fatalf("deviceLoadProbe: got %#x", v)
+	}
+	var listing strings.Builder
+	ownerLoad, bodyLoad := -1, -1
+	for i, inst := range machineCode(t, deviceLoadProbe) {
+		listing.WriteString(x86asm.GoSyntax(inst, 0, nil) + "\n")
+		from, ok := inst.Args[1].(x86asm.Mem)
+		if inst.Op != x86asm.MOV || !ok {
+			continue
+		}
+		switch {
+		case from.Disp == 0 && ownerLoad < 0:
+			ownerLoad = i
+		case from.Disp == 8 && bodyLoad < 0:
+			bodyLoad = i
+		}
+	}
+	if ownerLoad < 0 || bodyLoad <= ownerLoad {
+		t.Errorf("the read after LoadFromDevice32 is not after it (instructions: owner load %d, body load %d); device_amd64.go needs a barrier on this toolchain:\n%s", ownerLoad, bodyLoad, &listing)
+	}
+}
