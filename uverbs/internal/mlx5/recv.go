@@ -66,6 +66,28 @@ func (q *RQ) Retire() { mmio.StoreRelease32(&q.tail, q.head.Load()) }
 // updates the doorbell record once (qp.c mlx5_post_recv). On an error
 // nothing was written. It allocates nothing.
 func (q *RQ) Post(wrs []RecvWR) (int, error) {
+	// One receive of one SGE, the common case, written without the
+	// loops of postList (the same bytes, TestRecvOne). The entry is in
+	// the ring, as in postList; MaxSGE is at least 1 (NewRQ).
+	if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && wrs[0].SGEs[0].Length != 0 && q.Outstanding() < q.cfg.MaxPost {
+		head := q.head.Load()
+		ind := head & uint32(len(q.wrid)-1)
+		q.wrid[ind] = wrs[0].ID
+		wqe := unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.ring)), uintptr(ind)<<(uint(q.cfg.WQEShift)&31))
+		putDataSeg((*[dataSegSize]byte)(wqe), wrs[0].SGEs[0])
+		if q.cfg.MaxSGE > 1 {
+			putDataSegEnd((*[dataSegSize]byte)(unsafe.Add(wqe, dataSegSize)))
+		}
+		head++
+		mmio.StoreRelease32(&q.head, head)
+		mmio.StoreForDevice32(q.db, bits.ReverseBytes32(head&0xffff)) // qp.c: a plain store after the barrier
+		return 0, nil
+	}
+	return q.postList(wrs)
+}
+
+// postList is Post for any list.
+func (q *RQ) postList(wrs []RecvWR) (int, error) {
 	head := q.head.Load()
 	maxSGE := q.cfg.MaxSGE
 	// libmlx5 checks room, then the SGE count, request by request: the
