@@ -513,6 +513,15 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 // postRecv validates and posts wrs on a receive queue or SRQ; the caller
 // holds the queue's lock.
 func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
+	// One receive of at most one SGE, the common case, without the loops
+	// below: it cannot fail the checks (one SGE's length is one u32), and
+	// a full ring takes the path below, which reports it.
+	if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= q.MaxSGE() && !q.Full() {
+		w := rxe.RecvWQE{ID: wrs[0].ID, SGEs: rxeSGEs(wrs[0].SGEs)}
+		rxe.EncodeRecv(q.Slot(), &w)
+		q.Publish()
+		return nil
+	}
 	maxSGE := q.MaxSGE()
 	for i := range wrs {
 		// One SGE within the limit cannot fail (its length is one u32):
