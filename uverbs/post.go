@@ -522,6 +522,11 @@ func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
 		q.Publish()
 		return nil
 	}
+	return postRecvList(op, q, wrs)
+}
+
+// postRecvList is postRecv for any list.
+func postRecvList(op string, q *rxe.RQ, wrs []RecvWR) error {
 	maxSGE := q.MaxSGE()
 	for i := range wrs {
 		// One SGE within the limit cannot fail (its length is one u32):

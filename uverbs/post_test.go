@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
@@ -96,4 +97,32 @@ func TestPlainSends(t *testing.T) {
 		t.Errorf("plainSends of a list with a bad third request: %d, want 2", got)
 	}
 	t.Logf("%d plain requests checked", plain)
+}
+
+// TestRecvOne: postRecv's path for one receive of at most one SGE writes
+// the bytes and the producer index postRecvList writes, receive after
+// receive (on rings of the native benchmarks).
+func TestRecvOne(t *testing.T) {
+	a, b := newNativeRig(t), newNativeRig(t)
+	for i := range a.rqBuf {
+		a.rqBuf[i], b.rqBuf[i] = byte(i), byte(i)
+	}
+	for i := range 40 {
+		var wr RecvWR
+		wr.ID = 0x900 + uint64(i)
+		if i%3 != 0 {
+			wr.SGEs = []SGE{{Addr: 0xc0c1c2c3c4c5c6c7 + uint64(i), Length: uint32(i) * 17, LKey: 0x5a5b5c5d}}
+		}
+		if err := postRecv("post_recv", a.qp.rq, []RecvWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+		if err := postRecvList("post_recv", b.qp.rq, []RecvWR{wr}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.rqBuf, b.rqBuf) {
+			t.Fatalf("receive %d (%+v): postRecv and postRecvList left different rings", i, wr)
+		}
+		a.rqK.consume()
+		b.rqK.consume()
+	}
 }
