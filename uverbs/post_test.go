@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
@@ -101,28 +102,49 @@ func TestPlainSends(t *testing.T) {
 
 // TestRecvOne: postRecv's path for one receive of at most one SGE writes
 // the bytes and the producer index postRecvList writes, receive after
-// receive (on rings of the native benchmarks).
+// receive, past the end of the ring and back (on rings of the native
+// benchmarks), and on a full ring refuses as postRecvList does.
 func TestRecvOne(t *testing.T) {
 	a, b := newNativeRig(t), newNativeRig(t)
-	for i := range a.rqBuf {
+	for i := rxe.RingHeaderSize; i < len(a.rqBuf); i++ {
 		a.rqBuf[i], b.rqBuf[i] = byte(i), byte(i)
 	}
-	for i := range 40 {
-		var wr RecvWR
-		wr.ID = 0x900 + uint64(i)
+	wr := func(i int) RecvWR {
+		w := RecvWR{ID: 0x900 + uint64(i)}
 		if i%3 != 0 {
-			wr.SGEs = []SGE{{Addr: 0xc0c1c2c3c4c5c6c7 + uint64(i), Length: uint32(i) * 17, LKey: 0x5a5b5c5d}}
+			w.SGEs = []SGE{{Addr: 0xc0c1c2c3c4c5c6c7 + uint64(i), Length: uint32(i) * 17, LKey: 0x5a5b5c5d}}
 		}
-		if err := postRecv("post_recv", a.qp.rq, []RecvWR{wr}); err != nil {
-			t.Fatal(err)
-		}
-		if err := postRecvList("post_recv", b.qp.rq, []RecvWR{wr}); err != nil {
-			t.Fatal(err)
+		return w
+	}
+	post := func(i int) (error, error) {
+		w := []RecvWR{wr(i)}
+		return postRecv("post_recv", a.qp.rq, w), postRecvList("post_recv", b.qp.rq, w)
+	}
+	// Past the ring's 1024 slots, each receive taken at once.
+	for i := range 1100 {
+		if ea, eb := post(i); ea != nil || eb != nil {
+			t.Fatalf("receive %d: %v, %v", i, ea, eb)
 		}
 		if !bytes.Equal(a.rqBuf, b.rqBuf) {
-			t.Fatalf("receive %d (%+v): postRecv and postRecvList left different rings", i, wr)
+			t.Fatalf("receive %d (%+v): postRecv and postRecvList left different rings", i, wr(i))
 		}
 		a.rqK.consume()
 		b.rqK.consume()
+	}
+	// Then none taken until the ring is full.
+	for i := 1100; ; i++ {
+		ea, eb := post(i)
+		if (ea == nil) != (eb == nil) || !bytes.Equal(a.rqBuf, b.rqBuf) {
+			t.Fatalf("receive %d: postRecv %v, postRecvList %v, rings equal %v", i, ea, eb, bytes.Equal(a.rqBuf, b.rqBuf))
+		}
+		if ea != nil {
+			if !errors.Is(ea, ErrQueueFull) || ea.Error() != eb.Error() {
+				t.Fatalf("full ring after %d receives: postRecv %v, postRecvList %v", i-1100, ea, eb)
+			}
+			if i-1100 != 1023 {
+				t.Fatalf("the ring took %d receives, want 1023", i-1100)
+			}
+			break
+		}
 	}
 }

@@ -6,9 +6,11 @@
 //
 // U32 and U64 return typed sync/atomic views of a word inside a mapped
 // []byte, built with unsafe.SliceData and unsafe.Add after a bounds and
-// alignment check. Shared indices must only be touched through such views,
-// never with plain loads and stores: a plain access is a data race under the
-// Go memory model and may be split, merged or hoisted by the compiler.
+// alignment check. Shared indices must only be touched through such views
+// and this package's functions, never with plain loads and stores elsewhere:
+// a plain access is a data race under the Go memory model and may be split,
+// merged or hoisted by the compiler (the one exception, this package's own
+// stores on amd64, is below).
 //
 // LoadAcquire32/64 and StoreRelease32/64 name the ordering a ring protocol
 // needs: the kernel's smp_load_acquire/smp_store_release and C11
@@ -20,8 +22,10 @@
 // on amd64 (x86 never reorders a store with earlier loads and stores). On
 // amd64 that MOV is a Go store, which the compiler inlines and keeps after
 // every earlier memory operation of the function (release_amd64.go says
-// why; TestReleaseStoreOrder checks the compiled code), the one place where
-// this package itself touches a shared word without sync/atomic. A
+// why; TestReleaseStoreOrder checks the compiled code of probes written as
+// the callers use them), the one place where this package itself touches a
+// shared word without sync/atomic (SeqEnd32's load of its lock word too,
+// which only the lock's holder writes there). A
 // sync/atomic store would be sequentially consistent, a locked XCHG on amd64,
 // which the ring protocol does not need: nothing reads the other side's index
 // after publishing its own and relies on the order of the two. Race builds

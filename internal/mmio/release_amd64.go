@@ -16,7 +16,9 @@ import (
 // moves to another block only where the memory state is the same
 // (tighten.go). So these are Go stores, small enough to be inlined, with no
 // call to spill the caller's registers around. TestReleaseStoreOrder checks
-// the compiled order on every toolchain the tests are built with.
+// the compiled order, with the toolchain the tests are built with, in
+// probes written as the callers use these (a store and a load, then the
+// release store; a load in an earlier block).
 //
 // They stay exact where the compiler combines stores: two adjacent stores
 // merged into one wider store become visible together, at the later one's

@@ -8,8 +8,8 @@ import (
 )
 
 // Under the race detector the stores stay sync/atomic ones, which it
-// understands as synchronisation; the assembly stores of release.go would
-// be invisible to it.
+// understands as synchronisation; the plain stores of release_amd64.go and
+// the assembly ones of release_arm64.go would be invisible to it.
 
 func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 

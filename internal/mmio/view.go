@@ -126,7 +126,7 @@ func Ptr32(b []byte, off int) *uint32 {
 // release store (kernel smp_load_acquire, C11 memory_order_acquire).
 func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 
-// StoreForDevice32 (release.go, release_race.go) is ToDeviceBarrier, then
+// StoreForDevice32 (release.go, release_race.go, release_arm64.go) is ToDeviceBarrier, then
 // StoreRelease32, in one call: a doorbell record, which a DMA device reads
 // and which must not reach it before the descriptors it counts
 // (rdma-core: udma_to_device_barrier, then the record's store).
@@ -139,7 +139,7 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // mlx5 post_send_db). It panics as WriteBlocks64WC does, or with n 0 if
 // the word is not inside dst and src or not 8-byte aligned in dst.
 
-// StoreRelease32 (release.go, release_race.go) stores v to *p with release
+// StoreRelease32 (release_amd64.go, release_arm64.go, release_race.go) stores v to *p with release
 // ordering: every earlier write to the shared region is visible to the other
 // side before it can observe v (kernel smp_store_release, C11
 // memory_order_release).
@@ -149,15 +149,16 @@ func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 
 // StoreRelease64 is StoreRelease32 for a 64-bit word.
 
-// SeqEnd32 (release.go, release_race.go) ends the section an odd count
+// SeqEnd32 (release_amd64.go, release_arm64.go, release_race.go) ends the section an odd count
 // stands for, as the kernel's write_seqcount_end does (a plain increment
 // after smp_wmb): if *p is odd, it stores *p+1 with release ordering. It
 // returns the value it found, and leaves an even one as it was. It is not
 // atomic: only the owner of the section may end it, such as the holder of
 // a lock whose word is odd while held.
 
-// StoreRelease32SeqEnd32 (release.go, release_race.go) is StoreRelease32(p,
-// v), then SeqEnd32(seq), in one call: the index store that publishes what
+// StoreRelease32SeqEnd32 (release_amd64.go, release_arm64.go,
+// release_race.go) is StoreRelease32(p, v), then SeqEnd32(seq) (on arm64 in
+// one call into assembly): the index store that publishes what
 // a lock's section did to a ring, and the end of that section (uverbs: the
 // consumer_index store and the CQ's unlock that end an rxe poll). The two
 // stores keep their order. It returns what SeqEnd32 returns.

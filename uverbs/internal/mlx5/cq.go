@@ -149,6 +149,10 @@ func NewCQ(ring, dbrec, uar []byte, cfg CQConfig) (*CQ, error) {
 	if cfg.Entries < 2 || cfg.Entries&(cfg.Entries-1) != 0 || len(ring) != cfg.Entries*CQESize {
 		return nil, fmt.Errorf("mlx5: completion ring of %d bytes for %d entries; the count must be a power of two and the ring count*64 bytes", len(ring), cfg.Entries)
 	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(ring)))%CQESize != 0 {
+		// Poll loads the word of each entry's op_own atomically.
+		return nil, fmt.Errorf("mlx5: completion ring at %p is not 64-byte aligned", unsafe.SliceData(ring))
+	}
 	if cfg.CQEVersion != 0 && cfg.CQEVersion != 1 {
 		return nil, fmt.Errorf("mlx5: CQE version %d; versions 0 and 1 exist", cfg.CQEVersion)
 	}

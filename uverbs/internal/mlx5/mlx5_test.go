@@ -443,7 +443,7 @@ func TestEncodeUD(t *testing.T) {
 
 // TestRecvOne: Post's path for one receive of one SGE leaves the ring, the
 // request IDs, head and the doorbell record as postList does, in every
-// slot, for max_gs 1 to 3.
+// slot, for max_gs 1 to 3, and refuses a receive for a full queue alike.
 func TestRecvOne(t *testing.T) {
 	checked := 0
 	for maxSGE := 1; maxSGE <= 3; maxSGE++ {
@@ -475,6 +475,30 @@ func TestRecvOne(t *testing.T) {
 			a.Retire()
 			b.Retire()
 		}
+		// A full queue: both refuse the fifth receive alike, and write
+		// nothing for it.
+		for i := range 5 {
+			wr := []RecvWR{{ID: uint64(i), SGEs: []SGE{{Addr: 0x1000, Length: 64, LKey: 9}}}}
+			ia, ea := a.Post(wr)
+			ib, eb := b.postList(wr)
+			if ia != ib || (ea == nil) != (eb == nil) || (i == 4) != (ea != nil) || (ea != nil && !errors.Is(ea, ErrQueueFull)) || !bytes.Equal(a.ring, b.ring) || a.db.Load() != b.db.Load() {
+				t.Fatalf("max_gs %d, receive %d of 5 without completions: Post %d, %v; postList %d, %v", maxSGE, i, ia, ea, ib, eb)
+			}
+		}
+		a.Retire()
+		b.Retire()
 	}
 	t.Logf("%d receives posted both ways", checked)
+}
+
+// TestNewCQRefusesMisalignedRing: Poll loads each entry's op_own word
+// atomically, so the ring must be aligned (mapped rings are page-aligned).
+func TestNewCQRefusesMisalignedRing(t *testing.T) {
+	buf := aligned(17 * CQESize)
+	if _, err := NewCQ(buf[8:8+16*CQESize], aligned(8), aligned(4096), CQConfig{CQN: 1, Entries: 16}); err == nil {
+		t.Error("NewCQ accepted a ring 8 bytes past a 64-byte boundary")
+	}
+	if _, err := NewCQ(buf[CQESize:], aligned(8), aligned(4096), CQConfig{CQN: 1, Entries: 16}); err != nil {
+		t.Errorf("NewCQ refused an aligned ring: %v", err)
+	}
 }
