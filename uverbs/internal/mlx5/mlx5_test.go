@@ -330,19 +330,24 @@ func TestSharedBlueFlame(t *testing.T) {
 	}
 }
 
-// TestEncodeBlock: encodeBlock writes the bytes encode writes, and leaves
-// the rest of the ring as encode does, for every request it takes: each
-// opcode of a connected QP, every flag set but inline (with and without
-// SGEs), 0-2 SGEs of lengths 0 and not, immediate data, signal-all, and
-// WQE counters around the 16-bit wrap.
+// TestEncodeBlock: encodeBlock (RC and UC) and encodeUD write the bytes
+// encode writes, and leave the rest of the ring as encode does, for every
+// request Post gives them: each opcode the QP type allows but the atomics,
+// every flag set but inline with SGEs, 0-2 SGEs of lengths 0 and not,
+// immediate data, signal-all, UD's address vector, and WQEs in every slot
+// of the ring (a UD WQE in the last wraps) and around the 16-bit counter's
+// wrap.
 func TestEncodeBlock(t *testing.T) {
-	fill := func(b []byte) {
-		for i := range b {
-			b[i] = byte(i*7 + 3)
-		}
+	var av AddressVector
+	for i := range av {
+		av[i] = byte(0xc0 + i)
 	}
 	checked := 0
-	for _, typ := range []QPType{QPTypeRC, QPTypeUC} {
+	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
+		fast := (*SQ).encodeBlock
+		if typ == QPTypeUD {
+			fast = (*SQ).encodeUD
+		}
 		for _, signalAll := range []bool{false, true} {
 			cfg := SQConfig{QPType: typ, QPN: 0xabcde, WQECount: 4, MaxPost: 4, MaxSGE: 2, MaxInline: 64, SignalAll: signalAll}
 			a := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
@@ -357,8 +362,11 @@ func TestEncodeBlock(t *testing.T) {
 							continue // encode's inline path
 						}
 						for zero := range 1 << nsge {
-							for _, cur := range []uint32{0, 1, 0xfffe, 0xffff, 0x12345} {
+							for _, cur := range []uint32{0, 1, 2, 3, 0xfffe, 0xffff, 0x12345} {
 								wr := SendWR{ID: uint64(cur) ^ 0x5555, Opcode: op, Flags: flags, ImmData: 0x01020304, RemoteAddr: 0x1122334455667788, RKey: 0x99aabbcc}
+								if typ == QPTypeUD {
+									wr.AV, wr.RemoteQPN, wr.RemoteQKey = &av, 0x56789a, 0x11223344
+								}
 								for i := range nsge {
 									s := SGE{Addr: 0xa0a1a2a3a4a5a6a7 + uint64(i), Length: 0x100 + uint32(i), LKey: 0xb0b1b2b3 + uint32(i)}
 									if zero&(1<<i) != 0 {
@@ -366,16 +374,7 @@ func TestEncodeBlock(t *testing.T) {
 									}
 									wr.SGEs = append(wr.SGEs, s)
 								}
-								fill(a.ring)
-								fill(b.ring)
-								a.curPost, b.curPost = cur, cur
-								ca, sa := a.encode(&wr, 9)
-								cb, sb := b.encodeBlock(&wr, 9)
-								idx := int(cur) & 3
-								if ca != cb || sa != sb || a.curPost != b.curPost || !bytes.Equal(a.ring, b.ring) || a.wrid[idx] != b.wrid[idx] || a.wqeHead[idx] != b.wqeHead[idx] {
-									t.Fatalf("%v QP, signal all %v, %+v at cur_post %#x: encodeBlock gave ctrl %d, size %d, cur_post %#x, WQE\n% x\nencode gave ctrl %d, size %d, cur_post %#x, WQE\n% x",
-										typ, signalAll, wr, cur, cb, sb, b.curPost, b.ring[cb:cb+SendWQEBB], ca, sa, a.curPost, a.ring[ca:ca+SendWQEBB])
-								}
+								sameEncoding(t, a, b, fast, &wr, cur)
 								checked++
 							}
 						}
@@ -387,58 +386,23 @@ func TestEncodeBlock(t *testing.T) {
 	t.Logf("%d requests encoded both ways", checked)
 }
 
-// TestEncodeUD is TestEncodeBlock for encodeUD: both UD opcodes, every flag
-// set but inline with SGEs, 0-2 SGEs, and WQEs in every slot of the ring,
-// the last one's data segments wrapping to the first.
-func TestEncodeUD(t *testing.T) {
-	fill := func(b []byte) {
-		for i := range b {
-			b[i] = byte(i*5 + 1)
-		}
+// sameEncoding encodes wr at cur_post cur with encode on a and with fast on
+// b, two queues of the same configuration over rings of the same bytes, and
+// fails unless both write the same ring, return the same control offset
+// and size, and advance cur_post and record the request alike.
+func sameEncoding(t *testing.T, a, b *SQ, fast func(*SQ, *SendWR, uint32) (int, int), wr *SendWR, cur uint32) {
+	t.Helper()
+	for i := range a.ring {
+		a.ring[i], b.ring[i] = byte(i*7+3), byte(i*7+3)
 	}
-	var av AddressVector
-	for i := range av {
-		av[i] = byte(0xc0 + i)
+	a.curPost, b.curPost = cur, cur
+	ca, sa := a.encode(wr, 9)
+	cb, sb := fast(b, wr, 9)
+	idx := int(cur) & (a.cfg.WQECount - 1)
+	if ca != cb || sa != sb || a.curPost != b.curPost || !bytes.Equal(a.ring, b.ring) || a.wrid[idx] != b.wrid[idx] || a.wqeHead[idx] != b.wqeHead[idx] {
+		t.Fatalf("%+v, %+v at cur_post %#x: the fast encoder gave ctrl %d, size %d, cur_post %#x, ring\n% x\nencode gave ctrl %d, size %d, cur_post %#x, ring\n% x",
+			a.cfg, *wr, cur, cb, sb, b.curPost, b.ring, ca, sa, a.curPost, a.ring)
 	}
-	checked := 0
-	for _, signalAll := range []bool{false, true} {
-		cfg := SQConfig{QPType: QPTypeUD, QPN: 0x1234, WQECount: 4, MaxPost: 4, MaxSGE: 2, MaxInline: 64, SignalAll: signalAll}
-		a := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
-		b := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
-		for _, op := range []SendOpcode{OpSend, OpSendWithImm} {
-			for flags := SendFlags(0); flags <= sendFlagsKnown; flags++ {
-				for nsge := 0; nsge <= maxBlockSGEs; nsge++ {
-					if flags&SendInline != 0 && nsge > 0 {
-						continue
-					}
-					for zero := range 1 << nsge {
-						for _, cur := range []uint32{0, 1, 2, 3, 0xffff, 0x12347} {
-							wr := SendWR{ID: uint64(cur) ^ 0xaaaa, Opcode: op, Flags: flags, ImmData: 0x0a0b0c0d, AV: &av, RemoteQPN: 0x56789a, RemoteQKey: 0x11223344}
-							for i := range nsge {
-								s := SGE{Addr: 0xd0d1d2d3d4d5d6d7 + uint64(i), Length: 0x40 + uint32(i), LKey: 0xe0e1e2e3 + uint32(i)}
-								if zero&(1<<i) != 0 {
-									s.Length = 0
-								}
-								wr.SGEs = append(wr.SGEs, s)
-							}
-							fill(a.ring)
-							fill(b.ring)
-							a.curPost, b.curPost = cur, cur
-							ca, sa := a.encode(&wr, 5)
-							cb, sb := b.encodeUD(&wr, 5)
-							idx := int(cur) & 3
-							if ca != cb || sa != sb || a.curPost != b.curPost || !bytes.Equal(a.ring, b.ring) || a.wrid[idx] != b.wrid[idx] || a.wqeHead[idx] != b.wqeHead[idx] {
-								t.Fatalf("signal all %v, %+v at cur_post %#x: encodeUD gave ctrl %d, size %d, cur_post %#x, ring\n% x\nencode gave ctrl %d, size %d, cur_post %#x, ring\n% x",
-									signalAll, wr, cur, cb, sb, b.curPost, b.ring, ca, sa, a.curPost, a.ring)
-							}
-							checked++
-						}
-					}
-				}
-			}
-		}
-	}
-	t.Logf("%d requests encoded both ways", checked)
 }
 
 // TestRecvOne: Post's path for one receive of one SGE leaves the ring, the

@@ -484,9 +484,12 @@ func (q *SQ) encodeBlock(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 // encodeUD is encode for a UD send without inline data and with at most
 // maxBlockSGEs SGEs: the control and datagram segments fill one WQEBB, the
 // data segments start the next (the one at index 0 after the last), so it
-// is written as encodeBlock writes, in two blocks (TestEncodeUD). Post
+// is written as encodeBlock writes, in two blocks (TestEncodeBlock). Post
 // refused the opcode unless SEND or SEND_WITH_IMM and the request unless
-// it has an address vector. The ring holds two WQEBBs or more.
+// it has an address vector. The ring holds two WQEBBs or more. (Its
+// control segment and its data segments are written as encodeBlock
+// writes them, not by shared helpers or one function for both: each of
+// those measured 0.5-2.5 ns slower per request on a list of WRITEs.)
 func (q *SQ) encodeUD(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	mask := q.cfg.WQECount - 1
 	idx := int(q.curPost) & mask
