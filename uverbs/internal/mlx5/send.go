@@ -274,26 +274,27 @@ func opcodeAllowed(t QPType, op SendOpcode) bool {
 // the index of the refused request is returned with it. It allocates
 // nothing.
 func (q *SQ) Post(wrs []SendWR) (int, error) {
-	// One request that passes every check and takes a block encoder, the
-	// common case, in one pass without postList's loops (the same bytes
-	// and doorbell, TestPostOne); anything else, refusals included, takes
-	// postList.
+	// One request that passes every check, the common case, in one pass
+	// without postList's loops (the same bytes and doorbell, TestPostOne);
+	// anything else, refusals included, takes postList.
 	if len(wrs) == 1 {
 		wr := &wrs[0]
-		if op := wr.Opcode; int(op) < len(deviceOpcode) && opcodeAllowed(q.cfg.QPType, op) && q.Outstanding() < q.cfg.MaxPost &&
-			q.plain(wr) && (wr.Flags&SendInline == 0 || len(wr.SGEs) == 0) && len(wr.SGEs) <= maxBlockSGEs {
+		if op := wr.Opcode; int(op) < len(deviceOpcode) && opcodeAllowed(q.cfg.QPType, op) && q.Outstanding() < q.cfg.MaxPost && q.plain(wr) {
 			head := q.head.Load()
+			inline := wr.Flags&SendInline != 0 && len(wr.SGEs) > 0
 			var ctrl, size int
 			switch {
+			case inline || len(wr.SGEs) > maxBlockSGEs:
+				ctrl, size = q.encode(wr, head)
 			case q.cfg.QPType != QPTypeUD && op <= OpRDMARead:
 				ctrl, size = q.encodeBlock(wr, head)
 			case q.cfg.QPType == QPTypeUD && q.cfg.WQECount > 1:
 				ctrl, size = q.encodeUD(wr, head)
 			default:
-				return q.postList(wrs)
+				ctrl, size = q.encode(wr, head)
 			}
 			mmio.StoreRelease32(&q.head, head+1)
-			q.ringDoorbell(1, false, ctrl, size)
+			q.ringDoorbell(1, inline, ctrl, size)
 			return 0, nil
 		}
 	}
