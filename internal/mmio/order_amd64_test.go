@@ -84,8 +84,8 @@ func TestReleaseStoreOrder(t *testing.T) {
 		{"releaseProbe32", releaseProbe32, true},
 		{"releaseProbe64", releaseProbe64, false},
 	} {
-		code, listing := machineCode(t, probe.fn)
-		if calls(code) {
+		code, entry, listing := machineCode(t, probe.fn)
+		if calls(code, entry) {
 			// Built without inlining (-gcflags=-l): the store is a call,
 			// which the compiler moves nothing across.
 			t.Logf("%s calls the store, not inlined; nothing to check", probe.name)
@@ -128,8 +128,8 @@ func TestLoadFromDeviceOrder(t *testing.T) {
 	if v := deviceLoadProbe(&ring); v != 11 {
 		t.Fatalf("deviceLoadProbe: got %d, want 11", v)
 	}
-	code, listing := machineCode(t, deviceLoadProbe)
-	if calls(code) {
+	code, entry, listing := machineCode(t, deviceLoadProbe)
+	if calls(code, entry) {
 		t.Logf("deviceLoadProbe calls LoadFromDevice32, not inlined; nothing to check")
 		return
 	}
@@ -160,12 +160,21 @@ func hasMem(inst x86asm.Inst, disp int64) bool {
 	return false
 }
 
-// calls reports whether the code calls anything but the stack-growth path.
-func calls(code []x86asm.Inst) bool {
-	for i, inst := range code {
-		// morestack is called from the function's last block, which jumps
-		// back to the entry after it.
-		if inst.Op == x86asm.CALL && (i+1 >= len(code) || code[i+1].Op != x86asm.JMP) {
+// calls reports whether the code calls anything but the stack-growth path
+// (runtime.morestack*), judged by each call's target.
+func calls(code []x86asm.Inst, entry uintptr) bool {
+	pc := entry
+	for _, inst := range code {
+		pc += uintptr(inst.Len)
+		if inst.Op != x86asm.CALL {
+			continue
+		}
+		rel, ok := inst.Args[0].(x86asm.Rel)
+		if !ok {
+			return true // an indirect call
+		}
+		f := runtime.FuncForPC(uintptr(int64(pc) + int64(rel)))
+		if f == nil || !strings.HasPrefix(f.Name(), "runtime.morestack") {
 			return true
 		}
 	}
@@ -174,9 +183,9 @@ func calls(code []x86asm.Inst) bool {
 
 // machineCode decodes the instructions of fn, a func value of a function
 // that is not a closure, from its entry to its end (the first address the
-// runtime attributes to another function), and returns them with their
-// listing.
-func machineCode(t *testing.T, fn any) ([]x86asm.Inst, string) {
+// runtime attributes to another function), and returns them with its
+// entry and their listing.
+func machineCode(t *testing.T, fn any) ([]x86asm.Inst, uintptr, string) {
 	t.Helper()
 	entry := reflect.ValueOf(fn).Pointer()
 	f := runtime.FuncForPC(entry)
@@ -203,5 +212,5 @@ func machineCode(t *testing.T, fn any) ([]x86asm.Inst, string) {
 		listing.WriteString(x86asm.GoSyntax(inst, uint64(off), nil) + "\n")
 		off += inst.Len
 	}
-	return insts, listing.String()
+	return insts, entry, listing.String()
 }

@@ -126,7 +126,7 @@ func Ptr32(b []byte, off int) *uint32 {
 // release store (kernel smp_load_acquire, C11 memory_order_acquire).
 func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 
-// StoreForDevice32 (release.go, release_race.go, release_arm64.go) is ToDeviceBarrier, then
+// StoreForDevice32 (release.go, release_race.go) is ToDeviceBarrier, then
 // StoreRelease32, in one call: a doorbell record, which a DMA device reads
 // and which must not reach it before the descriptors it counts
 // (rdma-core: udma_to_device_barrier, then the record's store).

@@ -24,13 +24,16 @@ type testQP struct {
 	dbrec  []byte
 }
 
-func newTestQP(t *testing.T, qt QPType) *testQP {
+func newTestQP(t *testing.T, qt QPType) *testQP { return newTestQPWith(t, qt, 2, true) }
+
+// newTestQPWith is newTestQP with max_send_sge maxSGE and atomics on or off.
+func newTestQPWith(t *testing.T, qt QPType, maxSGE int, atomics bool) *testQP {
 	t.Helper()
-	sqCfg, sqBytes, err := SQSize(&testLimits, qt, 16, 2, 64)
+	sqCfg, sqBytes, err := SQSize(&testLimits, qt, 16, maxSGE, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sqCfg.QPN, sqCfg.Atomics = 0x42, true
+	sqCfg.QPN, sqCfg.Atomics = 0x42, atomics
 	rqCfg, rqBytes, err := RQSize(&testLimits, 16, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -470,53 +473,77 @@ func TestNewCQRefusesMisalignedRing(t *testing.T) {
 
 // TestPostOne: Post's path for one request leaves the send ring, the
 // request IDs, head, the doorbell record and the BlueFlame register as
-// postList does, for requests of every opcode, flag set and SGE count on
-// RC and UD QPs (including those it hands to postList: inline data, three
-// SGEs, refusals), in every slot and past the 16-bit counter, and until the
-// queue is full.
+// postList does, and refuses what postList refuses with the same error:
+// every opcode and flag set, with and without an address vector on RC and
+// UD QPs, atomics on and off, max_send_sge 2 and 3, SGE lists from none to
+// three, inline data of 1 byte to one byte over max_inline_data, counters
+// past 16 bits, and a full queue now and then.
 func TestPostOne(t *testing.T) {
 	var av AddressVector
 	for i := range av {
 		av[i] = byte(0x30 + i)
 	}
-	data := aligned(256)
-	checked, full := 0, 0
+	data := aligned(512)
+	checked := 0
+	refused := map[string]int{}
 	for _, typ := range []QPType{QPTypeRC, QPTypeUD} {
-		a, b := newTestQP(t, typ), newTestQP(t, typ)
-		for op := SendOpcode(0); int(op) <= len(deviceOpcode); op++ {
-			for flags := SendFlags(0); flags <= sendFlagsKnown; flags++ {
-				for nsge := 0; nsge <= 3; nsge++ {
-					wr := SendWR{ID: uint64(checked), Opcode: op, Flags: flags, ImmData: 0x0c0d0e0f, RemoteAddr: 0x123456789abc, RKey: 0x77, CompareAdd: 5, Swap: 6}
-					if typ == QPTypeUD {
-						wr.AV, wr.RemoteQPN, wr.RemoteQKey = &av, 0x4321, 0x11112222
+		for _, maxSGE := range []int{2, 3} {
+			for _, atomics := range []bool{false, true} {
+				a, b := newTestQPWith(t, typ, maxSGE, atomics), newTestQPWith(t, typ, maxSGE, atomics)
+				maxInline := uint32(a.sq.cfg.MaxInline)
+				shapes := [][]uint32{{}, {0}, {1}, {64}, {maxInline}, {maxInline + 1}, {16, 32}, {16, 0, 32}}
+				for _, q := range []*SQ{a.sq, b.sq} {
+					q.curPost = 0xffe0
+					q.head.Store(0xfffffff0)
+					q.tail.Store(0xfffffff0)
+				}
+				for op := SendOpcode(0); int(op) <= len(deviceOpcode); op++ {
+					for flags := SendFlags(0); flags <= sendFlagsKnown; flags++ {
+						for _, withAV := range []bool{false, true} {
+							for _, shape := range shapes {
+								wr := SendWR{ID: uint64(checked), Opcode: op, Flags: flags, ImmData: 0x0c0d0e0f, RemoteAddr: 0x123456789abc, RKey: 0x77, CompareAdd: 5, Swap: 6, RemoteQPN: 0x4321, RemoteQKey: 0x11112222}
+								if withAV {
+									wr.AV = &av
+								}
+								off := uint64(0)
+								for _, n := range shape {
+									wr.SGEs = append(wr.SGEs, SGE{Addr: uintptrOf(data) + off, Length: n, LKey: 0x99})
+									off += uint64(n)
+								}
+								ia, ea := a.sq.Post([]SendWR{wr})
+								ib, eb := b.sq.postList([]SendWR{wr})
+								if ia != ib || (ea == nil) != (eb == nil) || (ea != nil && ea.Error() != eb.Error()) {
+									t.Fatalf("%v QP, %+v: Post %d, %v; postList %d, %v", typ, wr, ia, ea, ib, eb)
+								}
+								if !bytes.Equal(a.sq.ring, b.sq.ring) || !bytes.Equal(a.dbrec, b.dbrec) || !bytes.Equal(a.uar, b.uar) ||
+									a.sq.head.Load() != b.sq.head.Load() || a.sq.curPost != b.sq.curPost ||
+									!slices.Equal(a.sq.wrid, b.sq.wrid) || !slices.Equal(a.sq.wqeHead, b.sq.wqeHead) {
+									t.Fatalf("%v QP, %+v: Post and postList left different queues", typ, wr)
+								}
+								for _, e := range []error{ErrQueueFull, ErrAtomicsDisabled, ErrUDAddress, ErrInlineTooLong, ErrTooManySGEs, ErrBadOpcode} {
+									if errors.Is(ea, e) {
+										refused[e.Error()]++
+									}
+								}
+								checked++
+								if checked/61%3 != 0 { // every third run of 61 requests, none completes
+									a.sq.Retire()
+									b.sq.Retire()
+								}
+							}
+						}
 					}
-					for i := range nsge {
-						wr.SGEs = append(wr.SGEs, SGE{Addr: uintptrOf(data) + uint64(i*16), Length: uint32(16 * i), LKey: 0x99})
-					}
-					ia, ea := a.sq.Post([]SendWR{wr})
-					ib, eb := b.sq.postList([]SendWR{wr})
-					if ia != ib || (ea == nil) != (eb == nil) || (ea != nil && ea.Error() != eb.Error()) {
-						t.Fatalf("%v QP, %+v: Post %d, %v; postList %d, %v", typ, wr, ia, ea, ib, eb)
-					}
-					if !bytes.Equal(a.sq.ring, b.sq.ring) || !bytes.Equal(a.dbrec, b.dbrec) || !bytes.Equal(a.uar, b.uar) ||
-						a.sq.head.Load() != b.sq.head.Load() || a.sq.curPost != b.sq.curPost ||
-						!slices.Equal(a.sq.wrid, b.sq.wrid) || !slices.Equal(a.sq.wqeHead, b.sq.wqeHead) {
-						t.Fatalf("%v QP, %+v: Post and postList left different queues", typ, wr)
-					}
-					checked++
-					if errors.Is(ea, ErrQueueFull) {
-						full++
-					}
-					if checked/64%2 == 0 { // every other 64 requests, none completes: the queue fills up
-						a.sq.Retire()
-						b.sq.Retire()
-					}
+				}
+				if a.sq.curPost < 0x10000 {
+					t.Errorf("cur_post stayed at %#x, below the 16-bit wrap", a.sq.curPost)
 				}
 			}
 		}
 	}
-	if full == 0 {
-		t.Error("no request found the queue full")
+	for _, e := range []error{ErrQueueFull, ErrAtomicsDisabled, ErrUDAddress, ErrInlineTooLong, ErrTooManySGEs, ErrBadOpcode} {
+		if refused[e.Error()] == 0 {
+			t.Errorf("no request was refused with %v", e)
+		}
 	}
-	t.Logf("%d requests posted both ways, %d of them to a full queue", checked, full)
+	t.Logf("%d requests posted both ways; refused: %v", checked, refused)
 }
