@@ -18,7 +18,7 @@ import (
 // call to spill the caller's registers around. TestReleaseStoreOrder checks
 // the compiled order, with the toolchain the tests are built with, in
 // probes written as the callers use these (a store and a load, then the
-// release store; a load in an earlier block).
+// release store).
 //
 // They stay exact where the compiler combines stores: two adjacent stores
 // merged into one wider store become visible together, at the later one's

@@ -139,22 +139,22 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // mlx5 post_send_db). It panics as WriteBlocks64WC does, or with n 0 if
 // the word is not inside dst and src or not 8-byte aligned in dst.
 
-// StoreRelease32 (release_amd64.go, release_arm64.go, release_race.go) stores v to *p with release
-// ordering: every earlier write to the shared region is visible to the other
-// side before it can observe v (kernel smp_store_release, C11
-// memory_order_release).
+// StoreRelease32 (release_amd64.go, release_arm64.go, release_race.go)
+// stores v to *p with release ordering: every earlier write to the shared
+// region is visible to the other side before it can observe v (kernel
+// smp_store_release, C11 memory_order_release).
 
 // LoadAcquire64 is LoadAcquire32 for a 64-bit word.
 func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 
 // StoreRelease64 is StoreRelease32 for a 64-bit word.
 
-// SeqEnd32 (release_amd64.go, release_arm64.go, release_race.go) ends the section an odd count
-// stands for, as the kernel's write_seqcount_end does (a plain increment
-// after smp_wmb): if *p is odd, it stores *p+1 with release ordering. It
-// returns the value it found, and leaves an even one as it was. It is not
-// atomic: only the owner of the section may end it, such as the holder of
-// a lock whose word is odd while held.
+// SeqEnd32 (release_amd64.go, release_arm64.go, release_race.go) ends the
+// section an odd count stands for, as the kernel's write_seqcount_end does
+// (a plain increment after smp_wmb): if *p is odd, it stores *p+1 with
+// release ordering. It returns the value it found, and leaves an even one
+// as it was. It is not atomic: only the owner of the section may end it,
+// such as the holder of a lock whose word is odd while held.
 
 // StoreRelease32SeqEnd32 (release_amd64.go, release_arm64.go,
 // release_race.go) is StoreRelease32(p, v), then SeqEnd32(seq) (on arm64 in
