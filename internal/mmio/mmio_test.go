@@ -207,8 +207,8 @@ func TestNoAllocations(t *testing.T) {
 		}
 		WriteBlock64(b, 512, b[1024:])
 		WriteBlocks64WC(b, 576, b[1024:], 2)
-		StoreForDevice32WC(v, 5, b, 576, b[1024:], 2)
-		StoreForDevice32WC(v, 6, b, 576, b[1024:], 0)
+		StoreForDevice32WC(v, 5, Ptr64(b, 576), Ptr64(b, 1024), 2)
+		StoreForDevice32WC(v, 6, Ptr64(b, 576), Ptr64(b, 1024), 0)
 		sinkU32 += uint32(len(Bytes(uint64(uintptr(unsafe.Pointer(&b[0]))), 16)))
 	})
 	if allocs != 0 {
@@ -375,6 +375,8 @@ func TestWriteBlocks64WC(t *testing.T) {
 
 // TestStoreForDevice32WC checks the record's store and the doorbell of
 // both kinds: n blocks, or with n 0 one 8-byte word, and nothing else.
+// (It takes pointers and checks nothing; mlx5's TestDoorbellInsideRegister
+// checks that its caller keeps them inside the register and the ring.)
 func TestStoreForDevice32WC(t *testing.T) {
 	dst := mapAnon(t, 4096)
 	rec := U32(mapAnon(t, 4096), 4)
@@ -382,7 +384,7 @@ func TestStoreForDevice32WC(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i + 1)
 	}
-	StoreForDevice32WC(rec, 0x01020304, dst, 1024, src, 3)
+	StoreForDevice32WC(rec, 0x01020304, Ptr64(dst, 1024), Ptr64(src, 0), 3)
 	if got := LoadAcquire32(rec); got != 0x01020304 {
 		t.Fatalf("the record holds %#x, want 0x01020304", got)
 	}
@@ -394,7 +396,7 @@ func TestStoreForDevice32WC(t *testing.T) {
 	if dst[1023] != 0 || dst[1024+192] != 0 {
 		t.Fatal("StoreForDevice32WC wrote outside its three blocks")
 	}
-	StoreForDevice32WC(rec, 7, dst, 2048, src[16:], 0)
+	StoreForDevice32WC(rec, 7, Ptr64(dst, 2048), Ptr64(src, 16), 0)
 	if got := LoadAcquire32(rec); got != 7 {
 		t.Fatalf("the record holds %#x, want 7", got)
 	}
@@ -405,29 +407,5 @@ func TestStoreForDevice32WC(t *testing.T) {
 	}
 	if dst[2047] != 0 || dst[2056] != 0 {
 		t.Fatal("StoreForDevice32WC with no block wrote more than one word")
-	}
-	StoreForDevice32WC(rec, 8, dst, len(dst)-8, src[:8], 0) // an exact fit
-	for _, c := range []struct {
-		name     string
-		dst, src []byte
-		off, n   int
-	}{
-		{"negative count", dst, src, 0, -1},
-		{"count whose 64n overflows", dst, src, 0, 1 << 58},
-		{"dst too short for the word", dst[:2055], src, 2048, 0},
-		{"src too short for the word", dst, src[:7], 0, 0},
-		{"misaligned word", dst, src, 4, 0},
-		{"negative offset", dst, src, -8, 0},
-		{"dst too short for the last block", dst[:1024+191], src, 1024, 3},
-		{"misaligned blocks", dst, src, 12, 2},
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: StoreForDevice32WC did not panic", c.name)
-				}
-			}()
-			StoreForDevice32WC(rec, 9, c.dst, c.off, c.src, c.n)
-		}()
 	}
 }

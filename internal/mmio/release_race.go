@@ -4,7 +4,6 @@ package mmio
 
 import (
 	"sync/atomic"
-	"unsafe"
 )
 
 // Under the race detector the stores stay sync/atomic ones, which it
@@ -33,17 +32,13 @@ func StoreForDevice32(p *atomic.Uint32, v uint32) {
 	p.Store(v)
 }
 
-func StoreForDevice32WC(p *atomic.Uint32, v uint32, dst []byte, off int, src []byte, n int) {
-	if !wcOK(dst, off, src, n) {
-		badWC(off, len(dst), len(src), n)
-	}
-	d, s := (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src)))
+func StoreForDevice32WC(p *atomic.Uint32, v uint32, dst, src *uint64, n int) {
 	StoreForDevice32(p, v)
 	if n == 0 {
 		WCStart()
-		Write64(d, *s)
+		Write64(dst, *src)
 		FlushWrites()
 		return
 	}
-	writeBlocks64WC(d, s, n)
+	writeBlocks64WC(dst, src, n)
 }

@@ -88,26 +88,12 @@ func WriteBlocks64WC(dst []byte, off int, src []byte, n int) {
 	writeBlocks64WC((*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(dst)), off)), (*uint64)(unsafe.Pointer(unsafe.SliceData(src))), n)
 }
 
-// wcOK reports whether StoreForDevice32WC's n blocks (n 0 or more) or,
-// with n 0, its one 8-byte word fit dst[off:] and src, 8-byte aligned in
-// dst; it is inlined.
-func wcOK(dst []byte, off int, src []byte, n int) bool {
-	need := max(64*n, 8)
-	return n >= 0 && n <= len(dst)/64 && off >= 0 && off <= len(dst)-need && len(src) >= need &&
-		(uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 == 0
-}
-
 // blocksOK reports whether n blocks of 64 bytes (n at least 1) from src
 // fit dst[off:], 8-byte aligned; it is inlined, and the panic is built
 // apart (badBlock64).
 func blocksOK(dst []byte, off int, src []byte, n int) bool {
 	return n >= 1 && n <= len(dst)/64 && off >= 0 && off <= len(dst)-64*n && len(src) >= 64*n &&
 		(uintptr(unsafe.Pointer(unsafe.SliceData(dst)))+uintptr(off))&7 == 0
-}
-
-//go:noinline
-func badWC(off, n, src, blocks int) {
-	panic(fmt.Sprintf("mmio: %d 64-byte blocks (0: one 8-byte word) at offset %d of %d bytes, from %d bytes: they must lie inside both, 8-byte aligned", blocks, off, n, src))
 }
 
 //go:noinline
@@ -132,12 +118,15 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // (rdma-core: udma_to_device_barrier, then the record's store).
 
 // StoreForDevice32WC (release.go, release_race.go) is StoreForDevice32(p,
-// v), then WCStart, n 64-byte blocks from src to dst[off:] as
-// WriteBlocks64WC writes them or, with n 0, the 8-byte word at src with
-// one store (Write64), and FlushWrites, in one call: a doorbell record and
-// then a write-combining doorbell, an mlx5 send's doorbell (rdma-core
-// mlx5 post_send_db). It panics as WriteBlocks64WC does, or with n 0 if
-// the word is not inside dst and src or not 8-byte aligned in dst.
+// v), then WCStart, n 64-byte blocks from src to dst as WriteBlocks64WC
+// writes them or, with n 0, the 8-byte word at src with one store
+// (Write64), and FlushWrites, in one call: a doorbell record and then a
+// write-combining doorbell, an mlx5 send's doorbell (rdma-core mlx5
+// post_send_db). As Write64, it takes pointers and checks nothing: dst and
+// src must each have max(64n, 8) bytes behind them, dst 8-byte aligned.
+// The caller proves that from geometry it checked once (mlx5.NewSQ), so
+// the call is inlined to the assembly itself, where a check of slices
+// made the doorbell a call of its own (BENCHMARKS.md, mlx5 fifth round).
 
 // StoreRelease32 (release_amd64.go, release_arm64.go, release_race.go)
 // stores v to *p with release ordering: every earlier write to the shared

@@ -547,3 +547,83 @@ func TestPostOne(t *testing.T) {
 	}
 	t.Logf("%d requests posted both ways; refused: %v", checked, refused)
 }
+
+// TestDoorbellInsideRegister: the doorbell, which writes the BlueFlame
+// register and reads the ring through unchecked pointers
+// (mmio.StoreForDevice32WC), stays inside the register's current half and
+// copies the WQE's own blocks, wrapped at the end of the ring, for inline
+// sends of every length up to max_inline_data (WQEs of one WQEBB up to
+// more than a half, which ring with 8 bytes), WRITEs and lists, in every
+// slot of a small ring. The register sits between guard bytes.
+func TestDoorbellInsideRegister(t *testing.T) {
+	const guard = 64
+	sqCfg, sqBytes, err := SQSize(&testLimits, QPTypeRC, 4, 1, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqCfg.QPN = 0x42
+	dbrec := aligned(8)
+	region := aligned(guard + 512 + guard)
+	for i := range region {
+		region[i] = 0xaa
+	}
+	bf := &BlueFlame{Reg: region[guard : guard+512 : guard+512], BufSize: 256, Dedicated: true, PreferBF: true}
+	q, err := NewSQ(aligned(sqBytes), dbrec, bf, sqCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := aligned(512)
+	for i := range src {
+		src[i] = byte(i*7 + 1)
+	}
+	wrap, bfPosts := 0, 0
+	post := func(wrs []SendWR) {
+		t.Helper()
+		half, ctrl := bf.offset, int(q.curPost)&(sqCfg.WQECount-1)*SendWQEBB
+		if _, err := q.Post(wrs); err != nil {
+			t.Fatal(err)
+		}
+		if len(wrs) > 1 { // rung with the last WQE, a WRITE of one WQEBB
+			ctrl = int(q.curPost-1) & (sqCfg.WQECount - 1) * SendWQEBB
+		}
+		for _, i := range []int{0, guard - 1, guard + 512, len(region) - 1} {
+			if region[i] != 0xaa {
+				t.Fatalf("%+v: the doorbell wrote byte %d outside the register", wrs[0], i-guard)
+			}
+		}
+		size := int(q.ring[ctrl+7] & 0x3f) // qpn_ds: the WQE's size in 16-byte units
+		n := 0
+		if len(wrs) == 1 && size > 1 && size <= bf.BufSize/16 {
+			n = (size*16 + SendWQEBB - 1) / SendWQEBB
+			bfPosts++
+		}
+		if ctrl+n*SendWQEBB > len(q.ring) {
+			wrap++
+		}
+		var want []byte
+		for k := range max(n, 1) {
+			at := (ctrl + k*SendWQEBB) % len(q.ring)
+			want = append(want, q.ring[at:at+SendWQEBB]...)
+		}
+		if n == 0 {
+			want = want[:8]
+		}
+		if got := bf.Reg[half : half+len(want)]; !bytes.Equal(got, want) {
+			t.Fatalf("%+v (WQE of %d units at %d): the register's half at %d holds\n% x\nwant\n% x", wrs[0], size, ctrl, half, got, want)
+		}
+		q.Retire()
+	}
+	for round := range 3 {
+		for n := range sqCfg.MaxInline + 1 {
+			post([]SendWR{{ID: uint64(n), Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: uintptrOf(src) + uint64(round), Length: uint32(n)}}}})
+			w := SendWR{Opcode: OpRDMAWrite, RemoteAddr: 0x1000, RKey: 5, SGEs: []SGE{{Addr: 0x2000, Length: uint32(n + 1), LKey: 6}}}
+			post([]SendWR{w})
+			if n%17 == 0 {
+				post([]SendWR{w, w})
+			}
+		}
+	}
+	if wrap == 0 || bfPosts == 0 {
+		t.Fatalf("%d BlueFlame posts, %d wrapped: the test did not reach both", bfPosts, wrap)
+	}
+}

@@ -116,7 +116,9 @@ type SQConfig struct {
 // BlueFlame is a QP's UAR register pair (struct mlx5_bf): Reg is the
 // mapped register area, two halves of BufSize bytes each (bf_reg_size / 2),
 // starting BFRegOffset into a UAR page. Dedicated is false for the bfreg
-// every context shares (uuarn 0), which takes only 8-byte doorbells.
+// every context shares (uuarn 0), which takes only 8-byte doorbells. Reg
+// and BufSize must not change once NewSQ has checked them: the doorbell
+// writes the register through a pointer on their word.
 type BlueFlame struct {
 	Reg       []byte
 	BufSize   int
@@ -622,7 +624,11 @@ func (q *SQ) ringDoorbell(nreq int, inline bool, ctrl, size int) {
 		n = (size*16 + SendWQEBB - 1) / SendWQEBB
 	}
 	if ctrl+n*SendWQEBB <= len(q.ring) { // the WQE does not wrap: record, fences and copy in one call
-		mmio.StoreForDevice32WC(q.db, db, bf.Reg, bf.offset, q.ring[ctrl:], n)
+		// Inside both: NewSQ checked the register's two halves, n blocks
+		// fit a half (size <= BufSize/16 above) and this branch's test
+		// keeps them inside the ring.
+		base := unsafe.Pointer(unsafe.SliceData(bf.Reg))
+		mmio.StoreForDevice32WC(q.db, db, (*uint64)(unsafe.Add(base, bf.offset)), (*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.ring)), ctrl)), n)
 	} else {
 		mmio.StoreForDevice32(q.db, db)
 		mmio.WCStart()
