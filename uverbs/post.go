@@ -478,17 +478,34 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// out of RESET (rdma-core refuses receives in RESET; the kernel
 	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
 	// rxe_qp_reset). No defer, which would cost every post its set-up:
-	// postRecv (and mlx5QP.postRecv) checks the list before it writes
-	// and cannot panic on it unless the caller changes wrs while the call
-	// runs.
+	// the queues check the list before they write and cannot panic on it
+	// unless the caller changes wrs while the call runs. One receive of at
+	// most one SGE within the limit, which no check can refuse (one SGE's
+	// length is one u32), goes straight to the queue on either provider:
+	// postRecv's and mlx5QP.postRecv's first step written out here, a
+	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		if q := qp.rq; q != nil {
-			err := postRecv(op, q, wrs)
+		if m := qp.mx; m != nil && m.rq != nil {
+			var err error
+			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() {
+				if i, perr := m.rq.Post(mlx5RecvWRs(wrs)); perr != nil {
+					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.rq.Config().MaxPost, perr)
+				}
+			} else {
+				err = m.postRecv(op, wrs)
+			}
 			qp.recvMu.Unlock()
 			return err
 		}
-		if m := qp.mx; m != nil && m.rq != nil { // the same on mlx5
-			err := m.postRecv(op, wrs)
+		if q := qp.rq; q != nil {
+			var err error
+			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= q.MaxSGE() && !q.Full() {
+				w := rxe.RecvWQE{ID: wrs[0].ID, SGEs: rxeSGEs(wrs[0].SGEs)}
+				rxe.EncodeRecv(q.Slot(), &w)
+				q.Publish()
+			} else { // a full ring too: postRecvList reports it
+				err = postRecvList(op, q, wrs)
+			}
 			qp.recvMu.Unlock()
 			return err
 		}

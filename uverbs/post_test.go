@@ -100,14 +100,15 @@ func TestPlainSends(t *testing.T) {
 	t.Logf("%d plain requests checked", plain)
 }
 
-// TestRecvOne: postRecv's path for one receive of at most one SGE writes
-// the bytes and the producer index postRecvList writes, receive after
-// receive, past the end of the ring and back (on rings of the native
-// benchmarks), and on a full ring refuses as postRecvList does.
+// TestRecvOne: the path for one receive of at most one SGE, of PostRecv
+// and of postRecv (SRQs), writes the bytes and the producer index
+// postRecvList writes, receive after receive, past the end of the ring and
+// back (on rings of the native benchmarks), and on a full ring refuses as
+// postRecvList does.
 func TestRecvOne(t *testing.T) {
-	a, b := newNativeRig(t), newNativeRig(t)
+	a, b, c := newNativeRig(t), newNativeRig(t), newNativeRig(t)
 	for i := rxe.RingHeaderSize; i < len(a.rqBuf); i++ {
-		a.rqBuf[i], b.rqBuf[i] = byte(i), byte(i)
+		a.rqBuf[i], b.rqBuf[i], c.rqBuf[i] = byte(i), byte(i), byte(i)
 	}
 	wr := func(i int) RecvWR {
 		w := RecvWR{ID: 0x900 + uint64(i)}
@@ -118,7 +119,11 @@ func TestRecvOne(t *testing.T) {
 	}
 	post := func(i int) (error, error) {
 		w := []RecvWR{wr(i)}
-		return postRecv("post_recv", a.qp.rq, w), postRecvList("post_recv", b.qp.rq, w)
+		ea, eb, ec := a.qp.PostRecv(w), postRecvList("post_recv", b.qp.rq, w), postRecv("post_recv", c.qp.rq, w)
+		if (ec == nil) != (eb == nil) || (ec != nil && ec.Error() != eb.Error()) || !bytes.Equal(c.rqBuf, b.rqBuf) {
+			t.Fatalf("receive %d: postRecv %v, postRecvList %v, rings equal %v", i, ec, eb, bytes.Equal(c.rqBuf, b.rqBuf))
+		}
+		return ea, eb
 	}
 	// Past the ring's 1024 slots, each receive taken at once.
 	for i := range 1100 {
@@ -126,20 +131,21 @@ func TestRecvOne(t *testing.T) {
 			t.Fatalf("receive %d: %v, %v", i, ea, eb)
 		}
 		if !bytes.Equal(a.rqBuf, b.rqBuf) {
-			t.Fatalf("receive %d (%+v): postRecv and postRecvList left different rings", i, wr(i))
+			t.Fatalf("receive %d (%+v): PostRecv and postRecvList left different rings", i, wr(i))
 		}
 		a.rqK.consume()
 		b.rqK.consume()
+		c.rqK.consume()
 	}
 	// Then none taken until the ring is full.
 	for i := 1100; ; i++ {
 		ea, eb := post(i)
 		if (ea == nil) != (eb == nil) || !bytes.Equal(a.rqBuf, b.rqBuf) {
-			t.Fatalf("receive %d: postRecv %v, postRecvList %v, rings equal %v", i, ea, eb, bytes.Equal(a.rqBuf, b.rqBuf))
+			t.Fatalf("receive %d: PostRecv %v, postRecvList %v, rings equal %v", i, ea, eb, bytes.Equal(a.rqBuf, b.rqBuf))
 		}
 		if ea != nil {
 			if !errors.Is(ea, ErrQueueFull) || ea.Error() != eb.Error() {
-				t.Fatalf("full ring after %d receives: postRecv %v, postRecvList %v", i-1100, ea, eb)
+				t.Fatalf("full ring after %d receives: PostRecv %v, postRecvList %v", i-1100, ea, eb)
 			}
 			if i-1100 != 1023 {
 				t.Fatalf("the ring took %d receives, want 1023", i-1100)
