@@ -334,13 +334,14 @@ func TestSharedBlueFlame(t *testing.T) {
 	}
 }
 
-// TestEncodeBlock: encodeBlock (RC and UC) and encodeUD write the bytes
+// TestEncodeBlock: encodeBlocks (RC and UC) and encodeUD write the bytes
 // encode writes, and leave the rest of the ring as encode does, for every
 // request Post gives them: each opcode the QP type allows but the atomics,
 // every flag set but inline with SGEs, 0-2 SGEs of lengths 0 and not,
 // immediate data, signal-all, UD's address vector, and WQEs in every slot
 // of the ring (a UD WQE in the last wraps) and around the 16-bit counter's
-// wrap.
+// wrap; and lists of such requests through encodeBlocks, past the end of
+// the ring.
 func TestEncodeBlock(t *testing.T) {
 	var av AddressVector
 	for i := range av {
@@ -348,7 +349,7 @@ func TestEncodeBlock(t *testing.T) {
 	}
 	checked := 0
 	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
-		fast := (*SQ).encodeBlock
+		fast := func(q *SQ, wr *SendWR, i uint32) (int, int) { return q.encodeBlocks(unsafe.Slice(wr, 1), i) }
 		if typ == QPTypeUD {
 			fast = (*SQ).encodeUD
 		}
@@ -388,6 +389,34 @@ func TestEncodeBlock(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests encoded both ways", checked)
+	for _, typ := range []QPType{QPTypeRC, QPTypeUC} {
+		cfg := SQConfig{QPType: typ, QPN: 0x123, WQECount: 8, MaxPost: 8, MaxSGE: 2, MaxInline: 64}
+		a := &SQ{cfg: cfg, ring: make([]byte, 8*SendWQEBB), wrid: make([]uint64, 8), wqeHead: make([]uint32, 8)}
+		b := &SQ{cfg: cfg, ring: make([]byte, 8*SendWQEBB), wrid: make([]uint64, 8), wqeHead: make([]uint32, 8)}
+		a.curPost, b.curPost = 0xfffb, 0xfffb
+		for n := 1; n <= 7; n++ {
+			var wrs []SendWR
+			for i := range n {
+				op := []SendOpcode{OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm, OpRDMARead}[(i+n)%5]
+				if !opcodeAllowed(typ, op) {
+					op = OpSend
+				}
+				wr := SendWR{ID: uint64(100*n + i), Opcode: op, Flags: SendFlags(i+n) & (SendFence | SendSignaled | SendSolicited), ImmData: uint32(i), RemoteAddr: uint64(0x1000 * i), RKey: uint32(n)}
+				for k := range (i + n) % 3 {
+					wr.SGEs = append(wr.SGEs, SGE{Addr: uint64(0x50 + k), Length: uint32(k * i), LKey: uint32(7 + k)})
+				}
+				wrs = append(wrs, wr)
+			}
+			var ca, sa int
+			for i := range wrs {
+				ca, sa = a.encode(&wrs[i], 40+uint32(i))
+			}
+			cb, sb := b.encodeBlocks(wrs, 40)
+			if ca != cb || sa != sb || a.curPost != b.curPost || !bytes.Equal(a.ring, b.ring) || !slices.Equal(a.wrid, b.wrid) || !slices.Equal(a.wqeHead, b.wqeHead) {
+				t.Fatalf("%v, a list of %d: encodeBlocks gave ctrl %d, size %d, cur_post %#x, ring\n% x\nencode gave ctrl %d, size %d, cur_post %#x, ring\n% x", typ, n, cb, sb, b.curPost, b.ring, ca, sa, a.curPost, a.ring)
+			}
+		}
+	}
 }
 
 // sameEncoding encodes wr at cur_post cur with encode on a and with fast on
