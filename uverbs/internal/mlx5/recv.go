@@ -120,10 +120,17 @@ func (q *RQ) postList(wrs []RecvWR) (int, error) {
 		ind := (head + uint32(i)) & mask
 		wrid[ind] = wrs[i].ID
 		sges := wrs[i].SGEs
+		wqe := unsafe.Add(base, uintptr(ind)<<shift)
+		if len(sges) == 1 && sges[0].Length != 0 { // the common receive, without the loop below
+			putDataSeg((*[dataSegSize]byte)(wqe), sges[0])
+			if maxSGE > 1 {
+				putDataSegEnd((*[dataSegSize]byte)(unsafe.Add(wqe, dataSegSize)))
+			}
+			continue
+		}
 		if len(sges) > maxSGE {
 			sges = sges[:maxSGE]
 		}
-		wqe := unsafe.Add(base, uintptr(ind)<<shift)
 		j := 0
 		for k := range sges {
 			// Zero-length entries are left out of a receive WQE.
