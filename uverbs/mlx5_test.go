@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -779,5 +781,70 @@ func TestMLX5PostErrors(t *testing.T) {
 	err := mlx5PostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
 	if !errors.Is(err, ErrQueueFull) || errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.ENOMEM) {
 		t.Errorf("a full queue: %v, want ErrQueueFull and ENOMEM, not ErrInvalidWR", err)
+	}
+}
+
+// TestMLX5PostFastPaths: PostSend and PostRecv write the common mlx5 list
+// themselves, so they must keep every check of the path they shortcut: a
+// closed QP, a QP not yet in RTS, a request plainSends does not pass (here
+// inline data from memory that is no Buffer or MR, which would be copied),
+// and for receives a list, whose every entry is checked (a second receive
+// whose SGE lengths overflow 32 bits) and written.
+func TestMLX5PostFastPaths(t *testing.T) {
+	f := newFakeMLX5(t)
+	cq := f.cq(t, 15, 0x77)
+	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 2, MaxInline: 64}}, 0x123, 1)
+	m := qp.mx
+	ring := slices.Clone(m.sqRing)
+	untouched := func(what string) {
+		t.Helper()
+		if !bytes.Equal(m.sqRing, ring) || m.sq.Outstanding() != 0 {
+			t.Errorf("%s: the send ring was written", what)
+		}
+	}
+	write := []SendWR{{ID: 1, Op: OpWrite, SGEs: []SGE{{Addr: 0x1000, Length: 8, LKey: 5}}, RemoteAddr: 0x2000, RKey: 6}}
+
+	qp.state.Store(uint32(QPStateRTR))
+	if err := qp.PostSend(write); !errors.Is(err, ErrQPState) {
+		t.Errorf("PostSend in RTR: %v, want ErrQPState", err)
+	}
+	untouched("PostSend in RTR")
+	qp.state.Store(uint32(QPStateRTS))
+
+	qp.closed = true
+	if err := qp.PostSend(write); !errors.Is(err, ErrClosed) {
+		t.Errorf("PostSend on a closed QP: %v, want ErrClosed", err)
+	}
+	untouched("PostSend on a closed QP")
+	qp.closed = false
+
+	heap := make([]byte, 64)
+	inl := []SendWR{{ID: 2, Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: uint64(uintptr(unsafe.Pointer(&heap[0]))), Length: 64}}}}
+	if err := qp.PostSend(inl); !errors.Is(err, ErrInvalidWR) {
+		t.Errorf("inline data from no Buffer or MR: %v, want ErrInvalidWR", err)
+	}
+	untouched("inline data from no Buffer or MR")
+
+	if err := qp.PostSend(write); err != nil {
+		t.Fatalf("a plain WRITE: %v", err)
+	}
+	if m.sq.Outstanding() != 1 {
+		t.Errorf("a plain WRITE left %d requests outstanding, want 1", m.sq.Outstanding())
+	}
+
+	// Receives: a list whose second entry overflows is refused whole.
+	one := []SGE{{Addr: 0x3000, Length: 16, LKey: 7}}
+	bad := []RecvWR{{ID: 1, SGEs: one}, {ID: 2, SGEs: []SGE{{Addr: 0x4000, Length: 0xffffffff, LKey: 7}, {Addr: 0x5000, Length: 2, LKey: 7}}}}
+	if err := qp.PostRecv(bad); !errors.Is(err, ErrInvalidWR) {
+		t.Errorf("a receive list with an overflowing second entry: %v, want ErrInvalidWR", err)
+	}
+	if n := m.rq.Outstanding(); n != 0 {
+		t.Errorf("a refused receive list posted %d receives", n)
+	}
+	if err := qp.PostRecv([]RecvWR{{ID: 3, SGEs: one}, {ID: 4, SGEs: one}, {ID: 5, SGEs: one}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.rq.Outstanding(); n != 3 {
+		t.Errorf("a list of three receives posted %d", n)
 	}
 }

@@ -104,7 +104,7 @@ func TestPlainSends(t *testing.T) {
 // and of postRecv (SRQs), writes the bytes and the producer index
 // postRecvList writes, receive after receive, past the end of the ring and
 // back (on rings of the native benchmarks), and on a full ring refuses as
-// postRecvList does.
+// postRecvList does; a list takes the list path whole.
 func TestRecvOne(t *testing.T) {
 	a, b, c := newNativeRig(t), newNativeRig(t), newNativeRig(t)
 	for i := rxe.RingHeaderSize; i < len(a.rqBuf); i++ {
@@ -125,6 +125,17 @@ func TestRecvOne(t *testing.T) {
 		}
 		return ea, eb
 	}
+	// A list goes to the list path whole.
+	list := []RecvWR{wr(1), wr(2), wr(4)}
+	if ea, eb := a.qp.PostRecv(list), postRecvList("post_recv", b.qp.rq, list); ea != nil || eb != nil || postRecv("post_recv", c.qp.rq, list) != nil {
+		t.Fatalf("a list of three: %v, %v", ea, eb)
+	}
+	if !bytes.Equal(a.rqBuf, b.rqBuf) || !bytes.Equal(c.rqBuf, b.rqBuf) {
+		t.Fatal("a list of three: PostRecv or postRecv left a ring other than postRecvList's")
+	}
+	a.rqK.consume()
+	b.rqK.consume()
+	c.rqK.consume()
 	// Past the ring's 1024 slots, each receive taken at once.
 	for i := range 1100 {
 		if ea, eb := post(i); ea != nil || eb != nil {

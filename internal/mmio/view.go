@@ -122,8 +122,9 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // writes them or, with n 0, the 8-byte word at src with one store
 // (Write64), and FlushWrites, in one call: a doorbell record and then a
 // write-combining doorbell, an mlx5 send's doorbell (rdma-core mlx5
-// post_send_db). As Write64, it takes pointers and checks nothing: dst and
-// src must each have max(64n, 8) bytes behind them, dst 8-byte aligned.
+// post_send_db). As Write64, it takes pointers and checks nothing: n must
+// be 0 or more, and dst and src must each have max(64n, 8) bytes behind
+// them, dst 8-byte aligned.
 // The caller proves that from geometry it checked once (mlx5.NewSQ), so
 // the call is inlined to the assembly itself, where a check of slices
 // made the doorbell a call of its own (BENCHMARKS.md, mlx5 fifth round).

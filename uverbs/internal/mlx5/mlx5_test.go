@@ -2,6 +2,7 @@ package mlx5
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"slices"
 	"syscall"
@@ -441,6 +442,8 @@ func sameEncoding(t *testing.T, a, b *SQ, fast func(*SQ, *SendWR, uint32) (int, 
 // TestRecvOne: Post's path for one receive of one SGE leaves the ring, the
 // request IDs, head and the doorbell record as postList does, in every
 // slot, for max_gs 1 to 3, and refuses a receive for a full queue alike.
+// Both write each entry as wantRecvWQE, which is built from the layout
+// itself: postList has a shortcut of its own for such receives.
 func TestRecvOne(t *testing.T) {
 	checked := 0
 	for maxSGE := 1; maxSGE <= 3; maxSGE++ {
@@ -458,8 +461,13 @@ func TestRecvOne(t *testing.T) {
 		}
 		for i := range 9 {
 			wr := []RecvWR{{ID: 0x77 + uint64(i), SGEs: []SGE{{Addr: 0xf0f1f2f3f4f5f6f7 + uint64(i), Length: 0x200 + uint32(i), LKey: 0x1a2b3c4d}}}}
+			entry := a.ring[(i&3)<<6 : (i&3+1)<<6]
+			want := wantRecvWQE(entry, wr[0].SGEs[0], maxSGE)
 			if _, err := a.Post(wr); err != nil {
 				t.Fatal(err)
+			}
+			if !bytes.Equal(entry, want) {
+				t.Fatalf("max_gs %d, receive %d: the entry holds\n% x\nwant\n% x", maxSGE, i, entry, want)
 			}
 			if _, err := b.postList(wr); err != nil {
 				t.Fatal(err)
@@ -472,6 +480,30 @@ func TestRecvOne(t *testing.T) {
 			a.Retire()
 			b.Retire()
 		}
+		// A list of three through postList, each entry as wantRecvWQE.
+		var list []RecvWR
+		var want [][]byte
+		for i := range 3 {
+			sge := SGE{Addr: 0xa0a1a2a3a4a5a6a7 + uint64(i), Length: 0x300 + uint32(i), LKey: 0x5a5b5c5d + uint32(i)}
+			list = append(list, RecvWR{ID: uint64(i), SGEs: []SGE{sge}})
+			slot := int(a.head.Load()+uint32(i)) & 3
+			want = append(want, wantRecvWQE(a.ring[slot<<6:(slot+1)<<6], sge, maxSGE))
+		}
+		head := a.head.Load()
+		if _, err := a.Post(list); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.postList(list); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			slot := int(head+uint32(i)) & 3
+			if got := a.ring[slot<<6 : (slot+1)<<6]; !bytes.Equal(got, want[i]) {
+				t.Fatalf("max_gs %d, receive %d of a list: the entry holds\n% x\nwant\n% x", maxSGE, i, got, want[i])
+			}
+		}
+		a.Retire()
+		b.Retire()
 		// A full queue: both refuse the fifth receive alike, and write
 		// nothing for it.
 		for i := range 5 {
@@ -486,6 +518,24 @@ func TestRecvOne(t *testing.T) {
 		b.Retire()
 	}
 	t.Logf("%d receives posted both ways", checked)
+}
+
+// wantRecvWQE is the receive entry old becomes when one receive of sge is
+// posted on a queue of max_gs maxSGE, written from the layout (struct
+// mlx5_wqe_data_seg: byte_count, lkey and addr, big-endian; then, if the
+// entry has room, an end marker of byte_count 0 and lkey
+// MLX5_INVALID_LKEY, 0x100; qp.c mlx5_post_recv).
+func wantRecvWQE(old []byte, sge SGE, maxSGE int) []byte {
+	w := slices.Clone(old)
+	binary.BigEndian.PutUint32(w[0:], sge.Length)
+	binary.BigEndian.PutUint32(w[4:], sge.LKey)
+	binary.BigEndian.PutUint64(w[8:], sge.Addr)
+	if maxSGE > 1 {
+		binary.BigEndian.PutUint32(w[16:], 0)
+		binary.BigEndian.PutUint32(w[20:], 0x100)
+		binary.BigEndian.PutUint64(w[24:], 0)
+	}
+	return w
 }
 
 // TestNewCQRefusesMisalignedRing: Poll loads each entry's op_own word
@@ -609,16 +659,20 @@ func TestDoorbellInsideRegister(t *testing.T) {
 	post := func(wrs []SendWR) {
 		t.Helper()
 		half, ctrl := bf.offset, int(q.curPost)&(sqCfg.WQECount-1)*SendWQEBB
+		other := slices.Clone(bf.Reg[half^bf.BufSize : half^bf.BufSize+bf.BufSize])
 		if _, err := q.Post(wrs); err != nil {
 			t.Fatal(err)
 		}
 		if len(wrs) > 1 { // rung with the last WQE, a WRITE of one WQEBB
 			ctrl = int(q.curPost-1) & (sqCfg.WQECount - 1) * SendWQEBB
 		}
-		for _, i := range []int{0, guard - 1, guard + 512, len(region) - 1} {
-			if region[i] != 0xaa {
+		for i, b := range region {
+			if (i < guard || i >= guard+512) && b != 0xaa {
 				t.Fatalf("%+v: the doorbell wrote byte %d outside the register", wrs[0], i-guard)
 			}
+		}
+		if !bytes.Equal(bf.Reg[half^bf.BufSize:half^bf.BufSize+bf.BufSize], other) {
+			t.Fatalf("%+v: the doorbell wrote the register's other half", wrs[0])
 		}
 		size := int(q.ring[ctrl+7] & 0x3f) // qpn_ds: the WQE's size in 16-byte units
 		n := 0
@@ -654,5 +708,34 @@ func TestDoorbellInsideRegister(t *testing.T) {
 	}
 	if wrap == 0 || bfPosts == 0 {
 		t.Fatalf("%d BlueFlame posts, %d wrapped: the test did not reach both", bfPosts, wrap)
+	}
+}
+
+// TestNewSQRefusesBadBlueFlame: the doorbell writes the register through
+// unchecked pointers, so NewSQ must refuse any geometry whose halves do not
+// fit the register, including a half size whose double overflows.
+func TestNewSQRefusesBadBlueFlame(t *testing.T) {
+	sqCfg, sqBytes, err := SQSize(&testLimits, QPTypeRC, 4, 1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := aligned(512)
+	for _, tc := range []struct {
+		name string
+		bf   *BlueFlame
+	}{
+		{"no register", nil},
+		{"a half of 0 bytes", &BlueFlame{Reg: reg, BufSize: 0}},
+		{"a half not a multiple of 64", &BlueFlame{Reg: reg, BufSize: 100}},
+		{"halves longer than the register", &BlueFlame{Reg: reg, BufSize: 320}},
+		{"a half whose double overflows", &BlueFlame{Reg: reg, BufSize: 1 << 62}},
+		{"a misaligned register", &BlueFlame{Reg: reg[4:260], BufSize: 64}},
+	} {
+		if _, err := NewSQ(aligned(sqBytes), aligned(8), tc.bf, sqCfg); err == nil {
+			t.Errorf("%s: NewSQ accepted it", tc.name)
+		}
+	}
+	if _, err := NewSQ(aligned(sqBytes), aligned(8), &BlueFlame{Reg: reg, BufSize: 256}, sqCfg); err != nil {
+		t.Errorf("NewSQ refused two halves of 256 bytes in 512: %v", err)
 	}
 }

@@ -175,7 +175,7 @@ func NewSQ(ring, dbrec []byte, bf *BlueFlame, cfg SQConfig) (*SQ, error) {
 	if err := mmio.CheckView(dbrec, 0, 8); err != nil {
 		return nil, fmt.Errorf("mlx5: QP doorbell record: %w", err)
 	}
-	if bf == nil || bf.BufSize <= 0 || bf.BufSize%SendWQEBB != 0 || len(bf.Reg) < 2*bf.BufSize {
+	if bf == nil || bf.BufSize <= 0 || bf.BufSize%SendWQEBB != 0 || bf.BufSize > len(bf.Reg)/2 { // (2*BufSize could overflow)
 		return nil, fmt.Errorf("mlx5: BlueFlame register area must hold two halves of a non-zero multiple of 64 bytes")
 	}
 	if err := mmio.CheckView(bf.Reg, 0, 8); err != nil {
