@@ -124,10 +124,10 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // write-combining doorbell, an mlx5 send's doorbell (rdma-core mlx5
 // post_send_db). As Write64, it takes pointers and checks nothing: n must
 // be 0 or more, and dst and src must each have max(64n, 8) bytes behind
-// them, dst 8-byte aligned.
-// The caller proves that from geometry it checked once (mlx5.NewSQ), so
-// the call is inlined to the assembly itself, where a check of slices
-// made the doorbell a call of its own (BENCHMARKS.md, mlx5 fifth round).
+// them, dst 8-byte aligned. The caller proves that from geometry it
+// checked once (mlx5.NewSQ), so the call is inlined to the assembly
+// itself, where a check of slices made the doorbell a call of its own
+// (BENCHMARKS.md, mlx5 fifth round).
 
 // StoreRelease32 (release_amd64.go, release_arm64.go, release_race.go)
 // stores v to *p with release ordering: every earlier write to the shared

@@ -486,6 +486,8 @@ func (q *SQ) encodeBlocks(wrs []SendWR, wrIndex uint32) (ctrl, size int) {
 		if len(sges) > maxBlockSGEs { // only if the caller changed the list during Post
 			sges = sges[:maxBlockSGEs]
 		}
+		// Each segment is big-endian; on a little-endian machine the first
+		// four bytes of a segment are the low half of its first 8-byte word.
 		seg := ctrlSegSize / 8
 		switch wr.Opcode {
 		case OpRDMARead, OpRDMAWrite, OpRDMAWriteWithImm:
