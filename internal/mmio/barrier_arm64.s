@@ -64,31 +64,16 @@ TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
 	STLRW R1, (R0)
 	RET
 
-// func seqEnd32(p *uint32) uint32
-TEXT ·seqEnd32(SB), NOSPLIT|NOFRAME, $0-12
-	MOVD p+0(FP), R0
-	MOVWU (R0), R1
-	MOVW R1, ret+8(FP)
-	TBZ $0, R1, even
-	ADDW $1, R1, R1
-	STLRW R1, (R0)
-even:
-	RET
-
-// func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
-// storeRelease32, then seqEnd32: a store-release is ordered after every
-// earlier load and store, the first STLR included.
-TEXT ·storeRelease32SeqEnd32(SB), NOSPLIT|NOFRAME, $0-28
+// func storeRelease32Pair(p *uint32, v uint32, q *uint32, w uint32)
+// Two store-releases: the second is ordered after every earlier load and
+// store, the first included.
+TEXT ·storeRelease32Pair(SB), NOSPLIT|NOFRAME, $0-28
 	MOVD p+0(FP), R0
 	MOVWU v+8(FP), R1
-	MOVD seq+16(FP), R2
+	MOVD q+16(FP), R2
+	MOVWU w+24(FP), R3
 	STLRW R1, (R0)
-	MOVWU (R2), R3
-	MOVW R3, ret+24(FP)
-	TBZ $0, R3, seqeven
-	ADDW $1, R3, R3
 	STLRW R3, (R2)
-seqeven:
 	RET
 
 // func storeRelease64(p *uint64, v uint64)

@@ -24,8 +24,7 @@
 // every earlier memory operation of the function (release_amd64.go says
 // why; TestReleaseStoreOrder checks the compiled code of probes written as
 // the callers use them), the one place where this package itself touches a
-// shared word without sync/atomic (SeqEnd32's load of its lock word too,
-// which only the lock's holder writes there). A
+// shared word without sync/atomic. A
 // sync/atomic store would be sequentially consistent, a locked XCHG on amd64,
 // which the ring protocol does not need: nothing reads the other side's index
 // after publishing its own and relies on the order of the two. Race builds
@@ -42,7 +41,7 @@
 //	ring: producer publishes its index      StoreRelease32           MOVL    STLRW   advance_producer/store_producer_index: release store
 //	ring: consumer reads the producer index LoadAcquire32            MOVL    LDARW   queue_empty: atomic_load_explicit(producer, acquire)
 //	ring: consumer publishes its index      StoreRelease32           MOVL    STLRW   advance_consumer/store_consumer_index: release store
-//	an index, then the ring lock's release  StoreRelease32SeqEnd32   2 MOVL  2 STLRW the same store, then pthread_spin_unlock
+//	an index, then the ring lock's release  StoreRelease32Pair       2 MOVL  2 STLRW the same store, then pthread_spin_unlock
 //	ring geometry (log2 size, index mask)   U32().Load               MOVL    LDARW   plain read after mmap (the kernel set it before)
 //	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
 //	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)

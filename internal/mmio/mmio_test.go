@@ -138,24 +138,14 @@ func TestBarriersAndWrites(t *testing.T) {
 	if b[0] != 0xff || b[8] != 0xff || b[63] != 0xff || b[72] != 0xff {
 		t.Fatal("Write32 or Write64 touched bytes outside its word")
 	}
-	// An odd count is ended, an even one left; the index is stored either
-	// way, and nothing around either word changes.
-	idx, seq := U32(b, 20), U32(b, 28)
-	seq.Store(9)
-	if old := StoreRelease32SeqEnd32(idx, 0x0badcafe, seq); old != 9 || seq.Load() != 10 || idx.Load() != 0x0badcafe {
-		t.Fatalf("StoreRelease32SeqEnd32 returned %d and left index %#x, count %d; want 9, 0xbadcafe, 10", old, idx.Load(), seq.Load())
-	}
-	if old := StoreRelease32SeqEnd32(idx, 5, seq); old != 10 || seq.Load() != 10 || idx.Load() != 5 {
-		t.Fatalf("StoreRelease32SeqEnd32 on an even count returned %d and left index %d, count %d; want 10, 5, 10", old, idx.Load(), seq.Load())
+	// Both words stored, and nothing around them.
+	idx, lock := U32(b, 20), U32(b, 28)
+	StoreRelease32Pair(idx, 0x0badcafe, lock, 10)
+	if idx.Load() != 0x0badcafe || lock.Load() != 10 {
+		t.Fatalf("StoreRelease32Pair left %#x and %d, want 0xbadcafe and 10", idx.Load(), lock.Load())
 	}
 	if b[19] != 0xff || b[24] != 0xff || b[27] != 0xff || b[32] != 0xff {
-		t.Fatal("StoreRelease32SeqEnd32 stored outside its words")
-	}
-	// The order of the two stores: on one word, the index store first
-	// leaves 7 to be ended (8); the other order would leave 7.
-	seq.Store(1)
-	if old := StoreRelease32SeqEnd32(seq, 7, seq); old != 7 || seq.Load() != 8 {
-		t.Fatalf("StoreRelease32SeqEnd32 on one word returned %d and left %d; want 7 and 8 (the index stored first)", old, seq.Load())
+		t.Fatal("StoreRelease32Pair stored outside its words")
 	}
 }
 
@@ -187,13 +177,6 @@ func TestNoAllocations(t *testing.T) {
 		StoreRelease32(v, LoadAcquire32(v)+1)
 		w := U64(b, 256)
 		StoreRelease64(w, LoadAcquire64(w)+1)
-		StoreRelease32(v, 7)
-		if SeqEnd32(v) != 7 || LoadAcquire32(v) != 8 {
-			panic("SeqEnd32 did not end an odd count")
-		}
-		if SeqEnd32(v) != 8 || LoadAcquire32(v) != 8 {
-			panic("SeqEnd32 changed an even count")
-		}
 		ToDeviceBarrier()
 		FromDeviceBarrier()
 		OrderingWriteBarrier()
@@ -202,8 +185,9 @@ func TestNoAllocations(t *testing.T) {
 		Write64(p64, 1)
 		Write32(Ptr32(b, 8), 2)
 		StoreForDevice32(v, 3)
-		if StoreRelease32SeqEnd32(w32, 4, v) != 3 || LoadAcquire32(v) != 4 {
-			panic("StoreRelease32SeqEnd32 did not end an odd count")
+		StoreRelease32Pair(w32, 4, v, 8)
+		if LoadAcquire32(w32) != 4 || LoadAcquire32(v) != 8 {
+			panic("StoreRelease32Pair did not store both words")
 		}
 		WriteBlock64(b, 512, b[1024:])
 		WriteBlocks64WC(b, 576, b[1024:], 2)

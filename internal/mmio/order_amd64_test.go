@@ -20,6 +20,7 @@ import (
 const (
 	probeData  = 0x5a5a5a5a
 	probeIndex = 0x3c3c3c3c
+	probeLock  = 0x1e1e1e1e
 	probeOwner = 0x81
 
 	dispIn    = 0x14 // in[5]: a load nothing stored depends on
@@ -29,13 +30,13 @@ const (
 )
 
 // releaseProbe32 is a producer: the entry, a read of the section, then the
-// index and the end of the lock's section (uverbs ringLock.storeUnlock).
+// index and the store that frees the lock (uverbs ringLock.storeUnlock).
 //
 //go:noinline
 func releaseProbe32(data, in *[8]uint32, idx, lock *atomic.Uint32) uint32 {
 	data[1] = probeData
 	v := in[5]
-	StoreRelease32SeqEnd32(idx, probeIndex, lock)
+	StoreRelease32Pair(idx, probeIndex, lock, probeLock)
 	return v
 }
 
@@ -68,8 +69,7 @@ func deviceLoadProbe(ring *[16]uint32) uint32 {
 func TestReleaseStoreOrder(t *testing.T) {
 	a, b := &[8]uint32{}, &[8]uint32{5: 7}
 	var idx, lock atomic.Uint32
-	lock.Store(3)
-	if v := releaseProbe32(a, b, &idx, &lock); v != 7 || a[1] != probeData || idx.Load() != probeIndex || lock.Load() != 4 {
+	if v := releaseProbe32(a, b, &idx, &lock); v != 7 || a[1] != probeData || idx.Load() != probeIndex || lock.Load() != probeLock {
 		t.Fatalf("releaseProbe32: got %d, data %#x, index %#x, lock %d", v, a[1], idx.Load(), lock.Load())
 	}
 	var idx64 atomic.Uint64
@@ -79,7 +79,7 @@ func TestReleaseStoreOrder(t *testing.T) {
 	for _, probe := range []struct {
 		name string
 		fn   any
-		lock bool // the ring lock's word follows the index
+		lock bool // the ring lock's word is stored after the index
 	}{
 		{"releaseProbe32", releaseProbe32, true},
 		{"releaseProbe64", releaseProbe64, false},
@@ -91,7 +91,7 @@ func TestReleaseStoreOrder(t *testing.T) {
 			t.Logf("%s calls the store, not inlined; nothing to check", probe.name)
 			continue
 		}
-		data, load, index, lockOps := -1, -1, -1, 0
+		data, load, index, lockStore := -1, -1, -1, -1
 		for i, inst := range code {
 			imm, _ := inst.Args[1].(x86asm.Imm)
 			_, toMem := inst.Args[0].(x86asm.Mem)
@@ -102,17 +102,17 @@ func TestReleaseStoreOrder(t *testing.T) {
 				index = i
 			case load < 0 && hasMem(inst, dispIn):
 				load = i
-			case index >= 0 && hasMem(inst, 0):
-				lockOps++ // the lock word's load and store, after the index
+			case inst.Op == x86asm.MOV && toMem && imm == probeLock:
+				lockStore = i
 			}
 		}
 		ok := data >= 0 && load >= 0 && index > data && index > load
 		if probe.lock {
-			ok = ok && lockOps >= 2
+			ok = ok && lockStore > index
 		}
 		if !ok {
-			t.Errorf("%s: the release store is not after the earlier load and store (instructions: data store %d, load %d, index store %d, lock accesses after it %d); a MOV is a release store only in program order, so release_amd64.go needs assembly again with this toolchain:\n%s",
-				probe.name, data, load, index, lockOps, listing)
+			t.Errorf("%s: the release store is not after the earlier load and store (instructions: data store %d, load %d, index store %d, lock store %d); a MOV is a release store only in program order, so release_amd64.go needs assembly again with this toolchain:\n%s",
+				probe.name, data, load, index, lockStore, listing)
 		}
 	}
 }

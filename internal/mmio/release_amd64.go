@@ -28,16 +28,7 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { *(*uint32)(unsafe.Pointer(p)) 
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { *(*uint64)(unsafe.Pointer(p)) = v }
 
-func SeqEnd32(p *atomic.Uint32) uint32 {
-	w := (*uint32)(unsafe.Pointer(p))
-	v := *w
-	if v&1 != 0 {
-		*w = v + 1
-	}
-	return v
-}
-
-func StoreRelease32SeqEnd32(p *atomic.Uint32, v uint32, seq *atomic.Uint32) uint32 {
+func StoreRelease32Pair(p *atomic.Uint32, v uint32, q *atomic.Uint32, w uint32) {
 	*(*uint32)(unsafe.Pointer(p)) = v
-	return SeqEnd32(seq)
+	*(*uint32)(unsafe.Pointer(q)) = w
 }

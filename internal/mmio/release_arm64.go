@@ -15,10 +15,8 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { storeRelease32((*uint32)(unsaf
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { storeRelease64((*uint64)(unsafe.Pointer(p)), v) }
 
-func SeqEnd32(p *atomic.Uint32) uint32 { return seqEnd32((*uint32)(unsafe.Pointer(p))) }
-
-func StoreRelease32SeqEnd32(p *atomic.Uint32, v uint32, seq *atomic.Uint32) uint32 {
-	return storeRelease32SeqEnd32((*uint32)(unsafe.Pointer(p)), v, (*uint32)(unsafe.Pointer(seq)))
+func StoreRelease32Pair(p *atomic.Uint32, v uint32, q *atomic.Uint32, w uint32) {
+	storeRelease32Pair((*uint32)(unsafe.Pointer(p)), v, (*uint32)(unsafe.Pointer(q)), w)
 }
 
 // storeRelease32 and storeRelease64 store with release ordering and no
@@ -30,14 +28,8 @@ func storeRelease32(p *uint32, v uint32)
 //go:noescape
 func storeRelease64(p *uint64, v uint64)
 
-// seqEnd32 moves an odd *p on by one with a plain load and a release store
-// and returns the value it found.
+// storeRelease32Pair is storeRelease32(p, v), then storeRelease32(q, w),
+// in one call.
 //
 //go:noescape
-func seqEnd32(p *uint32) uint32
-
-// storeRelease32SeqEnd32 is storeRelease32(p, v), then seqEnd32(seq), in
-// one call.
-//
-//go:noescape
-func storeRelease32SeqEnd32(p *uint32, v uint32, seq *uint32) uint32
+func storeRelease32Pair(p *uint32, v uint32, q *uint32, w uint32)

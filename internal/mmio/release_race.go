@@ -14,17 +14,9 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
 
-func SeqEnd32(p *atomic.Uint32) uint32 {
-	v := p.Load()
-	if v&1 != 0 {
-		p.Store(v + 1)
-	}
-	return v
-}
-
-func StoreRelease32SeqEnd32(p *atomic.Uint32, v uint32, seq *atomic.Uint32) uint32 {
+func StoreRelease32Pair(p *atomic.Uint32, v uint32, q *atomic.Uint32, w uint32) {
 	p.Store(v)
-	return SeqEnd32(seq)
+	q.Store(w)
 }
 
 func StoreForDevice32(p *atomic.Uint32, v uint32) {

@@ -139,19 +139,11 @@ func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 
 // StoreRelease64 is StoreRelease32 for a 64-bit word.
 
-// SeqEnd32 (release_amd64.go, release_arm64.go, release_race.go) ends the
-// section an odd count stands for, as the kernel's write_seqcount_end does
-// (a plain increment after smp_wmb): if *p is odd, it stores *p+1 with
-// release ordering. It returns the value it found, and leaves an even one
-// as it was. It is not atomic: only the owner of the section may end it,
-// such as the holder of a lock whose word is odd while held.
-
-// StoreRelease32SeqEnd32 (release_amd64.go, release_arm64.go,
-// release_race.go) is StoreRelease32(p, v), then SeqEnd32(seq) (on arm64 in
-// one call into assembly): the index store that publishes what
-// a lock's section did to a ring, and the end of that section (uverbs: the
-// consumer_index store and the CQ's unlock that end an rxe poll). The two
-// stores keep their order. It returns what SeqEnd32 returns.
+// StoreRelease32Pair (release_amd64.go, release_arm64.go, release_race.go)
+// is StoreRelease32(p, v), then StoreRelease32(q, w), in one call on arm64:
+// the index store that publishes what a lock's section did to a ring, and
+// the store that frees the lock (uverbs: the consumer_index store and the
+// CQ's unlock that end an rxe poll). The two stores keep their order.
 
 // Bytes returns an n-byte slice of memory at the raw address addr, the form
 // in which RDMA scatter/gather entries name memory (struct ibv_sge.addr).
