@@ -482,8 +482,9 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// rxe_qp_reset). No defer, which would cost every post its set-up:
 	// the queues check the list before they write and cannot panic on it
 	// unless the caller changes wrs while the call runs. One receive of at
-	// most one SGE within the limit, which no check can refuse (one SGE's
-	// length is one u32), goes straight to the queue on either provider:
+	// most one SGE within the limit (on rxe: of one SGE), which no check
+	// can refuse (one SGE's length is one u32), goes straight to the queue
+	// on either provider:
 	// postRecv's and mlx5QP.postRecv's first step written out here, a
 	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
@@ -501,9 +502,8 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 		}
 		if q := qp.rq; q != nil {
 			var err error
-			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= q.MaxSGE() && !q.Full() {
-				w := rxe.RecvWQE{ID: wrs[0].ID, SGEs: rxeSGEs(wrs[0].SGEs)}
-				rxe.EncodeRecv(q.Slot(), &w)
+			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
+				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, rxe.SGE(wrs[0].SGEs[0]))
 				q.Publish()
 			} else { // a full ring too: postRecvList reports it
 				err = postRecvList(op, q, wrs)
@@ -541,12 +541,11 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 // postRecv validates and posts wrs on a receive queue or SRQ; the caller
 // holds the queue's lock.
 func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
-	// One receive of at most one SGE, the common case, without the loops
-	// below: it cannot fail the checks (one SGE's length is one u32), and
-	// a full ring takes the path below, which reports it.
-	if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= q.MaxSGE() && !q.Full() {
-		w := rxe.RecvWQE{ID: wrs[0].ID, SGEs: rxeSGEs(wrs[0].SGEs)}
-		rxe.EncodeRecv(q.Slot(), &w)
+	// One receive of one SGE, the common case, without the loops below: it
+	// cannot fail the checks (one SGE's length is one u32), and a full ring
+	// takes the path below, which reports it.
+	if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
+		rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, rxe.SGE(wrs[0].SGEs[0]))
 		q.Publish()
 		return nil
 	}
@@ -571,8 +570,12 @@ func postRecvList(op string, q *rxe.RQ, wrs []RecvWR) error {
 	}
 	var w rxe.RecvWQE
 	for i := range wrs {
-		w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(wrs[i].SGEs)}
-		rxe.EncodeRecv(q.Slot(), &w)
+		if sges := wrs[i].SGEs; len(sges) == 1 {
+			rxe.EncodeRecvOne(q.Slot(), wrs[i].ID, rxe.SGE(sges[0]))
+		} else {
+			w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(sges)}
+			rxe.EncodeRecv(q.Slot(), &w)
+		}
 		q.Stage()
 	}
 	q.Commit()

@@ -59,6 +59,41 @@ func EncodeRecv(slot []byte, wr *RecvWQE) {
 	native.PutUint32(h[recvDMA+dmaNumSGE:], uint32(len(sges)))
 }
 
+// EncodeRecvOne is EncodeRecv for a receive of one SGE, the common
+// receive: the 56 bytes of its WQE as seven 8-byte stores, where
+// EncodeRecv clears the header, then writes its fields and loops over the
+// SGEs (BENCHMARKS.md, rxe item 29). The slot belongs to a queue of
+// max_sge 1 or more. The words are those of a little-endian machine, as
+// every GOARCH this package builds for is.
+func EncodeRecvOne(slot []byte, id uint64, sge SGE) {
+	w := (*[(RecvWQEHeaderSize + SGESize) / 8]uint64)(unsafe.Pointer((*[RecvWQEHeaderSize + SGESize]byte)(slot)))
+	w[recvWRID/8] = id
+	w[1] = 0                                                    // reserved, padding
+	w[(recvDMA+dmaLength)/8] = uint64(sge.Length) * (1<<32 + 1) // length, resid
+	w[(recvDMA+dmaCurSGE)/8] = 1 << 32                          // cur_sge 0, num_sge 1
+	w[(recvDMA+dmaSGEOffset)/8] = 0                             // sge_offset, reserved
+	*(*SGE)(unsafe.Pointer(&w[RecvWQEHeaderSize/8])) = sge
+}
+
+// The offsets EncodeRecvOne's words rely on: a negative array length does
+// not compile.
+var (
+	_ [0 - recvWRID]byte
+	_ [recvDMA - 16]byte
+	_ [16 - recvDMA]byte
+	_ [0 - dmaLength]byte
+	_ [dmaResid - 4]byte
+	_ [4 - dmaResid]byte
+	_ [dmaCurSGE - 8]byte
+	_ [8 - dmaCurSGE]byte
+	_ [dmaNumSGE - 12]byte
+	_ [12 - dmaNumSGE]byte
+	_ [dmaSGEOffset - 16]byte
+	_ [16 - dmaSGEOffset]byte
+	_ [RecvWQEHeaderSize - 40]byte
+	_ [40 - RecvWQEHeaderSize]byte
+)
+
 // putSGE writes a struct rxe_sge, whose layout SGE has (checked at compile
 // time below), as one copy of the struct (two 8-byte moves on amd64).
 func putSGE(d *[SGESize]byte, g SGE) {

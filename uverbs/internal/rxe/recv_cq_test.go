@@ -32,6 +32,24 @@ func TestEncodeRecv(t *testing.T) {
 	}
 }
 
+// TestEncodeRecvOne: a receive of one SGE is the bytes EncodeRecv writes
+// for it, in a slot that held other bytes before; nothing past the SGE is
+// touched.
+func TestEncodeRecvOne(t *testing.T) {
+	for _, sge := range []SGE{
+		{Addr: 0x1000, Length: 4096, LKey: 5},
+		{Addr: 0xfedcba9876543210, Length: 0xffffffff, LKey: 0x89abcdef},
+		{}, // a zero-length receive
+	} {
+		want, got := dirtySlot(t)[:128], dirtySlot(t)[:128]
+		EncodeRecv(want, &RecvWQE{ID: 0x0123456789abcdef, SGEs: []SGE{sge}})
+		EncodeRecvOne(got, 0x0123456789abcdef, sge)
+		if !bytes.Equal(got, want) {
+			t.Errorf("SGE %+v:\nEncodeRecvOne % x\nEncodeRecv    % x", sge, got, want)
+		}
+	}
+}
+
 func TestRQPost(t *testing.T) {
 	r := newFakeRing(t, 6, 2) // 64-byte slots (sge=1), capacity 1
 	rq, err := NewRQ(r.buf, 1)
