@@ -76,8 +76,8 @@ func (l *ringLock) Unlock() {
 
 // storeUnlock stores v to *p with release ordering, then unlocks: the
 // index store that publishes what the section wrote, and the unlock
-// (mmio.StoreRelease32Pair: two inlined stores on amd64, one call into
-// assembly on arm64). Of an unlocked lock it stores v, then panics.
+// (mmio.StoreRelease32Pair: two inlined stores, MOVs on amd64 and STLRs
+// on arm64). Of an unlocked lock it stores v, then panics.
 func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
 	w := l.held + 1
 	if w&1 != 0 {

@@ -53,36 +53,6 @@ TEXT ·Write32(SB), NOSPLIT|NOFRAME, $0-12
 	MOVW R1, (R0)
 	RET
 
-// A release store on aarch64 is STLR, as C11 memory_order_release compiles
-// to (rdma-core providers/rxe/rxe_queue.h): no earlier load or store may be
-// observed after it.
-
-// func storeRelease32(p *uint32, v uint32)
-TEXT ·storeRelease32(SB), NOSPLIT|NOFRAME, $0-12
-	MOVD p+0(FP), R0
-	MOVWU v+8(FP), R1
-	STLRW R1, (R0)
-	RET
-
-// func storeRelease32Pair(p *uint32, v uint32, q *uint32, w uint32)
-// Two store-releases: the second is ordered after every earlier load and
-// store, the first included.
-TEXT ·storeRelease32Pair(SB), NOSPLIT|NOFRAME, $0-28
-	MOVD p+0(FP), R0
-	MOVWU v+8(FP), R1
-	MOVD q+16(FP), R2
-	MOVWU w+24(FP), R3
-	STLRW R1, (R0)
-	STLRW R3, (R2)
-	RET
-
-// func storeRelease64(p *uint64, v uint64)
-TEXT ·storeRelease64(SB), NOSPLIT|NOFRAME, $0-16
-	MOVD p+0(FP), R0
-	MOVD v+8(FP), R1
-	STLR R1, (R0)
-	RET
-
 // storeForDevice32: udma_to_device_barrier (DMB OSHST), then a release
 // store.
 TEXT ·storeForDevice32(SB), NOSPLIT|NOFRAME, $0-12

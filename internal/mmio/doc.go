@@ -18,7 +18,8 @@
 // The loads are sync/atomic loads, which the Go memory model defines as
 // sequentially consistent (https://go.dev/ref/mem#atomic), at least as strong
 // as acquire: a MOV on amd64, LDAR on arm64. The stores are release stores,
-// as C compiles memory_order_release: STLR on arm64, in assembly, and a plain MOV
+// as C compiles memory_order_release: STLR on arm64, which is what Go
+// compiles a sync/atomic store to there (inlined), and a plain MOV
 // on amd64 (x86 never reorders a store with earlier loads and stores). On
 // amd64 that MOV is a Go store, which the compiler inlines and keeps after
 // every earlier memory operation of the function (release_amd64.go says

@@ -7,8 +7,8 @@ import (
 )
 
 // Under the race detector the stores stay sync/atomic ones, which it
-// understands as synchronisation; the plain stores of release_amd64.go and
-// the assembly ones of release_arm64.go would be invisible to it.
+// understands as synchronisation; the plain stores of release_amd64.go
+// would be invisible to it. (On arm64 they are the same stores.)
 
 func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 

@@ -1,0 +1,84 @@
+//go:build !race
+
+package mmio
+
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/arch/arm64/arm64asm"
+)
+
+// releaseProbeARM64 is a producer, as the callers use the release stores:
+// the entry, then the index and the word that frees the lock
+// (uverbs ringLock.storeUnlock), a 64-bit index, and a lone index.
+//
+//go:noinline
+func releaseProbeARM64(data *[8]uint32, idx, lock *atomic.Uint32, idx64 *atomic.Uint64) {
+	data[1] = 0x5a5a5a5a
+	StoreRelease32Pair(idx, 0x3c3c3c3c, lock, 0x1e1e1e1e)
+	StoreRelease64(idx64, 0x3c3c3c3c)
+	StoreRelease32(lock, 7)
+}
+
+// TestReleaseStoreARM64 checks, in this test binary's own machine code,
+// that the release stores of release_arm64.go are inlined STLRs after the
+// entry's plain store: a sync/atomic store is one only as long as the
+// toolchain compiles it so.
+func TestReleaseStoreARM64(t *testing.T) {
+	var data [8]uint32
+	var idx, lock atomic.Uint32
+	var idx64 atomic.Uint64
+	releaseProbeARM64(&data, &idx, &lock, &idx64)
+	if data[1] != 0x5a5a5a5a || idx.Load() != 0x3c3c3c3c || lock.Load() != 7 || idx64.Load() != 0x3c3c3c3c {
+		t.Fatalf("releaseProbeARM64 stored %#x, %#x, %d, %#x", data[1], idx.Load(), lock.Load(), idx64.Load())
+	}
+	insts, listing := machineCodeARM64(t, releaseProbeARM64)
+	plain, stlr, calls := -1, 0, 0
+	for i, inst := range insts {
+		switch inst.Op {
+		case arm64asm.STR, arm64asm.STUR:
+			if plain < 0 && stlr == 0 {
+				plain = i
+			}
+		case arm64asm.STLR:
+			stlr++
+		case arm64asm.BL:
+			calls++ // morestack's call too, at the end
+		}
+	}
+	if plain < 0 || stlr != 4 || calls > 1 {
+		t.Errorf("want the entry's plain store, then 4 inlined STLRs and no call but morestack's; got plain store at %d, %d STLRs, %d calls; release_arm64.go needs assembly again with this toolchain:\n%s", plain, stlr, calls, listing)
+	}
+}
+
+// machineCodeARM64 decodes the instructions of fn, a func value of a
+// function that is not a closure, from its entry to its end.
+func machineCodeARM64(t *testing.T, fn any) ([]arm64asm.Inst, string) {
+	t.Helper()
+	entry := reflect.ValueOf(fn).Pointer()
+	f := runtime.FuncForPC(entry)
+	if f == nil || f.Entry() != entry {
+		t.Fatalf("no function at %#x", entry)
+	}
+	code := *(*unsafe.Pointer)((*[2]unsafe.Pointer)(unsafe.Pointer(&fn))[1])
+	var insts []arm64asm.Inst
+	var listing strings.Builder
+	for off := 0; ; off += 4 {
+		if g := runtime.FuncForPC(entry + uintptr(off)); g == nil || g.Entry() != entry {
+			break
+		}
+		inst, err := arm64asm.Decode(unsafe.Slice((*byte)(unsafe.Add(code, off)), 4))
+		if err != nil {
+			listing.WriteString("?\n") // padding after the last RET
+			continue
+		}
+		insts = append(insts, inst)
+		listing.WriteString(inst.String() + "\n")
+	}
+	return insts, listing.String()
+}
