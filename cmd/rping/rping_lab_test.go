@@ -163,9 +163,9 @@ func (e *rpingEnv) pair(t *testing.T, srvWho, cliWho string, srvArgs, cliArgs []
 }
 
 // rpingTeardownRace tells whether rdma-core's rping failed only in its own
-// teardown. Until rdma-core commit f3ae6534a ("rping: terminate CM event
-// thread before exiting", first in v59; the lab's Debian packages are
-// older), rping's main thread destroys the CM event channel while its CM
+// teardown. Without rdma-core commit f3ae6534a ("rping: terminate CM
+// event thread before exiting": v59, and stable releases such as v44.11;
+// the lab's Debian packages lack it), rping's main thread destroys the CM event channel while its CM
 // thread may be about to read it again: that thread then prints
 // "rdma_get_cm_event: Bad file descriptor" and exits -1 (255), after the
 // disconnect and after every ping was printed. Such a run counts when the
