@@ -44,9 +44,8 @@ func BenchmarkNativeMLX5(b *testing.B) {
 				r.fillWRIDs(b)
 			}
 			b.ReportAllocs()
-			for b.Loop() {
-				r.once(b, row.op)
-			}
+			b.ResetTimer()
+			r.run(b, row.op, b.N)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*row.wrs), "ns/wr")
 		})
 	}
@@ -71,28 +70,47 @@ var nativeMLX5Rows = []nativeMLX5Row{
 	{"poll_empty", 1, 0, opPollEmpty},
 }
 
-// once makes one call of a row, as nativeRig.once does: a switch and
-// direct calls, as the "bench" loops of test/mlx5diff/harness.c.
-func (r *nativeMLX5Rig) once(tb testing.TB, op nativeOp) {
+// run makes n calls of a row, as nativeRig.run does, and as the "bench"
+// loops of test/mlx5diff/harness.c: the row chosen once, outside the loop,
+// and direct calls in it.
+func (r *nativeMLX5Rig) run(tb testing.TB, op nativeOp, n int) {
 	switch op {
 	case opWrite:
-		r.send(tb, r.qp, r.write)
+		for range n {
+			r.send(tb, r.qp, r.write)
+		}
 	case opWriteList:
-		r.send(tb, r.qp, r.list)
+		for range n {
+			r.send(tb, r.qp, r.list)
+		}
 	case opSendInline:
-		r.send(tb, r.qp, r.inl)
+		for range n {
+			r.send(tb, r.qp, r.inl)
+		}
 	case opUDSend:
-		r.send(tb, r.ud, r.udSend)
+		for range n {
+			r.send(tb, r.ud, r.udSend)
+		}
 	case opRecv:
-		r.postRecv(tb, r.recv)
+		for range n {
+			r.postRecv(tb, r.recv)
+		}
 	case opRecvList:
-		r.postRecv(tb, r.recvList)
+		for range n {
+			r.postRecv(tb, r.recvList)
+		}
 	case opPollOne:
-		r.pollN(tb, 1)
+		for range n {
+			r.pollN(tb, 1)
+		}
 	case opPoll16:
-		r.pollN(tb, 16)
+		for range n {
+			r.pollN(tb, 16)
+		}
 	case opPollEmpty:
-		r.pollN(tb, 0)
+		for range n {
+			r.pollN(tb, 0)
+		}
 	}
 }
 
