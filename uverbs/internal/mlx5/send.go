@@ -307,22 +307,24 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 func (q *SQ) postList(wrs []SendWR) (int, error) {
 	outstanding := q.Outstanding()
 	allBlocks := q.cfg.QPType != QPTypeUD // every request one encodeBlocks takes
-	for i := range wrs {
-		// libmlx5's order: the opcode, then room, then the rest.
-		if op := wrs[i].Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) {
-			return i, fmt.Errorf("%w: opcode %d on a %v QP", ErrBadOpcode, op, q.cfg.QPType)
+	// The requests that pass the checks at once, in a loop without calls
+	// (which would cost every request the spills of the registers the
+	// calls' arguments need); from the first other one on, checkList.
+	i := 0
+	for ; i < len(wrs); i++ {
+		wr := &wrs[i]
+		if op := wr.Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) || outstanding+i >= q.cfg.MaxPost || !q.plain(wr) {
+			break
 		}
-		if outstanding+i >= q.cfg.MaxPost {
-			return i, ErrQueueFull
-		}
-		if !q.plain(&wrs[i]) {
-			if err := q.Validate(&wrs[i]); err != nil {
-				return i, err
-			}
-		}
-		if wr := &wrs[i]; wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 || len(wr.SGEs) > maxBlockSGEs || wr.Opcode > OpRDMARead {
+		if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 || len(wr.SGEs) > maxBlockSGEs || wr.Opcode > OpRDMARead {
 			allBlocks = false
 		}
+	}
+	if i < len(wrs) {
+		if j, err := q.checkList(wrs, i, outstanding); err != nil {
+			return j, err
+		}
+		allBlocks = false
 	}
 	if len(wrs) == 0 {
 		return 0, nil
@@ -359,6 +361,27 @@ func (q *SQ) postList(wrs []SendWR) (int, error) {
 	// Published to the CQ's polls before the doorbell (SQ).
 	mmio.StoreRelease32(&q.head, head+uint32(len(wrs)))
 	q.ringDoorbell(len(wrs), inline, ctrl, size)
+	return 0, nil
+}
+
+// checkList is postList's check of wrs from index i on, where the first
+// request its loop did not pass is: libmlx5's order, the opcode, then
+// room, then the rest (Validate for a request plain does not pass). It
+// returns the index of the first request refused, with the error.
+func (q *SQ) checkList(wrs []SendWR, i, outstanding int) (int, error) {
+	for ; i < len(wrs); i++ {
+		if op := wrs[i].Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) {
+			return i, fmt.Errorf("%w: opcode %d on a %v QP", ErrBadOpcode, op, q.cfg.QPType)
+		}
+		if outstanding+i >= q.cfg.MaxPost {
+			return i, ErrQueueFull
+		}
+		if !q.plain(&wrs[i]) {
+			if err := q.Validate(&wrs[i]); err != nil {
+				return i, err
+			}
+		}
+	}
 	return 0, nil
 }
 
@@ -495,14 +518,24 @@ func (q *SQ) encodeBlocks(wrs []SendWR, wrIndex uint32) (ctrl, size int) {
 			w[seg+1] = uint64(bits.ReverseBytes32(wr.RKey))
 			seg += raddrSegSize / 8
 		}
-		for i := range sges {
-			s := &sges[i]
-			if s.Length == 0 {
-				continue
+		if len(sges) == 1 {
+			// The common request, without the loop (whose counters the
+			// compiler keeps on the stack).
+			if s := &sges[0]; s.Length != 0 {
+				w[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
+				w[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
+				seg += dataSegSize / 8
 			}
-			w[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
-			w[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
-			seg += dataSegSize / 8
+		} else {
+			for i := range sges {
+				s := &sges[i]
+				if s.Length == 0 {
+					continue
+				}
+				w[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
+				w[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
+				seg += dataSegSize / 8
+			}
 		}
 		size = seg / 2
 		var fmCESE uint64
@@ -556,14 +589,22 @@ func (q *SQ) encodeUD(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	w[3] = av[1]&^0xffffffff | uint64(bits.ReverseBytes32(wr.RemoteQPN|extendedUDAV))
 	w[4], w[5], w[6], w[7] = av[2], av[3], av[4], av[5]
 	seg := 0
-	for i := range sges {
-		s := &sges[i]
-		if s.Length == 0 {
-			continue
+	if len(sges) == 1 { // as encodeBlocks
+		if s := &sges[0]; s.Length != 0 {
+			d[0] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
+			d[1] = bits.ReverseBytes64(s.Addr)
+			seg = dataSegSize / 8
 		}
-		d[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
-		d[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
-		seg += dataSegSize / 8
+	} else {
+		for i := range sges {
+			s := &sges[i]
+			if s.Length == 0 {
+				continue
+			}
+			d[seg&7] = uint64(bits.ReverseBytes32(s.Length)) | uint64(bits.ReverseBytes32(s.LKey))<<32
+			d[(seg+1)&7] = bits.ReverseBytes64(s.Addr)
+			seg += dataSegSize / 8
+		}
 	}
 	size = (ctrlSegSize+DatagramSize)/16 + seg/2
 	var fmCESE uint64
