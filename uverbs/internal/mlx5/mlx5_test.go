@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"slices"
 	"syscall"
 	"testing"
@@ -418,6 +419,51 @@ func TestEncodeBlock(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestEncodeInline: encodeInline writes what encode writes for every
+// inline request it takes (the opcodes below RDMA READ on RC and UC QPs,
+// every flag set, signalled or not by default), of one to three SGEs from
+// 0 bytes to past two WQEBBs, in every slot of a four-WQEBB ring, so that
+// the data wraps round its end.
+func TestEncodeInline(t *testing.T) {
+	src := make([]byte, 512)
+	for i := range src {
+		src[i] = byte(0x30 + i)
+	}
+	addr := uint64(uintptr(unsafe.Pointer(&src[0])))
+	checked := 0
+	for _, typ := range []QPType{QPTypeRC, QPTypeUC} {
+		for _, signalAll := range []bool{false, true} {
+			cfg := SQConfig{QPType: typ, QPN: 0xabcde, WQECount: 4, MaxPost: 4, MaxSGE: 3, MaxInline: 180, SignalAll: signalAll}
+			a := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
+			b := &SQ{cfg: cfg, ring: make([]byte, 4*SendWQEBB), wrid: make([]uint64, 4), wqeHead: make([]uint32, 4)}
+			for op := SendOpcode(0); op < OpRDMARead; op++ {
+				if !opcodeAllowed(typ, op) {
+					continue
+				}
+				for flags := SendFlags(0); flags <= sendFlagsKnown; flags++ {
+					if flags&SendInline == 0 {
+						continue
+					}
+					for _, lens := range [][]uint32{{0}, {1}, {12}, {28}, {44}, {64}, {100}, {180}, {3, 0, 60}, {50, 70}} {
+						for cur := range uint32(5) {
+							wr := SendWR{ID: 0x5555 + uint64(cur), Opcode: op, Flags: flags, ImmData: 0x01020304, RemoteAddr: 0x1122334455667788, RKey: 0x99aabbcc}
+							off := uint64(0)
+							for _, l := range lens {
+								wr.SGEs = append(wr.SGEs, SGE{Addr: addr + off, Length: l, LKey: 7})
+								off += uint64(l) + 1
+							}
+							sameEncoding(t, a, b, (*SQ).encodeInline, &wr, 0xfffe+cur)
+							checked++
+						}
+					}
+				}
+			}
+		}
+	}
+	runtime.KeepAlive(src)
+	t.Logf("%d requests encoded both ways", checked)
 }
 
 // sameEncoding encodes wr at cur_post cur with encode on a and with fast on

@@ -286,6 +286,8 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 			inline := wr.Flags&SendInline != 0 && len(wr.SGEs) > 0
 			var ctrl, size int
 			switch {
+			case inline && q.cfg.QPType != QPTypeUD:
+				ctrl, size = q.encodeInline(wr, head)
 			case inline || len(wr.SGEs) > maxBlockSGEs:
 				ctrl, size = q.encode(wr, head)
 			case q.cfg.QPType != QPTypeUD && op <= OpRDMARead:
@@ -346,7 +348,11 @@ func (q *SQ) postList(wrs []SendWR) (int, error) {
 			switch {
 			case wr.Flags&SendInline != 0 && len(wr.SGEs) > 0:
 				inline = true
-				ctrl, size = q.encode(wr, head+uint32(i))
+				if connected && wr.Opcode < OpRDMARead {
+					ctrl, size = q.encodeInline(wr, head+uint32(i))
+				} else {
+					ctrl, size = q.encode(wr, head+uint32(i))
+				}
 			case len(wr.SGEs) > maxBlockSGEs:
 				ctrl, size = q.encode(wr, head+uint32(i))
 			case connected && wr.Opcode <= OpRDMARead:
@@ -559,6 +565,48 @@ func (q *SQ) encodeBlocks(wrs []SendWR, wrIndex uint32) (ctrl, size int) {
 		q.wqeHead[idx] = wrIndex + uint32(r)
 		q.curPost++
 	}
+	return ctrl, size
+}
+
+// encodeInline is encode for an inline SEND, SEND_WITH_IMM, RDMA WRITE or
+// RDMA WRITE_WITH_IMM of an RC or UC QP: the control segment and the
+// remote address written as encodeBlocks writes them, the data by
+// putInline, which wraps at the end of the ring (TestEncodeInline compares
+// it with encode).
+func (q *SQ) encodeInline(wr *SendWR, wrIndex uint32) (ctrl, size int) {
+	idx := int(q.curPost) & (q.cfg.WQECount - 1)
+	ctrl = idx * SendWQEBB
+	w := (*[SendWQEBB / 8]uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(q.ring)), ctrl))
+	seg := ctrlSegSize / 8
+	var imm uint32
+	switch wr.Opcode {
+	case OpRDMAWriteWithImm:
+		imm = wr.ImmData
+		fallthrough
+	case OpRDMAWrite:
+		w[seg] = bits.ReverseBytes64(wr.RemoteAddr)
+		w[seg+1] = uint64(bits.ReverseBytes32(wr.RKey))
+		seg += raddrSegSize / 8
+	case OpSendWithImm:
+		imm = wr.ImmData
+	}
+	size = seg/2 + q.putInline(ctrl+seg*8, wr.SGEs)
+	var fmCESE uint64
+	if q.cfg.SignalAll || wr.Flags&SendSignaled != 0 {
+		fmCESE = ctrlCQUpdate
+	}
+	if wr.Flags&SendFence != 0 {
+		fmCESE |= ctrlFence
+	}
+	if wr.Flags&SendSolicited != 0 {
+		fmCESE |= ctrlSolicited
+	}
+	w[0] = uint64(bits.ReverseBytes32((q.curPost&0xffff)<<8|uint32(deviceOpcode[wr.Opcode]))) |
+		uint64(bits.ReverseBytes32(uint32(size)|q.cfg.QPN<<8))<<32
+	w[1] = fmCESE<<24 | uint64(bits.ReverseBytes32(imm))<<32
+	q.wrid[idx] = wr.ID
+	q.wqeHead[idx] = wrIndex
+	q.curPost += uint32((size*16 + SendWQEBB - 1) / SendWQEBB)
 	return ctrl, size
 }
 
