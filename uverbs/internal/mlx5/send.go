@@ -572,7 +572,9 @@ func (q *SQ) encodeBlocks(wrs []SendWR, wrIndex uint32) (ctrl, size int) {
 // RDMA WRITE_WITH_IMM of an RC or UC QP: the control segment and the
 // remote address written as encodeBlocks writes them, the data by
 // putInline, which wraps at the end of the ring (TestEncodeInline compares
-// it with encode).
+// it with encode). (The control segment's words are computed here as in
+// encodeBlocks and encodeUD, not by a helper: one costs the inliner 102,
+// and a call per request is what these encoders exist to avoid.)
 func (q *SQ) encodeInline(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	idx := int(q.curPost) & (q.cfg.WQECount - 1)
 	ctrl = idx * SendWQEBB
