@@ -3,7 +3,6 @@
 package mmio
 
 import (
-	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -181,32 +180,17 @@ func calls(code []x86asm.Inst, entry uintptr) bool {
 	return false
 }
 
-// machineCode decodes the instructions of fn, a func value of a function
-// that is not a closure, from its entry to its end (the first address the
-// runtime attributes to another function), and returns them with its
-// entry and their listing.
+// machineCode decodes the instructions of fn (funcCode) and returns them
+// with its entry and their listing.
 func machineCode(t *testing.T, fn any) ([]x86asm.Inst, uintptr, string) {
 	t.Helper()
-	entry := reflect.ValueOf(fn).Pointer()
-	f := runtime.FuncForPC(entry)
-	if f == nil || f.Entry() != entry {
-		t.Fatalf("no function at %#x", entry)
-	}
-	// The interface's data word is the func value, which points at a word
-	// holding the entry: the code, without converting a uintptr.
-	code := *(*unsafe.Pointer)((*[2]unsafe.Pointer)(unsafe.Pointer(&fn))[1])
+	code, entry := funcCode(t, fn)
 	var insts []x86asm.Inst
 	var listing strings.Builder
-	// (At an inlined call FuncForPC describes the inlined function, with
-	// the entry of the one it is in.)
-	for off := 0; ; {
-		if g := runtime.FuncForPC(entry + uintptr(off)); g == nil || g.Entry() != entry {
-			break
-		}
-		b := unsafe.Slice((*byte)(unsafe.Add(code, off)), 16) // the longest x86 instruction is 15 bytes
-		inst, err := x86asm.Decode(b, 64)
+	for off := 0; off < len(code); {
+		inst, err := x86asm.Decode(code[off:], 64)
 		if err != nil {
-			t.Fatalf("%s+%#x: %v", f.Name(), off, err)
+			t.Fatalf("%#x+%#x: %v", entry, off, err)
 		}
 		insts = append(insts, inst)
 		listing.WriteString(x86asm.GoSyntax(inst, uint64(off), nil) + "\n")

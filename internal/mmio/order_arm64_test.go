@@ -3,12 +3,9 @@
 package mmio
 
 import (
-	"reflect"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/arch/arm64/arm64asm"
 )
@@ -56,23 +53,14 @@ func TestReleaseStoreARM64(t *testing.T) {
 	}
 }
 
-// machineCodeARM64 decodes the instructions of fn, a func value of a
-// function that is not a closure, from its entry to its end.
+// machineCodeARM64 decodes the instructions of fn (funcCode).
 func machineCodeARM64(t *testing.T, fn any) ([]arm64asm.Inst, string) {
 	t.Helper()
-	entry := reflect.ValueOf(fn).Pointer()
-	f := runtime.FuncForPC(entry)
-	if f == nil || f.Entry() != entry {
-		t.Fatalf("no function at %#x", entry)
-	}
-	code := *(*unsafe.Pointer)((*[2]unsafe.Pointer)(unsafe.Pointer(&fn))[1])
+	code, _ := funcCode(t, fn)
 	var insts []arm64asm.Inst
 	var listing strings.Builder
-	for off := 0; ; off += 4 {
-		if g := runtime.FuncForPC(entry + uintptr(off)); g == nil || g.Entry() != entry {
-			break
-		}
-		inst, err := arm64asm.Decode(unsafe.Slice((*byte)(unsafe.Add(code, off)), 4))
+	for off := 0; off+4 <= len(code); off += 4 {
+		inst, err := arm64asm.Decode(code[off : off+4])
 		if err != nil {
 			listing.WriteString("?\n") // padding after the last RET
 			continue
