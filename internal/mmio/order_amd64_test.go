@@ -190,7 +190,7 @@ func machineCode(t *testing.T, fn any) ([]x86asm.Inst, uintptr, string) {
 	for off := 0; off < len(code); {
 		inst, err := x86asm.Decode(code[off:], 64)
 		if err != nil {
-			t.Fatalf("%#x+%#x: %v", entry, off, err)
+			t.Fatalf("%s+%#x: %v", runtime.FuncForPC(entry).Name(), off, err)
 		}
 		insts = append(insts, inst)
 		listing.WriteString(x86asm.GoSyntax(inst, uint64(off), nil) + "\n")

@@ -255,14 +255,18 @@ static void bench(struct mlx5_qp *qp, int send, int n, double ms)
 
 	for (;;) {
 		t0 = now_ns();
-		for (i = 0; i < iters; i++) {
-			if (send) {
+		/* Send or receive chosen once, outside the loop, as the Go
+		 * side's run chooses its row. */
+		if (send) {
+			for (i = 0; i < iters; i++) {
 				struct ibv_send_wr *bad = NULL;
 
 				if (mlx5_post_send(qp->ibv_qp, &swrs[0], &bad))
 					die("bench post_send");
 				qp->sq.tail = qp->sq.head;
-			} else {
+			}
+		} else {
+			for (i = 0; i < iters; i++) {
 				struct ibv_recv_wr *bad = NULL;
 
 				if (mlx5_post_recv(qp->ibv_qp, &rwrs[0], &bad))
