@@ -52,7 +52,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet nocgo inlining unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -71,9 +71,14 @@ nocgo:
 	@if grep -rlE --include='*.go' '^import "C"|^[[:space:]]+"C"$$' .; then \
 		echo 'cgo is not allowed: the files above import "C"'; exit 1; fi
 
+# The hot path's small functions must stay within the compiler's inlining
+# budget on amd64 and arm64 (test/inlining.sh names them).
+inlining:
+	GO=$(GO) test/inlining.sh
+
 # GOVERBS_LAB_SELFTEST=1: the lab's own tests (test/rxelab) must run, never
 # skip, so a run without root fails instead of passing without them.
-unit: nocgo vet build
+unit: nocgo vet build inlining
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
 	cd examples/grpc && $(GO) vet ./... && $(GO) build -o $(CURDIR)/bin/ ./...
 

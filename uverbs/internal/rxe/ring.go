@@ -136,12 +136,11 @@ func (p *Producer) Slot() []byte { return p.slot(p.next) }
 // kernel before the new index (rdma-core advance_producer). It panics if the
 // ring is full, which means Full was not checked.
 func (p *Producer) Publish() {
-	n := (p.next + 1) & p.mask
-	if n == p.seen && p.Full() {
+	if p.Full() {
 		panic("rxe: Publish on a full ring; check Full before filling a slot")
 	}
-	p.next = n
-	mmio.StoreRelease32(p.prod, n)
+	p.next = (p.next + 1) & p.mask
+	mmio.StoreRelease32(p.prod, p.next)
 }
 
 // Stage hands the slot returned by Slot to the ring without publishing it:
