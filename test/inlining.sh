@@ -19,10 +19,17 @@ github.com/goverbs/rdma/uverbs/internal/rxe (*Consumer).Empty
 github.com/goverbs/rdma/internal/mmio StoreRelease32
 github.com/goverbs/rdma/internal/mmio StoreRelease64
 github.com/goverbs/rdma/internal/mmio StoreRelease32Pair
+github.com/goverbs/rdma/internal/mmio LoadAcquire32
+github.com/goverbs/rdma/internal/mmio LoadFromDevice32
+github.com/goverbs/rdma/internal/mmio StoreForDevice32
+github.com/goverbs/rdma/internal/mmio StoreForDevice32WC
+github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).plain
+github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).Outstanding
+github.com/goverbs/rdma/uverbs/internal/mlx5 opcodeAllowed
 '
 fail=0
 for arch in amd64 arm64; do
-	out=$(GOARCH=$arch $GO build -gcflags='-m' ./uverbs ./uverbs/internal/rxe ./internal/mmio 2>&1) || {
+	out=$(GOARCH=$arch $GO build -gcflags='-m' ./uverbs ./uverbs/internal/rxe ./uverbs/internal/mlx5 ./internal/mmio 2>&1) || {
 		echo "$out"
 		exit 1
 	}
