@@ -10,7 +10,8 @@ want='
 github.com/goverbs/rdma/uverbs (*ringLock).Lock
 github.com/goverbs/rdma/uverbs (*ringLock).Unlock
 github.com/goverbs/rdma/uverbs (*ringLock).storeUnlock
-github.com/goverbs/rdma/uverbs (*SendWR).toWQE
+github.com/goverbs/rdma/uverbs (*SendWR).ahNum
+github.com/goverbs/rdma/uverbs rxeSendWR
 github.com/goverbs/rdma/uverbs/internal/rxe EncodeRecv
 github.com/goverbs/rdma/uverbs/internal/rxe EncodeRecvOne
 github.com/goverbs/rdma/uverbs/internal/rxe (*Producer).Full

@@ -181,33 +181,52 @@ func (e *PostError) Error() string {
 
 func (e *PostError) Unwrap() error { return e.Err }
 
-// toWQE converts a send work request for the encoder; the SGEs are shared,
-// not copied. w.InvalidateRKey is left as it is: SendWR has no field for
-// it, and writeSends' w starts zeroed. toWQE is small enough to be inlined
-// (a call of its own cost a post 1-2 ns); keep it so.
-func (wr *SendWR) toWQE(w *rxe.SendWQE) {
-	// Field by field: a composite literal assigned through w is built in a
-	// temporary and then copied.
-	w.ID = wr.ID
-	w.Opcode = rxe.SendOpcode(wr.Op)
-	w.Flags = rxe.SendFlags(wr.Flags)
-	w.ImmData = wr.Imm
-	w.RemoteAddr = wr.RemoteAddr
-	w.RKey = wr.RKey
-	w.CompareAdd = wr.CompareAdd
-	w.Swap = wr.Swap
-	w.UD = wr.udAddr()
-	w.SGEs = *(*[]rxe.SGE)(unsafe.Pointer(&wr.SGEs)) // rxeSGEs, by the slice header: inlinable
+// SendWR has rxe.SendWQE's layout, so the rxe encoder reads the caller's
+// requests in place (rxeSendWR); a copy into a SendWQE cost a post about
+// 2.5 ns (BENCHMARKS.md, rxe item 31). Imm is the union ex, as in
+// ibv_send_wr. Checked here at compile time: a negative array length does
+// not compile.
+var (
+	_ [unsafe.Sizeof(SendWR{}) - unsafe.Sizeof(rxe.SendWQE{})]byte
+	_ [unsafe.Sizeof(rxe.SendWQE{}) - unsafe.Sizeof(SendWR{})]byte
+	_ [unsafe.Offsetof(SendWR{}.Op) - unsafe.Offsetof(rxe.SendWQE{}.Opcode)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.Opcode) - unsafe.Offsetof(SendWR{}.Op)]byte
+	_ [unsafe.Offsetof(SendWR{}.Flags) - unsafe.Offsetof(rxe.SendWQE{}.Flags)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.Flags) - unsafe.Offsetof(SendWR{}.Flags)]byte
+	_ [unsafe.Offsetof(SendWR{}.SGEs) - unsafe.Offsetof(rxe.SendWQE{}.SGEs)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.SGEs) - unsafe.Offsetof(SendWR{}.SGEs)]byte
+	_ [unsafe.Offsetof(SendWR{}.Imm) - unsafe.Offsetof(rxe.SendWQE{}.Ex)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.Ex) - unsafe.Offsetof(SendWR{}.Imm)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteAddr) - unsafe.Offsetof(rxe.SendWQE{}.RemoteAddr)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.RemoteAddr) - unsafe.Offsetof(SendWR{}.RemoteAddr)]byte
+	_ [unsafe.Offsetof(SendWR{}.RKey) - unsafe.Offsetof(rxe.SendWQE{}.RKey)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.RKey) - unsafe.Offsetof(SendWR{}.RKey)]byte
+	_ [unsafe.Offsetof(SendWR{}.CompareAdd) - unsafe.Offsetof(rxe.SendWQE{}.CompareAdd)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.CompareAdd) - unsafe.Offsetof(SendWR{}.CompareAdd)]byte
+	_ [unsafe.Offsetof(SendWR{}.Swap) - unsafe.Offsetof(rxe.SendWQE{}.Swap)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.Swap) - unsafe.Offsetof(SendWR{}.Swap)]byte
+	_ [unsafe.Offsetof(SendWR{}.AH) - unsafe.Offsetof(rxe.SendWQE{}.AH)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.AH) - unsafe.Offsetof(SendWR{}.AH)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteQPN) - unsafe.Offsetof(rxe.SendWQE{}.RemoteQPN)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.RemoteQPN) - unsafe.Offsetof(SendWR{}.RemoteQPN)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteQKey) - unsafe.Offsetof(rxe.SendWQE{}.RemoteQKey)]byte
+	_ [unsafe.Offsetof(rxe.SendWQE{}.RemoteQKey) - unsafe.Offsetof(SendWR{}.RemoteQKey)]byte
+)
+
+// rxeSendWR is wr as the rxe encoder reads it; the opcodes and flags have
+// the same values (post.go's constants are rxe's).
+func rxeSendWR(wr *SendWR) *rxe.SendWQE { return (*rxe.SendWQE)(unsafe.Pointer(wr)) }
+
+// ahNum is the number of wr's AH, 0 without one.
+func (wr *SendWR) ahNum() uint32 {
+	if wr.AH != nil {
+		return wr.AH.num
+	}
+	return 0
 }
 
 // udAddr is the UD destination the encoder writes (zero without one).
-func (wr *SendWR) udAddr() rxe.UDAddr {
-	ud := rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
-	if wr.AH != nil {
-		ud.AHNum = wr.AH.num
-	}
-	return ud
-}
+func (wr *SendWR) udAddr() rxe.UDAddr { return rxeSendWR(wr).UDAddr(wr.ahNum()) }
 
 // PostSend posts the send work requests of wrs, all of them or none: each
 // is validated as rdma-core's rxe provider does (opcode for the QP type,
@@ -387,10 +406,8 @@ func (qp *QP) writeSends(op string, wrs []SendWR) error {
 	if free := qp.sq.Free(); free < len(wrs) {
 		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
 	}
-	var w rxe.SendWQE
 	for i := range wrs {
-		wrs[i].toWQE(&w)
-		rxe.EncodeSend(qp.sq.Slot(), &w)
+		rxe.EncodeSend(qp.sq.Slot(), rxeSendWR(&wrs[i]), wrs[i].ahNum())
 		qp.sq.Stage()
 	}
 	qp.sq.Commit() // one producer_index store for the batch

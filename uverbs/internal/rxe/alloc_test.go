@@ -24,21 +24,21 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sges := []SGE{{Addr: addrOf(src), Length: 32, LKey: 1}, {Addr: addrOf(src[64:]), Length: 16, LKey: 1}}
-	send := &SendWQE{ID: 1, Opcode: OpRDMAWriteWithImm, Flags: SendSignaled, ImmData: 7, RemoteAddr: 0x1000, RKey: 2, SGEs: sges}
+	send := &SendWQE{ID: 1, Opcode: OpRDMAWriteWithImm, Flags: SendSignaled, Ex: 7, RemoteAddr: 0x1000, RKey: 2, SGEs: sges}
 	inline := &SendWQE{ID: 2, Opcode: OpSend, Flags: SendInline, SGEs: sges}
 	recv := &RecvWQE{ID: 3, SGEs: sges}
 	wcs := make([]WC, 4)
 	slot := make([]byte, 256)
 
 	cases := map[string]func(){
-		"EncodeSend":        func() { EncodeSend(slot, send) },
-		"EncodeSend inline": func() { EncodeSend(slot, inline) },
-		"ValidateSend":      func() { _ = ValidateSend(send, &SendLimits{QPType: QPTypeRC, MaxSGE: 2}) },
+		"EncodeSend":        func() { EncodeSend(slot, send, 0) },
+		"EncodeSend inline": func() { EncodeSend(slot, inline, 0) },
+		"ValidateSend":      func() { _ = ValidateSend(send, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 2}) },
 		"SQ.Post": func() {
-			if err := sq.Post(send); err != nil {
+			if err := sq.Post(send, 0); err != nil {
 				panic(err)
 			}
-			if err := sq.Post(inline); err != nil {
+			if err := sq.Post(inline, 0); err != nil {
 				panic(err)
 			}
 			sqr.kernelConsumeAll()
@@ -51,7 +51,7 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		},
 		"Publish/Consume": func() {
 			if !sq.Full() {
-				EncodeSend(sq.Slot(), send)
+				EncodeSend(sq.Slot(), send, 0)
 				sq.Publish()
 			}
 			sqr.kernelConsumeAll()
@@ -116,7 +116,7 @@ func TestSQAgainstConcurrentKernel(t *testing.T) {
 	for id := uint64(1); id <= total; {
 		wr.ID, wr.RemoteAddr, wr.RKey = id, id*8, uint32(id)
 		wr.SGEs[0] = SGE{Addr: id * 16, Length: uint32(id % 4096), LKey: 1}
-		switch err := sq.Post(wr); err {
+		switch err := sq.Post(wr, 0); err {
 		case nil:
 			id++
 		case ErrQueueFull:
@@ -145,10 +145,10 @@ func BenchmarkEncodeSend(b *testing.B) {
 	lim := &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 48}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ValidateSend(wr, lim); err != nil {
+		if err := ValidateSend(wr, 0, lim); err != nil {
 			b.Fatal(err)
 		}
-		EncodeSend(slot, wr)
+		EncodeSend(slot, wr, 0)
 	}
 }
 
@@ -161,7 +161,7 @@ func BenchmarkSQPost(b *testing.B) {
 	wr := &SendWQE{ID: 1, Opcode: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x2000, Length: 64, LKey: 1}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := sq.Post(wr); err == ErrQueueFull {
+		if err := sq.Post(wr, 0); err == ErrQueueFull {
 			r.kernelConsumeAll()
 		} else if err != nil {
 			b.Fatal(err)

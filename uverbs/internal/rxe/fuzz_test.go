@@ -73,10 +73,15 @@ func FuzzEncodeSend(f *testing.F) {
 			off := uint64(len(sges)) * 65536
 			sges = append(sges, SGE{Addr: addrOf(src) + off, Length: n, LKey: uint32(i)})
 		}
-		wr := &SendWQE{ID: id, Opcode: SendOpcode(opcode), Flags: SendFlags(flags), ImmData: imm, InvalidateRKey: inv,
-			RemoteAddr: raddr, RKey: rkey, CompareAdd: cmp, Swap: swap, UD: UDAddr{qpn, qkey, ah}, SGEs: sges}
+		// ex is a union: the immediate, or the rkey to invalidate.
+		ex := imm
+		if op := SendOpcode(opcode); op == OpLocalInv || op == OpSendWithInv {
+			ex = inv
+		}
+		wr := &SendWQE{ID: id, Opcode: SendOpcode(opcode), Flags: SendFlags(flags), Ex: ex,
+			RemoteAddr: raddr, RKey: rkey, CompareAdd: cmp, Swap: swap, RemoteQPN: qpn, RemoteQKey: qkey, SGEs: sges}
 		lim := &SendLimits{QPType: QPType(qpType), MaxSGE: maxSGE, MaxInline: maxInline}
-		if err := ValidateSend(wr, lim); err != nil {
+		if err := ValidateSend(wr, ah, lim); err != nil {
 			if !errors.Is(err, ErrInvalidWR) {
 				t.Fatalf("validation error %v does not match ErrInvalidWR", err)
 			}
@@ -85,7 +90,7 @@ func FuzzEncodeSend(f *testing.F) {
 		// A 512-byte slot (208 + 128 rounds up to 512) between guard bytes.
 		buf := bytes.Repeat([]byte{0x5a}, 64+512+64)
 		s := buf[64 : 64+512 : 64+512]
-		EncodeSend(s, wr)
+		EncodeSend(s, wr, ah)
 		for i, b := range buf {
 			if (i < 64 || i >= 576) && b != 0x5a {
 				t.Fatalf("EncodeSend wrote outside its slot at guard byte %d", i)
@@ -109,6 +114,16 @@ func FuzzEncodeSend(f *testing.F) {
 		}
 		if u64(s, 152) != wantIOVA {
 			t.Fatalf("iova %#x, want %#x", u64(s, 152), wantIOVA)
+		}
+		var wantEx uint32
+		switch op {
+		case OpRDMAWriteWithImm, OpSendWithImm:
+			wantEx = bits.ReverseBytes32(imm) // __be32 imm_data
+		case OpLocalInv, OpSendWithInv:
+			wantEx = inv
+		}
+		if u32(s, 20) != wantEx {
+			t.Fatalf("opcode %d: ex %#x, want %#x", op, u32(s, 20), wantEx)
 		}
 		if flags&uint32(SendInline) != 0 {
 			off := 208

@@ -15,7 +15,7 @@ func TestSQPendingUsesLKey(t *testing.T) {
 	}
 	post := func(w *SendWQE) {
 		t.Helper()
-		if err := sq.Post(w); err != nil {
+		if err := sq.Post(w, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

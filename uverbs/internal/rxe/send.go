@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
 )
@@ -83,32 +84,43 @@ type UDAddr struct {
 	AHNum      uint32
 }
 
-// SendWQE is a send work request in Go form, the input of EncodeSend.
+// SendWQE is a send work request in Go form, the input of EncodeSend. It
+// has the layout of uverbs.SendWR, which checks so at compile time, so that
+// a post encodes the caller's requests where they lie, without a copy.
 type SendWQE struct {
 	ID     uint64 // returned in the completion's wr_id; never a Go pointer
 	Opcode SendOpcode
 	Flags  SendFlags
-
-	// ImmData is the immediate value for *_WITH_IMM, in host order. It goes
-	// on the wire and into the peer's completion in network order, as the
-	// __be32 imm_data of ibv_send_wr does once the caller applies htonl.
-	ImmData uint32
-	// InvalidateRKey is the rkey to invalidate for LOCAL_INV and
-	// SEND_WITH_INV.
-	InvalidateRKey uint32
-
-	RemoteAddr uint64 // RDMA and atomic target address
-	RKey       uint32 // RDMA and atomic target key
-	CompareAdd uint64 // ATOMIC_CMP_AND_SWP compare value, ATOMIC_FETCH_AND_ADD addend
-	Swap       uint64 // ATOMIC_CMP_AND_SWP swap value
-
-	UD UDAddr // UD QPs only; leave zero on RC/UC
 
 	// SGEs are the local buffers. With SendInline their bytes are copied
 	// into the WQE by EncodeSend, from the addresses in Addr: they must lie
 	// in memory the caller keeps mapped (registered memory), and may be
 	// reused as soon as EncodeSend returns.
 	SGEs []SGE
+
+	// Ex is the union ex of ibv_send_wr: for *_WITH_IMM the immediate
+	// value, in host order (it goes on the wire and into the peer's
+	// completion in network order, as the __be32 imm_data of ibv_send_wr
+	// does once the caller applies htonl); for LOCAL_INV and SEND_WITH_INV
+	// the rkey to invalidate.
+	Ex uint32
+
+	RemoteAddr uint64 // RDMA and atomic target address
+	RKey       uint32 // RDMA and atomic target key
+	CompareAdd uint64 // ATOMIC_CMP_AND_SWP compare value, ATOMIC_FETCH_AND_ADD addend
+	Swap       uint64 // ATOMIC_CMP_AND_SWP swap value
+
+	// AH is the caller's address handle, which this package does not read:
+	// a UD send's AH number is an argument of EncodeSend and ValidateSend.
+	AH unsafe.Pointer
+	// The UD destination; leave zero on RC/UC.
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// UDAddr is the UD address of wr with the AH number ahNum.
+func (wr *SendWQE) UDAddr(ahNum uint32) UDAddr {
+	return UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: ahNum}
 }
 
 // SendLimits are the send-queue capabilities the kernel returned from
@@ -141,8 +153,9 @@ func isAtomic(op SendOpcode) bool {
 // it touches the ring (providers/rxe/rxe.c validate_send_wr), plus checks
 // that turn silent kernel-side failures into clear errors. On success
 // EncodeSend cannot fail for a slot of an SQ built with the same limits.
-func ValidateSend(wr *SendWQE, lim *SendLimits) error {
-	return CheckSend(wr.Opcode, wr.Flags, wr.SGEs, wr.RemoteAddr, wr.UD, lim)
+// ahNum is the number of wr's AH (0 without one).
+func ValidateSend(wr *SendWQE, ahNum uint32, lim *SendLimits) error {
+	return CheckSend(wr.Opcode, wr.Flags, wr.SGEs, wr.RemoteAddr, wr.UDAddr(ahNum), lim)
 }
 
 // PlainSend reports whether CheckSend accepts a request without looking
@@ -230,7 +243,8 @@ func sendSlotSize(maxSGE, maxInline int) int {
 	return SendWQEHeaderSize + max(maxSGE*SGESize, maxInline)
 }
 
-// EncodeSend writes wr into slot as a struct rxe_send_wqe, the way librxe
+// EncodeSend writes wr, with ahNum the number of its AH (0 without one),
+// into slot as a struct rxe_send_wqe, the way librxe
 // fills a WQE (providers/rxe/rxe.c init_send_wqe / convert_send_wr): the
 // header is zeroed, then wr fields, iova, dma.length = dma.resid = total,
 // dma.num_sge, and the SGE list or, with SendInline, the concatenated bytes
@@ -240,7 +254,7 @@ func sendSlotSize(maxSGE, maxInline int) int {
 // (docs/abi.md §3.4). wr must have passed ValidateSend, and slot must be a
 // slot of an SQ whose limits were validated; otherwise EncodeSend may panic
 // on a slice bound (it never writes outside slot).
-func EncodeSend(slot []byte, wr *SendWQE) {
+func EncodeSend(slot []byte, wr *SendWQE, ahNum uint32) {
 	// The header through an array view: its fields need no bounds checks.
 	h := (*[SendWQEHeaderSize]byte)(slot)
 	*h = [SendWQEHeaderSize]byte{}
@@ -251,9 +265,9 @@ func EncodeSend(slot []byte, wr *SendWQE) {
 	switch wr.Opcode {
 	case OpRDMAWriteWithImm, OpSendWithImm:
 		// __be32 imm_data: network order in the WQE and on the wire.
-		binary.BigEndian.PutUint32(h[sendEx:], wr.ImmData)
+		binary.BigEndian.PutUint32(h[sendEx:], wr.Ex)
 	case OpLocalInv, OpSendWithInv:
-		native.PutUint32(h[sendEx:], wr.InvalidateRKey)
+		native.PutUint32(h[sendEx:], wr.Ex)
 	}
 
 	var iova uint64
@@ -269,9 +283,9 @@ func EncodeSend(slot []byte, wr *SendWQE) {
 		native.PutUint32(h[sendAtomicRKey:], wr.RKey)
 		iova = wr.RemoteAddr
 	case OpSend, OpSendWithImm:
-		native.PutUint32(h[sendUDRemoteQPN:], wr.UD.RemoteQPN)
-		native.PutUint32(h[sendUDRemoteQKey:], wr.UD.RemoteQKey)
-		native.PutUint32(h[sendUDAHNum:], wr.UD.AHNum)
+		native.PutUint32(h[sendUDRemoteQPN:], wr.RemoteQPN)
+		native.PutUint32(h[sendUDRemoteQKey:], wr.RemoteQKey)
+		native.PutUint32(h[sendUDAHNum:], ahNum)
 	}
 	native.PutUint64(h[sendIOVA:], iova)
 
@@ -334,18 +348,18 @@ func NewSQ(buf []byte, lim SendLimits) (*SQ, error) {
 // Limits returns the limits the SQ validates against.
 func (q *SQ) Limits() SendLimits { return q.lim }
 
-// Post validates wr, writes it into the next free slot and publishes it
+// Post validates wr, whose AH has the number ahNum (0 without one), writes it into the next free slot and publishes it
 // (rdma-core post_one_send). It returns ErrQueueFull when the ring is full
 // and a validation error (errors.Is(err, ErrInvalidWR)) otherwise; in both
 // cases nothing was written. It allocates nothing on success.
-func (q *SQ) Post(wr *SendWQE) error {
+func (q *SQ) Post(wr *SendWQE, ahNum uint32) error {
 	if q.Full() {
 		return ErrQueueFull
 	}
-	if err := ValidateSend(wr, &q.lim); err != nil {
+	if err := ValidateSend(wr, ahNum, &q.lim); err != nil {
 		return err
 	}
-	EncodeSend(q.Slot(), wr)
+	EncodeSend(q.Slot(), wr, ahNum)
 	q.Publish()
 	return nil
 }

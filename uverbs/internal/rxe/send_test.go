@@ -45,13 +45,13 @@ func TestEncodeSendRDMAWriteWithImm(t *testing.T) {
 	s := dirtySlot(t)
 	wr := &SendWQE{
 		ID: 0x1122334455667788, Opcode: OpRDMAWriteWithImm, Flags: SendSignaled | SendSolicited,
-		ImmData: 0x01020304, RemoteAddr: 0xfeedface00001000, RKey: 0xabcd,
+		Ex: 0x01020304, RemoteAddr: 0xfeedface00001000, RKey: 0xabcd,
 		SGEs: []SGE{{Addr: 0x7f0000001000, Length: 100, LKey: 7}, {Addr: 0x7f0000002000, Length: 28, LKey: 8}},
 	}
-	if err := ValidateSend(wr, &SendLimits{QPType: QPTypeRC, MaxSGE: 4, MaxInline: 64}); err != nil {
+	if err := ValidateSend(wr, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 4, MaxInline: 64}); err != nil {
 		t.Fatal(err)
 	}
-	EncodeSend(s, wr)
+	EncodeSend(s, wr, 0)
 	if u64(s, 0) != 0x1122334455667788 {
 		t.Errorf("wr_id@0 = %#x", u64(s, 0))
 	}
@@ -84,14 +84,14 @@ func TestEncodeSendRDMAWriteWithImm(t *testing.T) {
 func TestEncodeSendUD(t *testing.T) {
 	s := dirtySlot(t)
 	wr := &SendWQE{
-		ID: 9, Opcode: OpSendWithImm, Flags: SendSignaled, ImmData: 0xdeadbeef,
-		UD:   UDAddr{RemoteQPN: 0x11, RemoteQKey: 0x80010000, AHNum: 3},
+		ID: 9, Opcode: OpSendWithImm, Flags: SendSignaled, Ex: 0xdeadbeef,
+		RemoteQPN: 0x11, RemoteQKey: 0x80010000,
 		SGEs: []SGE{{Addr: 0x5000, Length: 64, LKey: 1}},
 	}
-	if err := ValidateSend(wr, &SendLimits{QPType: QPTypeUD, MaxSGE: 1, MaxInline: 16}); err != nil {
+	if err := ValidateSend(wr, 3, &SendLimits{QPType: QPTypeUD, MaxSGE: 1, MaxInline: 16}); err != nil {
 		t.Fatal(err)
 	}
-	EncodeSend(s, wr)
+	EncodeSend(s, wr, 3)
 	if u32(s, 12) != 3 || !bytes.Equal(s[20:24], []byte{0xde, 0xad, 0xbe, 0xef}) {
 		t.Errorf("opcode %d imm % x", u32(s, 12), s[20:24])
 	}
@@ -114,10 +114,10 @@ func TestEncodeSendAtomics(t *testing.T) {
 		s := dirtySlot(t)
 		wr := &SendWQE{ID: 1, Opcode: op, RemoteAddr: 0x10008, RKey: 0x55, CompareAdd: 0x0102030405060708, Swap: 0x1112131415161718,
 			SGEs: []SGE{{Addr: 0x9000, Length: 8, LKey: 2}}}
-		if err := ValidateSend(wr, lim); err != nil {
+		if err := ValidateSend(wr, 0, lim); err != nil {
 			t.Fatal(err)
 		}
-		EncodeSend(s, wr)
+		EncodeSend(s, wr, 0)
 		if u32(s, 12) != uint32(op) || u64(s, 24) != 0x10008 || u64(s, 32) != 0x0102030405060708 ||
 			u64(s, 40) != 0x1112131415161718 || u32(s, 48) != 0x55 || u64(s, 152) != 0x10008 {
 			t.Errorf("op %d: atomic fields % x iova %#x", op, s[24:56], u64(s, 152))
@@ -132,7 +132,7 @@ func TestEncodeSendAtomics(t *testing.T) {
 
 func TestEncodeSendReadAndInvalidate(t *testing.T) {
 	s := dirtySlot(t)
-	EncodeSend(s, &SendWQE{ID: 2, Opcode: OpRDMARead, RemoteAddr: 0x4000, RKey: 9, ImmData: 0xffffffff, SGEs: []SGE{{Addr: 1, Length: 4096, LKey: 3}}})
+	EncodeSend(s, &SendWQE{ID: 2, Opcode: OpRDMARead, RemoteAddr: 0x4000, RKey: 9, Ex: 0xffffffff, SGEs: []SGE{{Addr: 1, Length: 4096, LKey: 3}}}, 0)
 	if u32(s, 12) != 4 || u64(s, 24) != 0x4000 || u32(s, 32) != 9 || u64(s, 152) != 0x4000 {
 		t.Errorf("read: % x iova %#x", s[12:36], u64(s, 152))
 	}
@@ -141,7 +141,7 @@ func TestEncodeSendReadAndInvalidate(t *testing.T) {
 	}
 	for _, op := range []SendOpcode{OpLocalInv, OpSendWithInv} {
 		s := dirtySlot(t)
-		EncodeSend(s, &SendWQE{ID: 3, Opcode: op, InvalidateRKey: 0x12345678, ImmData: 0xffffffff})
+		EncodeSend(s, &SendWQE{ID: 3, Opcode: op, Ex: 0x12345678}, 0)
 		if u32(s, 12) != uint32(op) || u32(s, 20) != 0x12345678 {
 			t.Errorf("op %d: invalidate_rkey@20 = %#x, want host-order 0x12345678", op, u32(s, 20))
 		}
@@ -156,10 +156,10 @@ func TestEncodeSendInline(t *testing.T) {
 	s := dirtySlot(t)
 	wr := &SendWQE{ID: 4, Opcode: OpSend, Flags: SendInline | SendSignaled,
 		SGEs: []SGE{{Addr: addrOf(src), Length: 7, LKey: 0}, {Addr: addrOf(src[1000:]), Length: 12}, {Addr: 0, Length: 0}}}
-	if err := ValidateSend(wr, &SendLimits{QPType: QPTypeRC, MaxSGE: 3, MaxInline: 48}); err != nil {
+	if err := ValidateSend(wr, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 3, MaxInline: 48}); err != nil {
 		t.Fatal(err)
 	}
-	EncodeSend(s, wr)
+	EncodeSend(s, wr, 0)
 	if got := string(s[208 : 208+19]); got != "hello, inline world" {
 		t.Errorf("inline_data@208 = %q", got)
 	}
@@ -179,49 +179,49 @@ func TestValidateSend(t *testing.T) {
 	uc := &SendLimits{QPType: QPTypeUC, MaxSGE: 2, MaxInline: 32}
 	ud := &SendLimits{QPType: QPTypeUD, MaxSGE: 2, MaxInline: 32}
 	sge8 := []SGE{{Addr: 0x1000, Length: 8, LKey: 1}}
-	udAddr := UDAddr{RemoteQPN: 5, RemoteQKey: 6, AHNum: 1}
 	cases := []struct {
 		name string
 		lim  *SendLimits
 		wr   SendWQE
 		want error
+		ah   uint32 // the number of the request's AH
 	}{
-		{"rc write", rc, SendWQE{Opcode: OpRDMAWrite, SGEs: sge8}, nil},
-		{"rc send with inv", rc, SendWQE{Opcode: OpSendWithInv}, nil},
-		{"rc local inv", rc, SendWQE{Opcode: OpLocalInv}, nil},
-		{"uc write imm", uc, SendWQE{Opcode: OpRDMAWriteWithImm}, nil},
-		{"uc send with inv", uc, SendWQE{Opcode: OpSendWithInv}, nil},
-		{"ud send", ud, SendWQE{Opcode: OpSend, UD: udAddr}, nil},
-		{"ud send imm inline", ud, SendWQE{Opcode: OpSendWithImm, Flags: SendInline, UD: udAddr, SGEs: sge8}, nil},
-		{"too many sges", rc, SendWQE{Opcode: OpSend, SGEs: make([]SGE, 3)}, ErrTooManySGEs},
-		{"inline too long", rc, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 3}}}, ErrInlineTooLong},
-		{"inline at limit", rc, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 2}}}, nil},
+		{"rc write", rc, SendWQE{Opcode: OpRDMAWrite, SGEs: sge8}, nil, 0},
+		{"rc send with inv", rc, SendWQE{Opcode: OpSendWithInv}, nil, 0},
+		{"rc local inv", rc, SendWQE{Opcode: OpLocalInv}, nil, 0},
+		{"uc write imm", uc, SendWQE{Opcode: OpRDMAWriteWithImm}, nil, 0},
+		{"uc send with inv", uc, SendWQE{Opcode: OpSendWithInv}, nil, 0},
+		{"ud send", ud, SendWQE{Opcode: OpSend, RemoteQPN: 5, RemoteQKey: 6}, nil, 1},
+		{"ud send imm inline", ud, SendWQE{Opcode: OpSendWithImm, Flags: SendInline, RemoteQPN: 5, RemoteQKey: 6, SGEs: sge8}, nil, 1},
+		{"too many sges", rc, SendWQE{Opcode: OpSend, SGEs: make([]SGE, 3)}, ErrTooManySGEs, 0},
+		{"inline too long", rc, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 3}}}, ErrInlineTooLong, 0},
+		{"inline at limit", rc, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 2}}}, nil, 0},
 		// 2*0xffffffff wraps a 32-bit sum to 0xfffffffe (rdma-core 665294c5a).
-		{"length overflow", rc, SendWQE{Opcode: OpSend, SGEs: []SGE{{Length: 0xffffffff}, {Length: 0xffffffff}}}, ErrLengthOverflow},
-		{"inline 32-bit wrap", &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 512}, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 0xffffffff}, {Length: 2}}}, ErrLengthOverflow},
-		{"inline read", rc, SendWQE{Opcode: OpRDMARead, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed},
-		{"inline atomic", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed},
-		{"atomic misaligned", rc, SendWQE{Opcode: OpAtomicCmpAndSwp, RemoteAddr: 0x1004, SGEs: sge8}, ErrAtomicAlignment},
-		{"atomic short", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 4}}}, ErrAtomicLength},
-		{"atomic no sge", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000}, ErrAtomicLength},
-		{"atomic 16 bytes", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 16}}}, nil},
-		{"uc read", uc, SendWQE{Opcode: OpRDMARead}, ErrOpcodeNotSupported},
-		{"uc atomic", uc, SendWQE{Opcode: OpAtomicCmpAndSwp, RemoteAddr: 8, SGEs: sge8}, ErrOpcodeNotSupported},
-		{"uc local inv", uc, SendWQE{Opcode: OpLocalInv}, ErrOpcodeNotSupported},
-		{"ud write", ud, SendWQE{Opcode: OpRDMAWrite, UD: udAddr}, ErrOpcodeNotSupported},
-		{"ud send with inv", ud, SendWQE{Opcode: OpSendWithInv, UD: udAddr}, ErrOpcodeNotSupported},
-		{"unknown opcode", rc, SendWQE{Opcode: 10}, ErrOpcodeNotSupported},
-		{"bad qp type", &SendLimits{QPType: 9, MaxSGE: 1}, SendWQE{Opcode: OpSend}, ErrOpcodeNotSupported},
-		{"bind mw", rc, SendWQE{Opcode: OpBindMW}, ErrOpcodeNotImplemented},
-		{"flush", rc, SendWQE{Opcode: OpFlush}, ErrOpcodeNotImplemented},
-		{"atomic write", rc, SendWQE{Opcode: OpAtomicWrite}, ErrOpcodeNotImplemented},
-		{"unknown flag", rc, SendWQE{Opcode: OpSend, Flags: 32}, ErrBadSendFlags},
-		{"ud without ah", ud, SendWQE{Opcode: OpSend, UD: UDAddr{RemoteQPN: 5}}, ErrUDAddress},
-		{"rc with ud address", rc, SendWQE{Opcode: OpSend, UD: udAddr}, ErrUDAddress},
+		{"length overflow", rc, SendWQE{Opcode: OpSend, SGEs: []SGE{{Length: 0xffffffff}, {Length: 0xffffffff}}}, ErrLengthOverflow, 0},
+		{"inline 32-bit wrap", &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 512}, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 0xffffffff}, {Length: 2}}}, ErrLengthOverflow, 0},
+		{"inline read", rc, SendWQE{Opcode: OpRDMARead, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed, 0},
+		{"inline atomic", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed, 0},
+		{"atomic misaligned", rc, SendWQE{Opcode: OpAtomicCmpAndSwp, RemoteAddr: 0x1004, SGEs: sge8}, ErrAtomicAlignment, 0},
+		{"atomic short", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 4}}}, ErrAtomicLength, 0},
+		{"atomic no sge", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000}, ErrAtomicLength, 0},
+		{"atomic 16 bytes", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 16}}}, nil, 0},
+		{"uc read", uc, SendWQE{Opcode: OpRDMARead}, ErrOpcodeNotSupported, 0},
+		{"uc atomic", uc, SendWQE{Opcode: OpAtomicCmpAndSwp, RemoteAddr: 8, SGEs: sge8}, ErrOpcodeNotSupported, 0},
+		{"uc local inv", uc, SendWQE{Opcode: OpLocalInv}, ErrOpcodeNotSupported, 0},
+		{"ud write", ud, SendWQE{Opcode: OpRDMAWrite, RemoteQPN: 5, RemoteQKey: 6}, ErrOpcodeNotSupported, 1},
+		{"ud send with inv", ud, SendWQE{Opcode: OpSendWithInv, RemoteQPN: 5, RemoteQKey: 6}, ErrOpcodeNotSupported, 1},
+		{"unknown opcode", rc, SendWQE{Opcode: 10}, ErrOpcodeNotSupported, 0},
+		{"bad qp type", &SendLimits{QPType: 9, MaxSGE: 1}, SendWQE{Opcode: OpSend}, ErrOpcodeNotSupported, 0},
+		{"bind mw", rc, SendWQE{Opcode: OpBindMW}, ErrOpcodeNotImplemented, 0},
+		{"flush", rc, SendWQE{Opcode: OpFlush}, ErrOpcodeNotImplemented, 0},
+		{"atomic write", rc, SendWQE{Opcode: OpAtomicWrite}, ErrOpcodeNotImplemented, 0},
+		{"unknown flag", rc, SendWQE{Opcode: OpSend, Flags: 32}, ErrBadSendFlags, 0},
+		{"ud without ah", ud, SendWQE{Opcode: OpSend, RemoteQPN: 5}, ErrUDAddress, 0},
+		{"rc with ud address", rc, SendWQE{Opcode: OpSend, RemoteQPN: 5, RemoteQKey: 6}, ErrUDAddress, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := ValidateSend(&c.wr, c.lim)
+			err := ValidateSend(&c.wr, c.ah, c.lim)
 			if c.want == nil {
 				if err != nil {
 					t.Fatalf("valid work request refused: %v", err)
@@ -248,7 +248,7 @@ func TestSQPost(t *testing.T) {
 	wr := &SendWQE{Opcode: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 10, LKey: 1}}}
 	for i := uint64(1); i <= 3; i++ {
 		wr.ID = i
-		if err := sq.Post(wr); err != nil {
+		if err := sq.Post(wr, 0); err != nil {
 			t.Fatalf("post %d: %v", i, err)
 		}
 	}
@@ -257,7 +257,7 @@ func TestSQPost(t *testing.T) {
 	}
 	before := bytes.Clone(r.buf)
 	wr.ID = 4
-	if err := sq.Post(wr); !errors.Is(err, ErrQueueFull) || !errors.Is(err, syscall.ENOMEM) {
+	if err := sq.Post(wr, 0); !errors.Is(err, ErrQueueFull) || !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("post on a full SQ: %v, want ErrQueueFull (ENOMEM)", err)
 	}
 	if !bytes.Equal(before, r.buf) {
@@ -265,13 +265,13 @@ func TestSQPost(t *testing.T) {
 	}
 	r.kernelConsumeAll()
 	bad := &SendWQE{Opcode: OpSend, SGEs: make([]SGE, 4)}
-	if err := sq.Post(bad); !errors.Is(err, ErrTooManySGEs) {
+	if err := sq.Post(bad, 0); !errors.Is(err, ErrTooManySGEs) {
 		t.Fatalf("post with 4 SGEs: %v", err)
 	}
 	if !bytes.Equal(before[:256], r.buf[:256]) || !bytes.Equal(before[384:], r.buf[384:]) {
 		t.Fatal("an invalid post changed the ring")
 	}
-	if err := sq.Post(wr); err != nil {
+	if err := sq.Post(wr, 0); err != nil {
 		t.Fatal(err)
 	}
 	if s := r.slot(3); u64(s, 0) != 4 || u32(s, 184) != 10 {
