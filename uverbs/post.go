@@ -270,12 +270,23 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 // index. On mlx5 it also rings the doorbell, which is a register write
 // there. The caller holds sendMu. The common list (an open QP in RTS,
 // requests plainSends passes) goes straight to the provider, with one
-// call before it; everything else takes stageSendSlow.
+// call before it; everything else takes stageSendSlow. On rxe the common
+// list is written here, writeSends' rxe half written out: a call less per
+// post (BENCHMARKS.md, rxe item 32).
 func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
 		return qp.stageSendSlow(op, wrs)
 	}
-	return qp.writeSends(op, wrs)
+	sq := qp.sq
+	if qp.mx != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
+		return qp.writeSends(op, wrs)
+	}
+	for i := range wrs {
+		rxe.EncodeSend(sq.Slot(), rxeSendWR(&wrs[i]), wrs[i].ahNum())
+		sq.Stage()
+	}
+	sq.Commit() // one producer_index store for the batch
+	return nil
 }
 
 // plainSends returns the index of the first request of wrs that
