@@ -592,7 +592,16 @@ func (q *SQ) encodeInline(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	case OpSendWithImm:
 		imm = wr.ImmData
 	}
-	size = seg/2 + q.putInline(ctrl+seg*8, wr.SGEs)
+	// One SGE whose bytes do not reach the end of the ring, the common
+	// inline request, without putInline's call and loop.
+	if at, sges := ctrl+seg*8, wr.SGEs; len(sges) == 1 && sges[0].Length != 0 && at+inlSegHdr+int(sges[0].Length) <= len(q.ring) {
+		n := int(sges[0].Length)
+		copy(q.ring[at+inlSegHdr:at+inlSegHdr+n], mmio.Bytes(sges[0].Addr, n))
+		be.PutUint32(q.ring[at:], uint32(n)|inlineSeg)
+		size = seg/2 + (n+inlSegHdr+15)/16
+	} else {
+		size = seg/2 + q.putInline(at, sges)
+	}
 	var fmCESE uint64
 	if q.cfg.SignalAll || wr.Flags&SendSignaled != 0 {
 		fmCESE = ctrlCQUpdate
