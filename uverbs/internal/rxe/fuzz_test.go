@@ -53,6 +53,7 @@ func FuzzEncodeSend(f *testing.F) {
 	f.Add(uint64(2), uint32(OpSendWithImm), uint32(SendInline), uint32(0xabcdef01), uint32(0), uint64(0), uint32(0), uint64(0), uint64(0), uint32(3), uint32(4), uint32(1), uint8(QPTypeUD), []byte{0, 20, 0, 30})
 	f.Add(uint64(3), uint32(OpAtomicCmpAndSwp), uint32(0), uint32(0), uint32(0), uint64(0x2000), uint32(7), uint64(1), uint64(2), uint32(0), uint32(0), uint32(0), uint8(QPTypeRC), []byte{0, 8})
 	f.Add(uint64(4), uint32(OpSendWithInv), uint32(SendFence), uint32(0), uint32(0x1234), uint64(0), uint32(0), uint64(0), uint64(0), uint32(0), uint32(0), uint32(0), uint8(QPTypeUC), []byte{})
+	f.Add(uint64(6), uint32(OpRDMAWrite), uint32(SendInline), uint32(0), uint32(0), uint64(0x3000), uint32(9), uint64(0), uint64(0), uint32(0), uint32(0), uint32(0), uint8(QPTypeRC), []byte{0, 64})
 	f.Add(uint64(5), uint32(OpSend), uint32(SendInline), uint32(0), uint32(0), uint64(0), uint32(0), uint64(0), uint64(0), uint32(0), uint32(0), uint32(0), uint8(QPTypeRC), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 
 	src := mapAnon(f, 1<<20)

@@ -294,13 +294,19 @@ func EncodeSend(slot []byte, wr *SendWQE, ahNum uint32) {
 	if wr.Flags&SendInline != 0 {
 		// The kernel reads inline bytes through dma.sge_offset and ignores
 		// num_sge (rxe_req.c); librxe still records num_sge.
-		off := 0
-		for i := range wr.SGEs {
-			n := int(wr.SGEs[i].Length)
-			copy(payload[off:off+n], mmio.Bytes(wr.SGEs[i].Addr, n))
-			off += n
+		if sges := wr.SGEs; len(sges) == 1 { // the common inline request, without the loop
+			n := int(sges[0].Length)
+			copy(payload[:n], mmio.Bytes(sges[0].Addr, n))
+			length = uint32(n)
+		} else {
+			off := 0
+			for i := range sges {
+				n := int(sges[i].Length)
+				copy(payload[off:off+n], mmio.Bytes(sges[i].Addr, n))
+				off += n
+			}
+			length = uint32(off)
 		}
-		length = uint32(off)
 	} else {
 		// The list is read into a local first: the stores into slot
 		// could alias *wr for all the compiler knows.

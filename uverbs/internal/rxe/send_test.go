@@ -174,6 +174,29 @@ func TestEncodeSendInline(t *testing.T) {
 	}
 }
 
+// TestEncodeSendInlineOne checks the one-SGE inline copy, which skips the
+// loop: its bytes, its length, and nothing written after them.
+func TestEncodeSendInlineOne(t *testing.T) {
+	src := mapAnon(t, 4096)
+	for i := range 64 {
+		src[100+i] = byte(i + 1)
+	}
+	for _, n := range []uint32{0, 1, 63, 64} {
+		s := dirtySlot(t)
+		wr := &SendWQE{ID: 5, Opcode: OpSendWithImm, Flags: SendInline, Ex: 1, SGEs: []SGE{{Addr: addrOf(src[100:]), Length: n}}}
+		if err := ValidateSend(wr, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 1, MaxInline: 64}); err != nil {
+			t.Fatal(err)
+		}
+		EncodeSend(s, wr, 0)
+		if !bytes.Equal(s[208:208+n], src[100:100+n]) || u32(s, 184) != n || u32(s, 188) != n || u32(s, 196) != 1 {
+			t.Errorf("%d bytes: inline_data % x, dma % x", n, s[208:208+n], s[184:208])
+		}
+		if !allByte(s[208+n:], 0xAA) {
+			t.Errorf("%d bytes: bytes after the inline data were written", n)
+		}
+	}
+}
+
 func TestValidateSend(t *testing.T) {
 	rc := &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 32}
 	uc := &SendLimits{QPType: QPTypeUC, MaxSGE: 2, MaxInline: 32}
