@@ -27,6 +27,8 @@ github.com/goverbs/rdma/internal/mmio StoreForDevice32WC
 github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).plain
 github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).Outstanding
 github.com/goverbs/rdma/uverbs/internal/mlx5 opcodeAllowed
+github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).Post
+github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).PostPlain
 '
 fail=0
 for arch in amd64 arm64; do

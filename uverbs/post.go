@@ -249,10 +249,11 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	// the list before it writes and cannot panic on it unless the caller
 	// changes wrs while the call runs (as PostRecv). The common mlx5 list
 	// (stageSend's fast path on an mlx5 QP) is written here, where the
-	// encoder rings the doorbell: a call less per post.
+	// encoder rings the doorbell: a call less per post; plainSends has
+	// checked it, so the encoder checks only the room (mlx5.SQ.PostPlain).
 	var err error
 	if m := qp.mx; m != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
-		if i, perr := m.sq.Post(mlx5SendWRs(wrs)); perr != nil {
+		if i, perr := m.sq.PostPlain(mlx5SendWRs(wrs)); perr != nil {
 			err = m.sendError(op, wrs, i, perr)
 		}
 	} else {

@@ -636,7 +636,7 @@ func TestPostOne(t *testing.T) {
 									off += uint64(n)
 								}
 								ia, ea := a.sq.Post([]SendWR{wr})
-								ib, eb := b.sq.postList([]SendWR{wr})
+								ib, eb := b.sq.postList([]SendWR{wr}, false)
 								if ia != ib || (ea == nil) != (eb == nil) || (ea != nil && ea.Error() != eb.Error()) {
 									t.Fatalf("%v QP, %+v: Post %d, %v; postList %d, %v", typ, wr, ia, ea, ib, eb)
 								}

@@ -275,13 +275,27 @@ func opcodeAllowed(t QPType, op SendOpcode) bool {
 // (qp.c _mlx5_post_send, post_send_db). On an error nothing was written and
 // the index of the refused request is returned with it. It allocates
 // nothing.
-func (q *SQ) Post(wrs []SendWR) (int, error) {
+func (q *SQ) Post(wrs []SendWR) (int, error) { return q.post(wrs, false) }
+
+// PostPlain is Post for a list the caller has checked already, each
+// request with rxe.PlainSend (and rxe.PlainInline if inline) against the
+// SQ's max_send_sge and max_inline_data (0 for libmlx5's −4), as uverbs'
+// PostSend does: such a request passes Post's per-request checks, so only
+// the room is checked here (TestPostPlain posts every such request both
+// ways). What a refusal returns is Post's.
+func (q *SQ) PostPlain(wrs []SendWR) (int, error) { return q.post(wrs, true) }
+
+// post is Post, and with checked PostPlain.
+func (q *SQ) post(wrs []SendWR, checked bool) (int, error) {
+	// A queue whose max_inline_data is libmlx5's −4 refuses even an empty
+	// inline SGE, which a check against a limit of 0 lets past.
+	checked = checked && q.cfg.MaxInline >= 0
 	// One request that passes every check, the common case, in one pass
 	// without postList's loops (the same bytes and doorbell, TestPostOne);
 	// anything else, refusals included, takes postList.
 	if len(wrs) == 1 {
 		wr := &wrs[0]
-		if op := wr.Opcode; int(op) < len(deviceOpcode) && opcodeAllowed(q.cfg.QPType, op) && q.Outstanding() < q.cfg.MaxPost && q.plain(wr) {
+		if op := wr.Opcode; q.Outstanding() < q.cfg.MaxPost && (checked || int(op) < len(deviceOpcode) && opcodeAllowed(q.cfg.QPType, op) && q.plain(wr)) {
 			head := q.head.Load()
 			inline := wr.Flags&SendInline != 0 && len(wr.SGEs) > 0
 			var ctrl, size int
@@ -302,11 +316,11 @@ func (q *SQ) Post(wrs []SendWR) (int, error) {
 			return 0, nil
 		}
 	}
-	return q.postList(wrs)
+	return q.postList(wrs, checked)
 }
 
-// postList is Post for any list.
-func (q *SQ) postList(wrs []SendWR) (int, error) {
+// postList is post for any list.
+func (q *SQ) postList(wrs []SendWR, checked bool) (int, error) {
 	outstanding := q.Outstanding()
 	allBlocks := q.cfg.QPType != QPTypeUD // every request one encodeBlocks takes
 	// The requests that pass the checks at once, in a loop without calls
@@ -315,7 +329,7 @@ func (q *SQ) postList(wrs []SendWR) (int, error) {
 	i := 0
 	for ; i < len(wrs); i++ {
 		wr := &wrs[i]
-		if op := wr.Opcode; int(op) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, op) || outstanding+i >= q.cfg.MaxPost || !q.plain(wr) {
+		if outstanding+i >= q.cfg.MaxPost || !checked && (int(wr.Opcode) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, wr.Opcode) || !q.plain(wr)) {
 			break
 		}
 		if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 || len(wr.SGEs) > maxBlockSGEs || wr.Opcode > OpRDMARead {
