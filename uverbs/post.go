@@ -106,7 +106,9 @@ type SendWR struct {
 	SGEs []SGE
 	// Imm is the immediate data of OpSendImm and OpWriteImm, in host order
 	// (it travels in network order and the peer's WC.Imm gives it back in
-	// host order).
+	// host order). It is the union ex of ibv_send_wr: on rxe, for the
+	// opcodes LOCAL_INV (7) and SEND_WITH_INV (9), which have no constant
+	// here, it is the rkey to invalidate.
 	Imm uint32
 
 	RemoteAddr uint64 // RDMA and atomic target address (atomics: 8-byte aligned)

@@ -74,13 +74,12 @@ func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
 // The caller's earlier sync/atomic stores are visible to every holder after
 // that one (sequentially consistent, as the compare-and-swap that takes the
 // lock). The count is read first: a holder that took the lock after it
-// was read came after the caller's stores, and need not be waited for.
+// was read came after the caller's stores, and need not be waited for. The
+// wait ends when the count moves on or the word is seen free: the count
+// read may be the one an Unlock stored just before it cleared the word.
 func (l *ringLock) waitRelease() {
 	g := l.gen.Load()
-	if l.word.Load()&1 == 0 {
-		return
-	}
-	for l.gen.Load() == g {
+	for l.word.Load()&1 != 0 && l.gen.Load() == g {
 		runtime.Gosched()
 	}
 }

@@ -54,3 +54,17 @@ func TestRingLockWaitRelease(t *testing.T) {
 	<-done   // the test's own timeout catches a wait for the new holder
 	l.Unlock()
 }
+
+// waitRelease also ends when it finds the lock free: the count it read may
+// be the one an Unlock stored just before clearing the word, which no later
+// change of the count follows while the QP stays idle.
+func TestRingLockWaitReleaseHalfUnlock(t *testing.T) {
+	var l ringLock
+	l.Lock()
+	l.gen.Store(l.gen.Load() + 1) // Unlock's first store
+	done := make(chan struct{})
+	go func() { l.waitRelease(); close(done) }()
+	time.Sleep(10 * time.Millisecond) // waitRelease has read the new count by now
+	l.word.Store(0)                   // Unlock's second store
+	<-done                            // the test's own timeout catches a wait for ever
+}
