@@ -80,6 +80,13 @@ func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
 func (l *ringLock) waitRelease() {
 	g := l.gen.Load()
 	for l.word.Load()&1 != 0 && l.gen.Load() == g {
+		if testHookWaitRelease != nil {
+			testHookWaitRelease()
+		}
 		runtime.Gosched()
 	}
 }
+
+// testHookWaitRelease, set only by tests, runs in waitRelease each time it
+// finds the lock still held by the holder it waits for.
+var testHookWaitRelease func()

@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,9 +63,13 @@ func TestRingLockWaitReleaseHalfUnlock(t *testing.T) {
 	var l ringLock
 	l.Lock()
 	l.gen.Store(l.gen.Load() + 1) // Unlock's first store
+	waiting := make(chan struct{})
+	var once sync.Once
+	testHookWaitRelease = func() { once.Do(func() { close(waiting) }) }
+	defer func() { testHookWaitRelease = nil }()
 	done := make(chan struct{})
 	go func() { l.waitRelease(); close(done) }()
-	time.Sleep(10 * time.Millisecond) // waitRelease has read the new count by now
-	l.word.Store(0)                   // Unlock's second store
-	<-done                            // the test's own timeout catches a wait for ever
+	<-waiting       // waitRelease has read the new count and found the lock held
+	l.word.Store(0) // Unlock's second store
+	<-done          // the test's own timeout catches a wait for ever
 }
