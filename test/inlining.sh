@@ -17,6 +17,7 @@ github.com/goverbs/rdma/uverbs/internal/rxe EncodeRecvOne
 github.com/goverbs/rdma/uverbs/internal/rxe (*Producer).Full
 github.com/goverbs/rdma/uverbs/internal/rxe (*Producer).Publish
 github.com/goverbs/rdma/uverbs/internal/rxe (*Consumer).Empty
+github.com/goverbs/rdma/uverbs/internal/rxe (*Consumer).Refresh
 github.com/goverbs/rdma/internal/mmio StoreRelease32
 github.com/goverbs/rdma/internal/mmio StoreRelease64
 github.com/goverbs/rdma/internal/mmio StoreRelease32Pair

@@ -178,13 +178,14 @@ func (cq *CQ) Channel() *CompChannel { return cq.ch }
 func (cq *CQ) Poll(wcs []WC) (int, error) {
 	cq.mu.Lock()
 	// The common case first, an rxe CQ with nothing pulled aside: one
-	// decode straight into the caller's slice, and one consumer_index
-	// store for the whole batch, made in the same call as the unlock; no
-	// call at all when the ring is empty (Empty is inlined). No defer,
-	// which would cost every poll its set-up: nothing in between can
-	// panic (the decoder writes within len(wcs), read once).
+	// load of producer_index, one decode straight into the caller's
+	// slice, and one consumer_index store for the whole batch, made in the
+	// same call as the unlock; no call at all when the ring is empty
+	// (Refresh is inlined). No defer, which would cost every poll its
+	// set-up: nothing in between can panic (the decoder writes within
+	// len(wcs), read once).
 	if q := cq.q; q != nil && len(cq.pending) == 0 {
-		if q.Empty() {
+		if !q.Refresh() {
 			cq.mu.Unlock()
 			return 0, nil
 		}

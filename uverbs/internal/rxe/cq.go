@@ -131,10 +131,13 @@ func NewCQ(buf []byte) (*CQ, error) {
 }
 
 // Poll decodes up to len(wcs) completions into wcs and returns how many. It
-// loads producer_index (acquire) when the entries it saw last do not fill
-// wcs, and publishes consumer_index once per call that took any
-// (store-release), after the last entry was read. It allocates nothing.
+// loads producer_index (acquire) once, so fewer than len(wcs) means that
+// the ring was empty after the last one (as rdma-core's rxe_poll_cq, which
+// loads it before each entry), and publishes consumer_index once per call
+// that took any (store-release), after the last entry was read. It
+// allocates nothing.
 func (q *CQ) Poll(wcs []WC) int {
+	q.Refresh()
 	n := q.Take(wcs)
 	if n > 0 {
 		q.publish()
@@ -142,17 +145,21 @@ func (q *CQ) Poll(wcs []WC) int {
 	return n
 }
 
-// Take is Poll without the consumer_index store: the caller makes it,
-// with the word and value of IndexStore, before anything else may read the
-// CQ (in one call with the release of its lock, uverbs CQ.Poll).
+// Refresh loads producer_index (acquire) and reports whether an entry is
+// ready to read. The acquire load orders the reads of the entries after it.
+func (c *Consumer) Refresh() bool {
+	c.seen = mmio.LoadAcquire32(c.prod) & c.mask
+	return c.next != c.seen
+}
+
+// Take is Poll without the loads and stores of the shared indexes: it
+// decodes the entries the last Refresh (or Empty) saw, up to len(wcs).
+// The caller makes the consumer_index store, with the word and value of
+// IndexStore, before anything else may read the CQ (in one call with the
+// release of its lock, uverbs CQ.Poll).
 func (q *CQ) Take(wcs []WC) int {
 	c := q.Consumer
-	n := int((c.seen - c.next) & c.mask)
-	if n < len(wcs) {
-		c.seen = mmio.LoadAcquire32(c.prod) & c.mask
-		n = int((c.seen - c.next) & c.mask)
-	}
-	n = min(n, len(wcs))
+	n := min(int((c.seen-c.next)&c.mask), len(wcs))
 	if n == 0 {
 		return 0
 	}
