@@ -7,7 +7,6 @@
 set -eu
 GO=${GO:-go}
 want='
-github.com/goverbs/rdma/uverbs (*ringLock).Lock
 github.com/goverbs/rdma/uverbs (*ringLock).Unlock
 github.com/goverbs/rdma/uverbs (*ringLock).storeUnlock
 github.com/goverbs/rdma/uverbs (*SendWR).ahNum

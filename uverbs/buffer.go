@@ -91,6 +91,7 @@ func waitInlineCopies() {
 		}
 	}
 	sendersMu.Unlock()
+	fenceOwners()
 	for _, qp := range qps {
 		qp.sendMu.waitRelease()
 	}

@@ -265,7 +265,7 @@ func rxeWCs(w []WC) []rxe.WC {
 // losing those of other QPs sharing the CQ. It returns false if the CQ is
 // closed.
 func (cq *CQ) pull() bool {
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	defer cq.mu.Unlock()
 	if cq.mx != nil {
 		cq.mx.pull(cq.ctx.mlx, &cq.pending)
@@ -446,7 +446,7 @@ func (cq *CQ) Resize(n int) error {
 	if cq.ctx.mlx != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
 	}
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	defer cq.mu.Unlock()
 	if cq.q == nil {
 		return cq.unusable(op)
@@ -493,7 +493,7 @@ func (cq *CQ) close(force bool) error {
 	if already || err != nil {
 		return err
 	}
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	err = cq.destroy()
 	if cq.ring != nil {
 		cq.ring.Unmap()

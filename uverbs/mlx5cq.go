@@ -116,7 +116,7 @@ func (cq *CQ) mlx5Event() {
 // registerMLX5 makes the CQ complete qp's work requests (key: the QPN, or
 // the user index with CQE version 1).
 func (cq *CQ) registerMLX5(key uint32, qp *mlx5.QP) {
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	if cq.mx != nil {
 		cq.mx.q.RegisterQP(key, qp)
 		if qp.SRQ != nil {
@@ -127,7 +127,7 @@ func (cq *CQ) registerMLX5(key uint32, qp *mlx5.QP) {
 }
 
 func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	if cq.mx != nil {
 		cq.mx.q.RegisterSRQ(key, srq)
 		cq.mx.srqs = true
@@ -136,7 +136,7 @@ func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
 }
 
 func (cq *CQ) unregisterMLX5(key uint32) {
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	if cq.mx != nil {
 		cq.mx.q.Unregister(key)
 	}

@@ -115,7 +115,7 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
 	if init.SRQ != nil {
 		srq := init.SRQ
-		srq.mu.Lock()
+		srq.mu.LockRare()
 		if srq.mx != nil {
 			m.reg.SRQ = srq.mx.q
 			init.RecvCQ.registerMLX5SRQ(srq.srqn, srq.mx.q)
@@ -244,10 +244,10 @@ func (m *mlx5QP) reset(qp *QP) {
 	}
 	clear(m.mem.dbrec[:8]) // polls never touch a QP's doorbell record
 	// One CQ lock at a time: the CQs' polls read the queues through reg.
-	qp.sendCQ.mu.Lock()
+	qp.sendCQ.mu.LockRare()
 	m.sq, m.reg.SQ = sq, sq
 	qp.sendCQ.mu.Unlock()
-	qp.recvCQ.mu.Lock()
+	qp.recvCQ.mu.LockRare()
 	m.rq, m.reg.RQ = rq, rq
 	qp.recvCQ.mu.Unlock()
 }

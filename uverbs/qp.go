@@ -346,9 +346,9 @@ func (qp *QP) SRQ() *SRQ { return qp.srq }
 // outstanding returns the number of work requests in the send and receive
 // rings that the kernel has not retired yet.
 func (qp *QP) outstanding() (send, recv int) {
-	qp.sendMu.Lock()
+	qp.sendMu.LockRare()
 	defer qp.sendMu.Unlock()
-	qp.recvMu.Lock()
+	qp.recvMu.LockRare()
 	defer qp.recvMu.Unlock()
 	return qp.pendingNow()
 }
@@ -373,9 +373,9 @@ func (qp *QP) outstandingLocked() (send, recv int) {
 // not retired names lkey in its SGE list, and how many requests are
 // outstanding. It only reads the rings, so it is safe while Close drains.
 func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
-	qp.sendMu.Lock()
+	qp.sendMu.LockRare()
 	defer qp.sendMu.Unlock()
-	qp.recvMu.Lock()
+	qp.recvMu.LockRare()
 	defer qp.recvMu.Unlock()
 	if qp.mx != nil {
 		return qp.mx.usesLKey(lkey)
@@ -423,8 +423,8 @@ func (qp *QP) Close() error {
 func (qp *QP) close(bool) error {
 	qp.closeMu.Lock()
 	defer qp.closeMu.Unlock()
-	qp.sendMu.Lock()
-	qp.recvMu.Lock()
+	qp.sendMu.LockRare()
+	qp.recvMu.LockRare()
 	if qp.closed {
 		qp.recvMu.Unlock()
 		qp.sendMu.Unlock()
@@ -439,8 +439,8 @@ func (qp *QP) close(bool) error {
 	dropSender(qp)
 	errDrain := qp.drain()
 
-	qp.sendMu.Lock()
-	qp.recvMu.Lock()
+	qp.sendMu.LockRare()
+	qp.recvMu.LockRare()
 	errDestroy := qp.destroy()
 	// The kernel's tasks are stopped: collect what they posted last.
 	qp.sendCQ.pull()

@@ -275,9 +275,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if attr == nil {
 		return &OpError{Op: op, Err: fmt.Errorf("nil attributes: %w", unix.EINVAL)}
 	}
-	qp.sendMu.Lock()
+	qp.sendMu.LockRare()
 	defer qp.sendMu.Unlock()
-	qp.recvMu.Lock()
+	qp.recvMu.LockRare()
 	defer qp.recvMu.Unlock()
 	if qp.closed {
 		return closedErr(op)
@@ -342,7 +342,7 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, error) {
 	if mask == 0 {
 		mask = QPAttrAll
 	}
-	qp.sendMu.Lock()
+	qp.sendMu.LockRare()
 	defer qp.sendMu.Unlock()
 	if qp.closed {
 		return QPAttr{}, closedErr(op)

@@ -8,82 +8,210 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
+	"github.com/goverbs/rdma/internal/sys"
 )
 
 // ringLock guards one ring (a QP's send or receive queue, an SRQ, a CQ) as
 // rdma-core's pthread spin lock does (providers/rxe/rxe.c sq.lock, rq.lock,
-// cq.lock): one locked instruction to take it and a release store to give
-// it back, where sync.Mutex needs two locked instructions. The sections it
-// guards are short; a caller that finds it taken yields the processor until
-// it is free (the rare long sections, Modify and Close with their system
-// calls, only cost a waiter its spinning). Not reentrant.
+// cq.lock), and is usually cheaper: most rings are posted to or polled by
+// one goroutine, and the lock is biased to it.
 //
-// word's low bit is set while the lock is held. gen counts the releases, so
-// that waitRelease can tell that the holder it saw has left; only the holder
-// writes it, in Unlock. Lock writes nothing but the word: a store right
-// after the locked instruction, or a load of the word back, costs a poll
-// or a post 1-3 ns on x86 (BENCHMARKS.md, rxe items 28 and 33). So an
-// Unlock of a lock that is not held is not detected here; race builds use
-// sync.Mutex instead (ringlock_race.go), which the race detector
-// understands and which fails on it.
+// Shared: word's low bit is set while the lock is held, taken with one
+// locked instruction and given back with a release store, where
+// sync.Mutex needs two locked instructions. A caller that finds it taken
+// yields the processor until it is free (the sections are short; the
+// rare long ones, Modify and Close with their system calls, only cost a
+// waiter its spinning). Not reentrant.
+//
+// Biased: the goroutine that takes the lock twice in a row through Lock
+// (the post and poll paths; LockRare does not count) becomes its owner,
+// and from then on takes it with a store of inside and a load of state,
+// and gives it back with a store: no locked instruction, which costs
+// about 6 ns on x86 whatever it is (BENCHMARKS.md, rxe item 35). The
+// first other goroutine that takes it revokes the bias, for good: holding
+// word, it asks (state biasRevoking), makes every thread of the process
+// pass a full barrier (membarrier(2)), waits for the owner to leave, and
+// from then on every holder takes word. The barrier stands in for the
+// fence the owner does not make between its store of inside and its load
+// of state (x86 may order that load first): either that store is visible
+// to the revoker's look at inside after the barrier, or the owner's load
+// comes after the barrier and sees the request. Where membarrier is
+// missing (kernels before 4.14, seccomp) or Goroutine cannot tell
+// goroutines apart, no lock is biased.
+//
+// gen and fgen count the releases of the shared and the owner's path, so
+// that waitRelease can tell that the holder it saw has left; only the
+// holder writes them, in Unlock. Taking the shared lock writes nothing but
+// the word: a store right after the locked instruction, or a load of the
+// word back, costs a poll or a post 1-3 ns on x86 (BENCHMARKS.md, rxe
+// items 28 and 33). So an Unlock of a lock that is not held is not
+// detected here; race builds use sync.Mutex instead (ringlock_race.go),
+// which the race detector understands and which fails on it.
 type ringLock struct {
-	word atomic.Uint32
-	gen  atomic.Uint32
+	word   atomic.Uint32
+	gen    atomic.Uint32
+	inside atomic.Uint32  // 1 while the owner holds the lock; only the owner writes it
+	fgen   atomic.Uint32  // the owner's releases
+	state  atomic.Uint32  // biasOpen, biasRevoking or biasRevoked
+	owner  atomic.Uintptr // sys.Goroutine of the owner, set once under word; 0 while none
+	last   uintptr        // the goroutine of the last Lock through word, under word
 }
 
-// Lock sets the word's low bit; it has the lock if the bit was clear. (On
-// amd64 the Or is a load and a compare-and-swap, small enough to be
-// inlined, which a load and a separate compare-and-swap are not; it is
-// sync/atomic's function on the word's address because the method costs
-// the inliner more.)
-func (l *ringLock) Lock() {
-	if atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 != 0 {
-		l.lockSlow()
+// ringLock.state: open while the lock may be or is biased; revoking while
+// a revoker holding word waits for the owner to leave; revoked for good.
+const (
+	biasOpen = iota
+	biasRevoking
+	biasRevoked
+)
+
+// biasAllowed is set once membarrier is registered; biasedAny once a lock
+// got an owner (then waitInlineCopies needs the barrier too).
+var (
+	biasAllowed atomic.Int32 // 0 not yet asked, 1 yes, 2 no
+	biasedAny   atomic.Bool
+)
+
+// testNoBias, set only by tests, keeps every lock unbiased.
+var testNoBias bool
+
+func canBias() bool {
+	switch biasAllowed.Load() {
+	case 1:
+		return !testNoBias
+	case 2:
+		return false
 	}
+	ok := int32(2)
+	if sys.GoroutineKnown && sys.RegisterMembarrier() == nil {
+		ok = 1
+	}
+	biasAllowed.Store(ok)
+	return ok == 1 && !testNoBias
 }
 
-// lockSlow takes the lock after a first try found it held.
-func (l *ringLock) lockSlow() {
-	for {
-		// Read first, so waiters share the line until it is free.
-		if l.word.Load()&1 == 0 && l.word.Or(1)&1 == 0 {
+// Lock takes the lock for a post or a poll: through the owner's path if
+// the caller owns it, else through word, and it may make the caller the
+// owner.
+func (l *ringLock) Lock() {
+	g := sys.Goroutine()
+	if l.owner.Load() == g && l.state.Load() == biasOpen {
+		mmio.StoreRelease32(&l.inside, 1)
+		if l.state.Load() == biasOpen { // after the store: see the type's comment
 			return
 		}
+		mmio.StoreRelease32(&l.inside, 0)
+	}
+	l.lockShared(g, true)
+}
+
+// LockRare takes the lock for an operation that is not a post or a poll
+// (a state change, Close, a resize, a registration): it never makes the
+// caller the owner, so a QP set up by one goroutine and posted to by
+// another is biased to the second. It still revokes another's bias.
+func (l *ringLock) LockRare() {
+	l.lockShared(sys.Goroutine(), false)
+}
+
+// lockShared takes word, then, the bias still open, revokes the owner's
+// bias if the caller is not the owner, or makes the caller the owner if
+// there is none, this is a Lock, and the last Lock through word was the
+// caller's too.
+func (l *ringLock) lockShared(g uintptr, hot bool) {
+	for atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 != 0 {
+		// Read first, so waiters share the line until it is free.
+		for l.word.Load()&1 != 0 {
+			runtime.Gosched()
+		}
+	}
+	if l.state.Load() != biasOpen {
+		return
+	}
+	switch o := l.owner.Load(); {
+	case o == 0:
+		if !hot {
+			return
+		}
+		if l.last == g && canBias() {
+			l.owner.Store(g)
+			biasedAny.Store(true)
+		}
+		l.last = g
+	case o != g:
+		l.revoke()
+	}
+}
+
+// revoke ends the owner's bias; the caller holds word.
+func (l *ringLock) revoke() {
+	l.state.Store(biasRevoking)
+	sys.Membarrier()
+	for l.inside.Load() != 0 {
 		runtime.Gosched()
 	}
+	l.state.Store(biasRevoked)
 }
 
 // Unlock releases the lock: every write of the section is visible to the
 // next holder before it sees the lock free (a release store, as
-// pthread_spin_unlock), and the release count moves on before it. It is
-// small enough to be inlined into every caller.
+// pthread_spin_unlock), and the release count moves on before it. The
+// owner holds it through its own path exactly when inside is set and the
+// bias is not revoked: only the owner sets inside, and a revoker waits
+// for it to clear before it revokes. It is small enough to be inlined into
+// every caller.
 func (l *ringLock) Unlock() {
-	mmio.StoreRelease32Pair(&l.gen, l.gen.Load()+1, &l.word, 0)
+	w, n := &l.word, &l.gen
+	if l.inside.Load() != 0 && l.state.Load() != biasRevoked {
+		w, n = &l.inside, &l.fgen
+	}
+	mmio.StoreRelease32Pair(n, n.Load()+1, w, 0)
 }
 
 // storeUnlock stores v to *p with release ordering, then unlocks: the
 // index store that publishes what the section wrote, and the unlock (three
 // inlined stores, MOVs on amd64 and STLRs on arm64).
 func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
-	mmio.StoreRelease32Pair(p, v, &l.gen, l.gen.Load()+1)
-	mmio.StoreRelease32(&l.word, 0)
+	w, n := &l.word, &l.gen
+	if l.inside.Load() != 0 && l.state.Load() != biasRevoked {
+		w, n = &l.inside, &l.fgen
+	}
+	mmio.StoreRelease32Pair(p, v, n, n.Load()+1)
+	mmio.StoreRelease32(w, 0)
 }
 
 // waitRelease returns once whoever holds the lock now has released it (at
 // once if no one does), without taking it: later holders do not delay it.
 // The caller's earlier sync/atomic stores are visible to every holder after
-// that one (sequentially consistent, as the compare-and-swap that takes the
-// lock). The count is read first: a holder that took the lock after it
-// was read came after the caller's stores, and need not be waited for. The
-// wait ends when the count moves on or the word is seen free: the count
-// read may be the one an Unlock stored just before it cleared the word.
+// that one: to holders through word as the compare-and-swap that takes it
+// is sequentially consistent, and to the owner if the caller made a
+// sys.Membarrier after its stores when biasedAny was set
+// (waitInlineCopies). Each count is read first: a holder that took the
+// lock after it was read came after the caller's stores, and need not be
+// waited for. A wait ends when its count moves on or the lock is seen
+// free: the count read may be the one an Unlock stored just before it
+// cleared the word (or inside).
 func (l *ringLock) waitRelease() {
+	f := l.fgen.Load()
+	for l.inside.Load() != 0 && l.state.Load() != biasRevoked && l.fgen.Load() == f {
+		if testHookWaitRelease != nil {
+			testHookWaitRelease()
+		}
+		runtime.Gosched()
+	}
 	g := l.gen.Load()
 	for l.word.Load()&1 != 0 && l.gen.Load() == g {
 		if testHookWaitRelease != nil {
 			testHookWaitRelease()
 		}
 		runtime.Gosched()
+	}
+}
+
+// fenceOwners makes the caller's earlier stores visible to the owners of
+// biased locks before its waitRelease calls look at them (see waitRelease).
+func fenceOwners() {
+	if biasedAny.Load() {
+		sys.Membarrier()
 	}
 }
 

@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"github.com/goverbs/rdma/internal/sys"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,11 +11,21 @@ import (
 )
 
 // free reports whether no one holds the lock, for tests.
-func (l *ringLock) free() bool { return l.word.Load()&1 == 0 }
+func (l *ringLock) free() bool {
+	return l.word.Load()&1 == 0 && (l.inside.Load() == 0 || l.state.Load() == biasRevoked)
+}
+
+// sharedOnly keeps every lock of the test unbiased, for the tests of the
+// shared path.
+func sharedOnly(t *testing.T) {
+	testNoBias = true
+	t.Cleanup(func() { testNoBias = false })
+}
 
 // storeUnlock makes its store first, then frees the lock, and each release
 // moves the count on.
 func TestRingLockStoreUnlock(t *testing.T) {
+	sharedOnly(t)
 	var l ringLock
 	var index atomic.Uint32
 	l.Lock()
@@ -40,6 +51,7 @@ func TestRingLockStoreUnlock(t *testing.T) {
 // waitRelease ends with the holder it found, even when the lock is taken
 // again at once: a busy QP cannot hold up Buffer.Close.
 func TestRingLockWaitRelease(t *testing.T) {
+	sharedOnly(t)
 	var l ringLock
 	l.waitRelease() // free: returns at once
 	l.Lock()
@@ -60,6 +72,7 @@ func TestRingLockWaitRelease(t *testing.T) {
 // be the one an Unlock stored just before clearing the word, which no later
 // change of the count follows while the QP stays idle.
 func TestRingLockWaitReleaseHalfUnlock(t *testing.T) {
+	sharedOnly(t)
 	var l ringLock
 	l.Lock()
 	l.gen.Store(l.gen.Load() + 1) // Unlock's first store
@@ -72,4 +85,144 @@ func TestRingLockWaitReleaseHalfUnlock(t *testing.T) {
 	<-waiting       // waitRelease has read the new count and found the lock held
 	l.word.Store(0) // Unlock's second store
 	<-done          // the test's own timeout catches a wait for ever
+}
+
+// biased returns a lock biased to the calling goroutine: two Locks in a
+// row make it the owner.
+func biased(t *testing.T) *ringLock {
+	t.Helper()
+	if !canBias() {
+		t.Fatal("locks cannot be biased here: membarrier(2) with MEMBARRIER_CMD_PRIVATE_EXPEDITED is missing (Linux 4.14 or later, not refused by seccomp)")
+	}
+	l := new(ringLock)
+	for range 2 {
+		l.Lock()
+		l.Unlock()
+	}
+	if l.owner.Load() != sys.Goroutine() || l.state.Load() != biasOpen {
+		t.Fatalf("after two Locks: owner %#x, state %d; want %#x, open", l.owner.Load(), l.state.Load(), sys.Goroutine())
+	}
+	return l
+}
+
+// The owner takes and releases the lock without touching word; another
+// goroutine's Lock waits for the owner to leave, then holds word, and the
+// bias is gone for good.
+func TestRingLockBias(t *testing.T) {
+	l := biased(t)
+	l.Lock()
+	if l.word.Load() != 0 || l.inside.Load() != 1 || l.free() {
+		t.Fatalf("the owner's Lock: word %d, inside %d; want 0, 1", l.word.Load(), l.inside.Load())
+	}
+	l.Unlock()
+	if l.inside.Load() != 0 || l.fgen.Load() != 1 || l.gen.Load() != 2 {
+		t.Fatalf("the owner's Unlock: inside %d, owner's releases %d, shared releases %d; want 0, 1, 2", l.inside.Load(), l.fgen.Load(), l.gen.Load())
+	}
+
+	l.Lock()
+	var n int // guarded by l
+	got := make(chan struct{})
+	go func() {
+		l.Lock()
+		n++
+		l.Unlock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("another goroutine took the lock while its owner held it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	n++
+	l.Unlock()
+	<-got
+	if st := l.state.Load(); st != biasRevoked {
+		t.Fatalf("state %d after another goroutine took the lock; want revoked", st)
+	}
+	l.Lock() // the old owner, now through word
+	if l.word.Load()&1 == 0 || l.inside.Load() != 0 || n != 2 {
+		t.Fatalf("the old owner's Lock after the revocation: word %d, inside %d, n %d; want held, 0, 2", l.word.Load(), l.inside.Load(), n)
+	}
+	l.storeUnlock(&l.inside, 0)
+	if !l.free() {
+		t.Fatal("storeUnlock after the revocation left the lock held")
+	}
+}
+
+// LockRare never makes its caller the owner, so a ring set up by one
+// goroutine (Modify, registrations) is biased to the one that posts.
+func TestRingLockRareDoesNotBias(t *testing.T) {
+	if !canBias() {
+		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
+	}
+	var l ringLock
+	for range 3 {
+		l.LockRare()
+		l.Unlock()
+	}
+	if l.owner.Load() != 0 {
+		t.Fatal("LockRare made its caller the owner")
+	}
+	done := make(chan uintptr)
+	go func() {
+		for range 2 {
+			l.Lock()
+			l.Unlock()
+		}
+		done <- sys.Goroutine()
+	}()
+	if g := <-done; l.owner.Load() != g {
+		t.Fatalf("owner %#x after two Locks of goroutine %#x", l.owner.Load(), g)
+	}
+	l.LockRare() // another goroutine's, so it revokes
+	if l.state.Load() != biasRevoked {
+		t.Fatal("LockRare of another goroutine left the bias open")
+	}
+	l.Unlock()
+}
+
+// waitRelease waits for an owner that holds the lock through its own path,
+// and only for that one.
+func TestRingLockWaitReleaseOwner(t *testing.T) {
+	l := biased(t)
+	l.Lock()
+	done := make(chan struct{})
+	go func() { l.waitRelease(); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("waitRelease returned while the owner held the lock")
+	case <-time.After(10 * time.Millisecond):
+	}
+	l.Unlock()
+	l.Lock() // the owner again, at once
+	<-done   // the test's own timeout catches a wait for the new hold
+	l.Unlock()
+	if l.state.Load() != biasOpen {
+		t.Fatal("waitRelease revoked the bias")
+	}
+}
+
+// TestRingLockExcludesBiased is TestRingLockExcludes on a lock biased to
+// one of the workers before the others start: the revocation comes while
+// the owner takes and releases it.
+func TestRingLockExcludesBiased(t *testing.T) {
+	if !canBias() {
+		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
+	}
+	var l ringLock
+	ready := make(chan struct{})
+	excludeRun(t, &l, func(w int) {
+		if w == 0 {
+			for range 2 {
+				l.Lock()
+				l.Unlock()
+			}
+			close(ready)
+			return
+		}
+		<-ready
+	})
+	if l.owner.Load() == 0 || l.state.Load() != biasRevoked {
+		t.Fatalf("owner %#x, state %d after the workers: want an owner, revoked", l.owner.Load(), l.state.Load())
+	}
 }

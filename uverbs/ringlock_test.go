@@ -14,8 +14,14 @@ import (
 // would be (the others store it, then Unlock): each holder must find it
 // equal to the counter.
 func TestRingLockExcludes(t *testing.T) {
+	var l ringLock
+	excludeRun(t, &l, func(int) {})
+}
+
+// excludeRun runs TestRingLockExcludes' workers on l; each first calls
+// prep with its number.
+func excludeRun(t *testing.T, l *ringLock, prep func(worker int)) {
 	var (
-		l     ringLock
 		n     int
 		a, b  int
 		index atomic.Uint32
@@ -23,10 +29,11 @@ func TestRingLockExcludes(t *testing.T) {
 	)
 	workers := 2 * runtime.GOMAXPROCS(0)
 	const iters = 20000
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			prep(w)
 			for i := range iters {
 				l.Lock()
 				if index.Load() != uint32(n) {

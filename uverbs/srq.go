@@ -147,7 +147,7 @@ func (srq *SRQ) PD() *PD { return srq.pd }
 
 // MaxWR returns the number of receive work requests the ring holds.
 func (srq *SRQ) MaxWR() int {
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		return srq.mx.q.Config().Tail
@@ -160,7 +160,7 @@ func (srq *SRQ) MaxWR() int {
 
 // MaxSGE returns the scatter/gather entries per work request.
 func (srq *SRQ) MaxSGE() int {
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		return srq.mx.q.Config().MaxSGE
@@ -193,7 +193,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 
 // outstanding returns the number of posted receives not consumed yet.
 func (srq *SRQ) outstanding() int {
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
@@ -208,7 +208,7 @@ func (srq *SRQ) outstanding() int {
 // usesLKey reports whether a posted receive the kernel has not consumed
 // names lkey, and how many receives are posted.
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
@@ -230,7 +230,7 @@ func (srq *SRQ) SetLimit(n int) error {
 	if n < 0 {
 		return &OpError{Op: op, Err: fmt.Errorf("limit %d is negative", n)}
 	}
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.gone() {
 		return closedErr(op)
@@ -254,7 +254,7 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if srq.ctx.mlx != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
 	}
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.rq == nil {
 		return closedErr(op)
@@ -302,7 +302,7 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 // rdma-core: ibv_query_srq.
 func (srq *SRQ) Query() (SRQAttr, error) {
 	const op = "query_srq"
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	defer srq.mu.Unlock()
 	if srq.gone() {
 		return SRQAttr{}, closedErr(op)
@@ -332,7 +332,7 @@ func (srq *SRQ) close(force bool) error {
 	if already || err != nil {
 		return err
 	}
-	srq.mu.Lock()
+	srq.mu.LockRare()
 	err = srq.destroy()
 	if srq.ring != nil {
 		srq.ring.Unmap()
