@@ -266,7 +266,7 @@ func rxeWCs(w []WC) []rxe.WC {
 // closed.
 func (cq *CQ) pull() bool {
 	cq.mu.LockRare()
-	defer cq.mu.Unlock()
+	defer cq.mu.UnlockRare()
 	if cq.mx != nil {
 		cq.mx.pull(cq.ctx.mlx, &cq.pending)
 		return true
@@ -447,7 +447,7 @@ func (cq *CQ) Resize(n int) error {
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
 	}
 	cq.mu.LockRare()
-	defer cq.mu.Unlock()
+	defer cq.mu.UnlockRare()
 	if cq.q == nil {
 		return cq.unusable(op)
 	}
@@ -502,7 +502,7 @@ func (cq *CQ) close(force bool) error {
 		cq.mx.mem.unmap()
 	}
 	cq.ring, cq.q, cq.mx, cq.pending = nil, nil, nil, nil
-	cq.mu.Unlock()
+	cq.mu.UnlockRare()
 	if cq.ch != nil {
 		cq.ch.last.CompareAndSwap(cq, nil)
 		cq.ch.kids.drop(cq)

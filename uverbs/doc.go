@@ -80,6 +80,11 @@
 // compared with rdma-core's libmlx5 (docs/mlx5.md §7, §10), but it has not
 // run on a ConnectX yet. Other drivers are refused with ErrNotSupported.
 //
+// Posts, polls and arms are safe from any goroutine: each ring has its
+// own lock. A ring used by one goroutine, the common case, costs that
+// goroutine no locked instruction: the lock is biased to it until another
+// goroutine takes it (docs/architecture.md §3).
+//
 // A work completion's Status is data, not a Go error: WCStatus has rdma-core's
 // texts (String) and C names (Name), and WCStatus.Err gives an error when one
 // is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it with a

@@ -106,11 +106,11 @@ func (m *mlx5CQ) pull(mc *mlx5Context, pending *[]WC) {
 // mlx5Event counts a completion event of the CQ for its next arm
 // (cq.c mlx5_cq_event).
 func (cq *CQ) mlx5Event() {
-	cq.mu.Lock()
+	cq.mu.LockRare()
 	if cq.mx != nil {
 		cq.mx.q.Event()
 	}
-	cq.mu.Unlock()
+	cq.mu.UnlockRare()
 }
 
 // registerMLX5 makes the CQ complete qp's work requests (key: the QPN, or
@@ -123,7 +123,7 @@ func (cq *CQ) registerMLX5(key uint32, qp *mlx5.QP) {
 			cq.mx.srqs = true
 		}
 	}
-	cq.mu.Unlock()
+	cq.mu.UnlockRare()
 }
 
 func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
@@ -132,7 +132,7 @@ func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
 		cq.mx.q.RegisterSRQ(key, srq)
 		cq.mx.srqs = true
 	}
-	cq.mu.Unlock()
+	cq.mu.UnlockRare()
 }
 
 func (cq *CQ) unregisterMLX5(key uint32) {
@@ -140,5 +140,5 @@ func (cq *CQ) unregisterMLX5(key uint32) {
 	if cq.mx != nil {
 		cq.mx.q.Unregister(key)
 	}
-	cq.mu.Unlock()
+	cq.mu.UnlockRare()
 }

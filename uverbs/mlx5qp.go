@@ -120,7 +120,7 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 			m.reg.SRQ = srq.mx.q
 			init.RecvCQ.registerMLX5SRQ(srq.srqn, srq.mx.q)
 		}
-		srq.mu.Unlock()
+		srq.mu.UnlockRare()
 	}
 	init.SendCQ.registerMLX5(m.key, &m.reg)
 	if init.RecvCQ != init.SendCQ {
@@ -246,10 +246,10 @@ func (m *mlx5QP) reset(qp *QP) {
 	// One CQ lock at a time: the CQs' polls read the queues through reg.
 	qp.sendCQ.mu.LockRare()
 	m.sq, m.reg.SQ = sq, sq
-	qp.sendCQ.mu.Unlock()
+	qp.sendCQ.mu.UnlockRare()
 	qp.recvCQ.mu.LockRare()
 	m.rq, m.reg.RQ = rq, rq
-	qp.recvCQ.mu.Unlock()
+	qp.recvCQ.mu.UnlockRare()
 }
 
 // usesLKey reports whether an outstanding request may name lkey: any

@@ -347,9 +347,9 @@ func (qp *QP) SRQ() *SRQ { return qp.srq }
 // rings that the kernel has not retired yet.
 func (qp *QP) outstanding() (send, recv int) {
 	qp.sendMu.LockRare()
-	defer qp.sendMu.Unlock()
+	defer qp.sendMu.UnlockRare()
 	qp.recvMu.LockRare()
-	defer qp.recvMu.Unlock()
+	defer qp.recvMu.UnlockRare()
 	return qp.pendingNow()
 }
 
@@ -374,9 +374,9 @@ func (qp *QP) outstandingLocked() (send, recv int) {
 // outstanding. It only reads the rings, so it is safe while Close drains.
 func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
 	qp.sendMu.LockRare()
-	defer qp.sendMu.Unlock()
+	defer qp.sendMu.UnlockRare()
 	qp.recvMu.LockRare()
-	defer qp.recvMu.Unlock()
+	defer qp.recvMu.UnlockRare()
 	if qp.mx != nil {
 		return qp.mx.usesLKey(lkey)
 	}
@@ -426,16 +426,16 @@ func (qp *QP) close(bool) error {
 	qp.sendMu.LockRare()
 	qp.recvMu.LockRare()
 	if qp.closed {
-		qp.recvMu.Unlock()
-		qp.sendMu.Unlock()
+		qp.recvMu.UnlockRare()
+		qp.sendMu.UnlockRare()
 		return nil
 	}
 	// From here every post, Modify and Query returns ErrClosed at once and
 	// no one but Close writes the rings' private indices, so the drain runs
 	// without the locks (it only loads the kernel's indices).
 	qp.closed = true
-	qp.recvMu.Unlock()
-	qp.sendMu.Unlock()
+	qp.recvMu.UnlockRare()
+	qp.sendMu.UnlockRare()
 	dropSender(qp)
 	errDrain := qp.drain()
 
@@ -448,8 +448,8 @@ func (qp *QP) close(bool) error {
 		qp.recvCQ.pull()
 	}
 	qp.unmap()
-	qp.recvMu.Unlock()
-	qp.sendMu.Unlock()
+	qp.recvMu.UnlockRare()
+	qp.sendMu.UnlockRare()
 
 	qp.pd.kids.drop(qp)
 	qp.sendCQ.kids.drop(qp)

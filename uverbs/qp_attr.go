@@ -276,9 +276,9 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		return &OpError{Op: op, Err: fmt.Errorf("nil attributes: %w", unix.EINVAL)}
 	}
 	qp.sendMu.LockRare()
-	defer qp.sendMu.Unlock()
+	defer qp.sendMu.UnlockRare()
 	qp.recvMu.LockRare()
-	defer qp.recvMu.Unlock()
+	defer qp.recvMu.UnlockRare()
 	if qp.closed {
 		return closedErr(op)
 	}
@@ -343,7 +343,7 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, error) {
 		mask = QPAttrAll
 	}
 	qp.sendMu.LockRare()
-	defer qp.sendMu.Unlock()
+	defer qp.sendMu.UnlockRare()
 	if qp.closed {
 		return QPAttr{}, closedErr(op)
 	}

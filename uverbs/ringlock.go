@@ -24,45 +24,52 @@ import (
 // waiter its spinning). Not reentrant.
 //
 // Biased: the goroutine that takes the lock twice in a row through Lock
-// (the post and poll paths; LockRare does not count) becomes its owner,
-// and from then on takes it with a store of inside and a load of state,
-// and gives it back with a store: no locked instruction, which costs
-// about 6 ns on x86 whatever it is (BENCHMARKS.md, rxe item 35). The
-// first other goroutine that takes it revokes the bias, for good: holding
-// word, it asks (state biasRevoking), makes every thread of the process
-// pass a full barrier (membarrier(2)), waits for the owner to leave, and
-// from then on every holder takes word. The barrier stands in for the
-// fence the owner does not make between its store of inside and its load
-// of state (x86 may order that load first): either that store is visible
-// to the revoker's look at inside after the barrier, or the owner's load
-// comes after the barrier and sees the request. Where membarrier is
-// missing (kernels before 4.14, seccomp) or Goroutine cannot tell
-// goroutines apart, no lock is biased.
+// (posts, polls, arms) becomes its owner, and from then on takes it with a
+// store of inside and a load of state, and gives it back with a store: no
+// locked instruction, which costs about 6 ns on x86 whatever it is
+// (BENCHMARKS.md, rxe item 36). Any other goroutine takes word and first
+// stops the owner: it asks (state biasRevoking), makes every thread of the
+// process pass a full barrier (sys.Membarrier), and waits for the owner to
+// leave. The barrier stands in for the fence the owner does not make
+// between its store of inside and its load of state (x86 may make that
+// load first): either that store is visible to the look at inside after
+// the barrier, or the owner's load comes after the barrier and sees the
+// request. Through Lock, the other goroutine revokes the bias for good
+// (biasRevoked: a spin lock from then on); through LockRare (set-up,
+// teardown, queries, which a goroutine other than the one that posts may
+// well make) it suspends it (biasSuspended), and UnlockRare gives it back
+// to the owner. Where membarrier is missing (kernels before 4.14, seccomp)
+// or sys.Goroutine cannot tell goroutines apart, a lock that would be
+// biased is revoked instead.
 //
 // gen and fgen count the releases of the shared and the owner's path, so
 // that waitRelease can tell that the holder it saw has left; only the
-// holder writes them, in Unlock. Taking the shared lock writes nothing but
-// the word: a store right after the locked instruction, or a load of the
-// word back, costs a poll or a post 1-3 ns on x86 (BENCHMARKS.md, rxe
-// items 28 and 33). So an Unlock of a lock that is not held is not
-// detected here; race builds use sync.Mutex instead (ringlock_race.go),
-// which the race detector understands and which fails on it.
+// holder writes them. Taking the shared lock writes nothing but the word:
+// a store right after the locked instruction, or a load of the word back,
+// costs a poll or a post 1-3 ns on x86 (BENCHMARKS.md, rxe items 28 and
+// 33). So an Unlock of a lock that is not held is not detected here; race
+// builds use sync.Mutex instead (ringlock_race.go), which the race
+// detector understands and which fails on it.
 type ringLock struct {
 	word   atomic.Uint32
 	gen    atomic.Uint32
 	inside atomic.Uint32  // 1 while the owner holds the lock; only the owner writes it
 	fgen   atomic.Uint32  // the owner's releases
-	state  atomic.Uint32  // biasOpen, biasRevoking or biasRevoked
+	state  atomic.Uint32  // biasOpen ... biasSuspended, changed under word
 	owner  atomic.Uintptr // sys.Goroutine of the owner, set once under word; 0 while none
 	last   uintptr        // the goroutine of the last Lock through word, under word
 }
 
-// ringLock.state: open while the lock may be or is biased; revoking while
-// a revoker holding word waits for the owner to leave; revoked for good.
+// ringLock.state. The owner may take the lock only while it is open, and
+// holds it through its own path exactly when inside is set and the state
+// is open or revoking: a holder of word that stops the owner waits for
+// inside to clear before it sets suspended or revoked, and after that
+// inside is set only by an attempt of the owner that is about to give up.
 const (
-	biasOpen = iota
-	biasRevoking
-	biasRevoked
+	biasOpen      = iota // no owner yet, or the owner may take it
+	biasRevoking         // a holder of word waits for the owner to leave
+	biasRevoked          // a spin lock for good
+	biasSuspended        // a LockRare holder has stopped the owner until UnlockRare
 )
 
 // biasAllowed is set once membarrier is registered; biasedAny once a lock
@@ -70,15 +77,13 @@ const (
 var (
 	biasAllowed atomic.Int32 // 0 not yet asked, 1 yes, 2 no
 	biasedAny   atomic.Bool
+	testNoBias  atomic.Bool // set only by tests: no lock gets an owner
 )
-
-// testNoBias, set only by tests, keeps every lock unbiased.
-var testNoBias bool
 
 func canBias() bool {
 	switch biasAllowed.Load() {
 	case 1:
-		return !testNoBias
+		return !testNoBias.Load()
 	case 2:
 		return false
 	}
@@ -87,42 +92,78 @@ func canBias() bool {
 		ok = 1
 	}
 	biasAllowed.Store(ok)
-	return ok == 1 && !testNoBias
+	return ok == 1 && !testNoBias.Load()
 }
 
-// Lock takes the lock for a post or a poll: through the owner's path if
-// the caller owns it, else through word, and it may make the caller the
-// owner.
+// Lock takes the lock for a post, a poll or an arm: through the owner's
+// path if the caller owns it, else through word, and it may make the
+// caller the owner or revoke another's bias.
 func (l *ringLock) Lock() {
-	g := sys.Goroutine()
-	if l.owner.Load() == g && l.state.Load() == biasOpen {
+	switch l.state.Load() {
+	case biasRevoked:
+		if atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 != 0 {
+			l.spin()
+		}
+		return
+	case biasOpen:
+		g := sys.Goroutine()
+		if l.owner.Load() != g {
+			l.lockShared(g, true)
+			return
+		}
+		if ringLockHooks && testHookOwner != nil {
+			testHookOwner(0)
+		}
+		// A plain store, then a load: the compiler keeps their order (a
+		// sync/atomic load is ordered after every earlier memory
+		// operation), and a revoker's barrier stands in for the CPU's.
 		mmio.StoreRelease32(&l.inside, 1)
-		if l.state.Load() == biasOpen { // after the store: see the type's comment
+		if ringLockHooks && testHookOwner != nil {
+			testHookOwner(1)
+		}
+		if l.state.Load() == biasOpen {
 			return
 		}
 		mmio.StoreRelease32(&l.inside, 0)
 	}
-	l.lockShared(g, true)
+	l.lockShared(sys.Goroutine(), true)
 }
 
-// LockRare takes the lock for an operation that is not a post or a poll
-// (a state change, Close, a resize, a registration): it never makes the
-// caller the owner, so a QP set up by one goroutine and posted to by
-// another is biased to the second. It still revokes another's bias.
+// LockRare takes the lock for an operation other than a post, a poll or
+// an arm (a state change, Close, a query, a registration): it never makes
+// the caller the owner, and it only suspends another's bias, until
+// UnlockRare, so a ring set up, queried or drained by one goroutine stays
+// biased to the one that posts to it. Release it with UnlockRare.
 func (l *ringLock) LockRare() {
 	l.lockShared(sys.Goroutine(), false)
 }
 
-// lockShared takes word, then, the bias still open, revokes the owner's
-// bias if the caller is not the owner, or makes the caller the owner if
-// there is none, this is a Lock, and the last Lock through word was the
-// caller's too.
-func (l *ringLock) lockShared(g uintptr, hot bool) {
-	for atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 != 0 {
+// UnlockRare releases a lock taken with LockRare, giving a suspended bias
+// back to its owner.
+func (l *ringLock) UnlockRare() {
+	if l.state.Load() == biasSuspended {
+		l.state.Store(biasOpen)
+	}
+	l.Unlock()
+}
+
+// spin takes word after a first try found it held.
+func (l *ringLock) spin() {
+	for {
 		// Read first, so waiters share the line until it is free.
-		for l.word.Load()&1 != 0 {
-			runtime.Gosched()
+		if l.word.Load()&1 == 0 && atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 == 0 {
+			return
 		}
+		runtime.Gosched()
+	}
+}
+
+// lockShared takes word, then stops the owner if there is one and it is
+// not the caller (hot: for good), or, hot, with no owner yet, makes the
+// caller the owner if the last Lock through word was the caller's too.
+func (l *ringLock) lockShared(g uintptr, hot bool) {
+	if atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 != 0 {
+		l.spin()
 	}
 	if l.state.Load() != biasOpen {
 		return
@@ -132,36 +173,48 @@ func (l *ringLock) lockShared(g uintptr, hot bool) {
 		if !hot {
 			return
 		}
-		if l.last == g && canBias() {
+		if l.last == g {
+			if !canBias() {
+				l.state.Store(biasRevoked) // a spin lock from now on
+				return
+			}
 			l.owner.Store(g)
 			biasedAny.Store(true)
 		}
 		l.last = g
 	case o != g:
-		l.revoke()
+		l.stopOwner(hot)
 	}
 }
 
-// revoke ends the owner's bias; the caller holds word.
-func (l *ringLock) revoke() {
+// stopOwner waits for the owner to leave and revokes its bias (for good)
+// or suspends it; the caller holds word.
+func (l *ringLock) stopOwner(revoke bool) {
 	l.state.Store(biasRevoking)
 	sys.Membarrier()
 	for l.inside.Load() != 0 {
 		runtime.Gosched()
 	}
-	l.state.Store(biasRevoked)
+	if revoke {
+		l.state.Store(biasRevoked)
+	} else {
+		l.state.Store(biasSuspended)
+	}
 }
+
+// testHookOwner, set only by tests, runs in the owner's path of Lock
+// before its store of inside (step 0) and after it (step 1), in builds
+// with the tag ringlockhooks (ringLockHooks; make unit runs the tests that
+// need it so): two looks at it cost the owner's path about 0.5 ns.
+var testHookOwner func(step int)
 
 // Unlock releases the lock: every write of the section is visible to the
 // next holder before it sees the lock free (a release store, as
-// pthread_spin_unlock), and the release count moves on before it. The
-// owner holds it through its own path exactly when inside is set and the
-// bias is not revoked: only the owner sets inside, and a revoker waits
-// for it to clear before it revokes. It is small enough to be inlined into
-// every caller.
+// pthread_spin_unlock), and the release count moves on before it. Small
+// enough to be inlined into every caller.
 func (l *ringLock) Unlock() {
 	w, n := &l.word, &l.gen
-	if l.inside.Load() != 0 && l.state.Load() != biasRevoked {
+	if l.inside.Load() != 0 && l.state.Load() <= biasRevoking {
 		w, n = &l.inside, &l.fgen
 	}
 	mmio.StoreRelease32Pair(n, n.Load()+1, w, 0)
@@ -172,7 +225,7 @@ func (l *ringLock) Unlock() {
 // inlined stores, MOVs on amd64 and STLRs on arm64).
 func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
 	w, n := &l.word, &l.gen
-	if l.inside.Load() != 0 && l.state.Load() != biasRevoked {
+	if l.inside.Load() != 0 && l.state.Load() <= biasRevoking {
 		w, n = &l.inside, &l.fgen
 	}
 	mmio.StoreRelease32Pair(p, v, n, n.Load()+1)
@@ -192,7 +245,7 @@ func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
 // cleared the word (or inside).
 func (l *ringLock) waitRelease() {
 	f := l.fgen.Load()
-	for l.inside.Load() != 0 && l.state.Load() != biasRevoked && l.fgen.Load() == f {
+	for l.inside.Load() != 0 && l.state.Load() <= biasRevoking && l.fgen.Load() == f {
 		if testHookWaitRelease != nil {
 			testHookWaitRelease()
 		}

@@ -4,6 +4,7 @@ package uverbs
 
 import (
 	"github.com/goverbs/rdma/internal/sys"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,14 +13,14 @@ import (
 
 // free reports whether no one holds the lock, for tests.
 func (l *ringLock) free() bool {
-	return l.word.Load()&1 == 0 && (l.inside.Load() == 0 || l.state.Load() == biasRevoked)
+	return l.word.Load()&1 == 0 && (l.inside.Load() == 0 || l.state.Load() > biasRevoking)
 }
 
 // sharedOnly keeps every lock of the test unbiased, for the tests of the
 // shared path.
 func sharedOnly(t *testing.T) {
-	testNoBias = true
-	t.Cleanup(func() { testNoBias = false })
+	testNoBias.Store(true)
+	t.Cleanup(func() { testNoBias.Store(false) })
 }
 
 // storeUnlock makes its store first, then frees the lock, and each release
@@ -150,35 +151,100 @@ func TestRingLockBias(t *testing.T) {
 }
 
 // LockRare never makes its caller the owner, so a ring set up by one
-// goroutine (Modify, registrations) is biased to the one that posts.
-func TestRingLockRareDoesNotBias(t *testing.T) {
+// goroutine (Modify, registrations) is biased to the one that posts; and
+// another goroutine's LockRare only suspends the bias: it waits for the
+// owner to leave, the owner waits for it, and after UnlockRare the owner
+// takes the lock through its own path again.
+func TestRingLockRare(t *testing.T) {
 	if !canBias() {
 		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
 	}
 	var l ringLock
 	for range 3 {
 		l.LockRare()
-		l.Unlock()
+		l.UnlockRare()
 	}
 	if l.owner.Load() != 0 {
 		t.Fatal("LockRare made its caller the owner")
 	}
-	done := make(chan uintptr)
+	owner := make(chan uintptr)
+	lock, unlock := make(chan struct{}), make(chan struct{})
 	go func() {
 		for range 2 {
 			l.Lock()
 			l.Unlock()
 		}
-		done <- sys.Goroutine()
+		owner <- sys.Goroutine()
+		for range lock {
+			l.Lock()
+			<-unlock
+			l.Unlock()
+			owner <- 0
+		}
 	}()
-	if g := <-done; l.owner.Load() != g {
+	g := <-owner
+	if l.owner.Load() != g {
 		t.Fatalf("owner %#x after two Locks of goroutine %#x", l.owner.Load(), g)
 	}
-	l.LockRare() // another goroutine's, so it revokes
-	if l.state.Load() != biasRevoked {
-		t.Fatal("LockRare of another goroutine left the bias open")
+
+	lock <- struct{}{} // the owner takes it through its own path
+	for l.inside.Load() == 0 {
+		runtime.Gosched()
 	}
-	l.Unlock()
+	rare := make(chan struct{})
+	go func() { l.LockRare(); close(rare) }()
+	select {
+	case <-rare:
+		t.Fatal("LockRare took the lock while its owner held it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	unlock <- struct{}{}
+	<-owner
+	<-rare
+	if st := l.state.Load(); st != biasSuspended {
+		t.Fatalf("state %d under another goroutine's LockRare; want suspended", st)
+	}
+	lock <- struct{}{} // the owner waits while the bias is suspended
+	select {
+	case <-owner:
+		t.Fatal("the owner took the lock while another held it through LockRare")
+	case <-time.After(20 * time.Millisecond):
+	}
+	l.UnlockRare()
+	unlock <- struct{}{}
+	<-owner
+	if st := l.state.Load(); st != biasOpen || l.owner.Load() != g {
+		t.Fatalf("after UnlockRare: state %d, owner %#x; want open, %#x", st, l.owner.Load(), g)
+	}
+	lock <- struct{}{} // through its own path again
+	for l.inside.Load() == 0 {
+		runtime.Gosched()
+	}
+	if l.word.Load() != 0 {
+		t.Fatal("the owner took word after the suspension ended")
+	}
+	unlock <- struct{}{}
+	<-owner
+	close(lock)
+	l.LockRare() // the test's goroutine again
+	l.UnlockRare()
+}
+
+// Where no lock can be biased, a lock becomes a plain spin lock at the
+// second Lock of one goroutine: the owner's path is never taken.
+func TestRingLockNoBias(t *testing.T) {
+	sharedOnly(t)
+	var l ringLock
+	for range 3 {
+		l.Lock()
+		if l.word.Load()&1 == 0 || l.inside.Load() != 0 {
+			t.Fatal("a lock that cannot be biased was taken without word")
+		}
+		l.Unlock()
+	}
+	if l.owner.Load() != 0 || l.state.Load() != biasRevoked {
+		t.Fatalf("owner %#x, state %d; want none, revoked", l.owner.Load(), l.state.Load())
+	}
 }
 
 // waitRelease waits for an owner that holds the lock through its own path,
@@ -225,4 +291,31 @@ func TestRingLockExcludesBiased(t *testing.T) {
 	if l.owner.Load() == 0 || l.state.Load() != biasRevoked {
 		t.Fatalf("owner %#x, state %d after the workers: want an owner, revoked", l.owner.Load(), l.state.Load())
 	}
+}
+
+// BenchmarkRingLock: one Lock and Unlock by the owner of a biased lock,
+// and by a goroutine of a lock whose bias was revoked (a spin lock).
+func BenchmarkRingLock(b *testing.B) {
+	b.Run("owner", func(b *testing.B) {
+		var l ringLock
+		for range 2 {
+			l.Lock()
+			l.Unlock()
+		}
+		if l.owner.Load() != sys.Goroutine() {
+			b.Fatal("the lock is not biased to the benchmark's goroutine")
+		}
+		for b.Loop() {
+			l.Lock()
+			l.Unlock()
+		}
+	})
+	b.Run("revoked", func(b *testing.B) {
+		var l ringLock
+		l.state.Store(biasRevoked)
+		for b.Loop() {
+			l.Lock()
+			l.Unlock()
+		}
+	})
 }

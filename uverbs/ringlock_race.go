@@ -25,8 +25,10 @@ func (l *ringLock) storeUnlock(p *atomic.Uint32, v uint32) {
 	l.Unlock()
 }
 
-// LockRare is Lock: race builds do not bias.
+// LockRare and UnlockRare are Lock and Unlock: race builds do not bias.
 func (l *ringLock) LockRare() { l.Lock() }
+
+func (l *ringLock) UnlockRare() { l.Unlock() }
 
 // fenceOwners has nothing to do: race builds do not bias.
 func fenceOwners() {}

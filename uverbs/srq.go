@@ -148,7 +148,7 @@ func (srq *SRQ) PD() *PD { return srq.pd }
 // MaxWR returns the number of receive work requests the ring holds.
 func (srq *SRQ) MaxWR() int {
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.mx != nil {
 		return srq.mx.q.Config().Tail
 	}
@@ -161,7 +161,7 @@ func (srq *SRQ) MaxWR() int {
 // MaxSGE returns the scatter/gather entries per work request.
 func (srq *SRQ) MaxSGE() int {
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.mx != nil {
 		return srq.mx.q.Config().MaxSGE
 	}
@@ -194,7 +194,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 // outstanding returns the number of posted receives not consumed yet.
 func (srq *SRQ) outstanding() int {
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.mx != nil {
 		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
 		return n
@@ -209,7 +209,7 @@ func (srq *SRQ) outstanding() int {
 // names lkey, and how many receives are posted.
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.mx != nil {
 		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
 		return used, n
@@ -231,7 +231,7 @@ func (srq *SRQ) SetLimit(n int) error {
 		return &OpError{Op: op, Err: fmt.Errorf("limit %d is negative", n)}
 	}
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.gone() {
 		return closedErr(op)
 	}
@@ -255,7 +255,7 @@ func (srq *SRQ) Resize(maxWR int) error {
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
 	}
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.rq == nil {
 		return closedErr(op)
 	}
@@ -303,7 +303,7 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 func (srq *SRQ) Query() (SRQAttr, error) {
 	const op = "query_srq"
 	srq.mu.LockRare()
-	defer srq.mu.Unlock()
+	defer srq.mu.UnlockRare()
 	if srq.gone() {
 		return SRQAttr{}, closedErr(op)
 	}
@@ -341,7 +341,7 @@ func (srq *SRQ) close(force bool) error {
 		srq.mx.mem.unmap()
 	}
 	srq.ring, srq.rq, srq.mx = nil, nil, nil
-	srq.mu.Unlock()
+	srq.mu.UnlockRare()
 	srq.pd.kids.drop(srq)
 	srq.ctx.forget(srq.h)
 	return ignoreClosedContext(err)

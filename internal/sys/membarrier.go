@@ -1,6 +1,7 @@
 package sys
 
 import (
+	"runtime"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -51,10 +52,20 @@ func Membarrier() {
 	if RegisterMembarrier() != nil {
 		panic("sys: Membarrier without a successful RegisterMembarrier")
 	}
-	// The kernel cannot fail the command once the process is registered
-	// (kernel/sched/membarrier.c membarrier_private_expedited); EINTR is
-	// not among its errors.
-	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdPrivateExpedited, 0, 0); errno != 0 {
-		panic("sys: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): " + errno.Error())
+	for {
+		_, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdPrivateExpedited, 0, 0)
+		switch errno {
+		case 0:
+			return
+		case unix.ENOMEM:
+			// The kernel could not allocate its CPU mask
+			// (kernel/sched/membarrier.c membarrier_private_expedited,
+			// CONFIG_CPUMASK_OFFSTACK): try again; the caller cannot
+			// go on without the barrier.
+			runtime.Gosched()
+		default:
+			// A registered process gets no other error.
+			panic("sys: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): " + errno.Error())
+		}
 	}
 }

@@ -1,0 +1,91 @@
+//go:build !race && ringlockhooks
+
+package uverbs
+
+import (
+	"testing"
+	"time"
+)
+
+// ownerParked starts a goroutine that biases a new lock to itself, then
+// takes it once more with testHookOwner set, and increments *n under it.
+// The hook parks that Lock at each step in park: it sends on at[step] and
+// waits on go[step]. done closes when the goroutine has released the lock.
+func ownerParked(t *testing.T, n *int, park ...int) (l *ringLock, at, resume [2]chan struct{}, done chan struct{}) {
+	t.Helper()
+	if !canBias() {
+		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
+	}
+	l = new(ringLock)
+	for i := range at {
+		at[i], resume[i] = make(chan struct{}), make(chan struct{})
+	}
+	parks := map[int]bool{}
+	for _, p := range park {
+		parks[p] = true
+	}
+	testHookOwner = func(step int) {
+		if parks[step] {
+			close(at[step])
+			<-resume[step]
+		}
+	}
+	t.Cleanup(func() { testHookOwner = nil })
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2 { // the hook is not reached: no owner yet
+			l.Lock()
+			l.Unlock()
+		}
+		l.Lock()
+		*n++
+		l.Unlock()
+	}()
+	return l, at, resume, done
+}
+
+// An owner that passed its first look at the state and stopped before its
+// store of inside, while another goroutine revoked the bias and took the
+// lock, must not enter when it goes on: it looks at the state again after
+// the store.
+func TestRingLockOwnerLateStore(t *testing.T) {
+	var n int
+	l, at, resume, done := ownerParked(t, &n, 0)
+	<-at[0]
+	l.Lock() // the test's goroutine: revokes (inside is clear) and holds word
+	close(resume[0])
+	time.Sleep(20 * time.Millisecond)
+	if n != 0 {
+		t.Fatal("the owner entered while another goroutine held the lock")
+	}
+	n++
+	l.Unlock()
+	<-done
+	if n != 2 {
+		t.Fatalf("n %d, want 2", n)
+	}
+}
+
+// The owner's attempt that gives up after the revocation leaves inside set
+// for a moment; an Unlock of the holder of word in that moment must release
+// word, not the owner's path.
+func TestRingLockOwnerGivesUp(t *testing.T) {
+	var n int
+	l, at, resume, done := ownerParked(t, &n, 0, 1)
+	<-at[0]
+	l.Lock() // revokes and holds word
+	close(resume[0])
+	<-at[1] // the owner has stored inside, and will find the bias revoked
+	n++
+	l.Unlock()
+	close(resume[1])
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the owner never got the lock: the Unlock released the owner's path instead of word")
+	}
+	if n != 2 || !l.free() {
+		t.Fatalf("n %d, free %v; want 2, true", n, l.free())
+	}
+}
