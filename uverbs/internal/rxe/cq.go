@@ -75,10 +75,14 @@ func copyCQE(dst, src unsafe.Pointer) {
 	*(*uint32)(unsafe.Add(dst, wcTailAt+16)) = *(*uint32)(unsafe.Add(src, tail+16))
 }
 
-// splitEx reads the union ex: __be32 imm_data or u32 invalidate_rkey.
+// splitEx reads the union ex: __be32 imm_data or u32 invalidate_rkey. The
+// flags are read from the entry, not from wc: wc's copy was just stored as
+// part of a 16-byte block, and a 4-byte load out of it waits for that
+// store (poll 16 took 0.1 ns more per completion so, BENCHMARKS.md rxe
+// item 37).
 func splitEx(e *abi.UverbsWC, wc *WC) {
 	wc.ImmData, wc.InvalidatedRKey = 0, 0
-	if f := wc.Flags; f&(WCWithImm|WCWithInvalidate) != 0 {
+	if f := e.WCFlags; f&(WCWithImm|WCWithInvalidate) != 0 {
 		ex := native.Uint32(e.Ex[:])
 		if f&WCWithImm != 0 {
 			wc.ImmData = bits.ReverseBytes32(ex)
