@@ -421,6 +421,26 @@ func TestEncodeBlock(t *testing.T) {
 	}
 }
 
+// encodeBlocks stops before the first request it does not take (inline
+// data, an atomic, more SGEs than fit one WQEBB), so that postList hands
+// the rest to the other encoders; cur_post counts what it wrote.
+func TestEncodeBlocksStops(t *testing.T) {
+	sge := []SGE{{Addr: 0x50, Length: 8, LKey: 7}}
+	write := SendWR{Opcode: OpRDMAWrite, SGEs: sge, RemoteAddr: 0x1000, RKey: 1}
+	for _, other := range []SendWR{
+		{Opcode: OpSend, Flags: SendInline, SGEs: sge},
+		{Opcode: OpAtomicFetchAndAdd, SGEs: sge, RemoteAddr: 0x1000, RKey: 1},
+		{Opcode: OpSend, SGEs: make([]SGE, maxBlockSGEs+1)},
+	} {
+		cfg := SQConfig{QPType: QPTypeRC, QPN: 1, WQECount: 8, MaxPost: 8, MaxSGE: maxBlockSGEs + 1, MaxInline: 64}
+		q := &SQ{cfg: cfg, ring: make([]byte, 8*SendWQEBB), wrid: make([]uint64, 8), wqeHead: make([]uint32, 8)}
+		q.encodeBlocks([]SendWR{write, write, other, write}, 0)
+		if q.curPost != 2 {
+			t.Errorf("encodeBlocks wrote %d requests of a list whose third is %+v; want 2", q.curPost, other)
+		}
+	}
+}
+
 // TestEncodeInline: encodeInline writes what encode writes for every
 // inline request it takes (the opcodes below RDMA READ on RC and UC QPs,
 // every flag set, signalled or not by default), of one to three SGEs from

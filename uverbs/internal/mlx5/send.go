@@ -322,25 +322,24 @@ func (q *SQ) post(wrs []SendWR, checked bool) (int, error) {
 // postList is post for any list.
 func (q *SQ) postList(wrs []SendWR, checked bool) (int, error) {
 	outstanding := q.Outstanding()
-	allBlocks := q.cfg.QPType != QPTypeUD // every request one encodeBlocks takes
 	// The requests that pass the checks at once, in a loop without calls
 	// (which would cost every request the spills of the registers the
-	// calls' arguments need); from the first other one on, checkList.
+	// calls' arguments need); from the first other one on, checkList. A
+	// checked list needs only room, looked at once.
 	i := 0
+	if checked && outstanding+len(wrs) <= q.cfg.MaxPost {
+		i = len(wrs)
+	}
 	for ; i < len(wrs); i++ {
 		wr := &wrs[i]
 		if outstanding+i >= q.cfg.MaxPost || !checked && (int(wr.Opcode) >= len(deviceOpcode) || !opcodeAllowed(q.cfg.QPType, wr.Opcode) || !q.plain(wr)) {
 			break
-		}
-		if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 || len(wr.SGEs) > maxBlockSGEs || wr.Opcode > OpRDMARead {
-			allBlocks = false
 		}
 	}
 	if i < len(wrs) {
 		if j, err := q.checkList(wrs, i, outstanding); err != nil {
 			return j, err
 		}
-		allBlocks = false
 	}
 	if len(wrs) == 0 {
 		return 0, nil
@@ -348,34 +347,37 @@ func (q *SQ) postList(wrs []SendWR, checked bool) (int, error) {
 	head := q.head.Load()
 	inline := false
 	var ctrl, size int
-	if allBlocks {
+	connected := q.cfg.QPType != QPTypeUD
+	done := 0
+	if connected {
 		// The common list, requests of an RC or UC QP that encodeBlocks
-		// takes: one call for all.
+		// takes: one call for all, or for those before the first it
+		// does not take.
+		before := q.curPost
 		ctrl, size = q.encodeBlocks(wrs, head)
-	} else {
-		// Each request to an encoder that writes whole blocks
-		// (encodeBlocks, encodeUD) if it can; the rest to encode.
-		connected := q.cfg.QPType != QPTypeUD
-		udBlocks := !connected && q.cfg.WQECount > 1
-		for i := range wrs {
-			wr := &wrs[i]
-			switch {
-			case wr.Flags&SendInline != 0 && len(wr.SGEs) > 0:
-				inline = true
-				if connected && wr.Opcode < OpRDMARead {
-					ctrl, size = q.encodeInline(wr, head+uint32(i))
-				} else {
-					ctrl, size = q.encode(wr, head+uint32(i))
-				}
-			case len(wr.SGEs) > maxBlockSGEs:
-				ctrl, size = q.encode(wr, head+uint32(i))
-			case connected && wr.Opcode <= OpRDMARead:
-				ctrl, size = q.encodeBlocks(wrs[i:i+1], head+uint32(i))
-			case udBlocks:
-				ctrl, size = q.encodeUD(wr, head+uint32(i))
-			default:
+		done = int(q.curPost - before) // one WQEBB each
+	}
+	// The rest, each to an encoder that writes whole blocks (encodeBlocks,
+	// encodeUD) if it can, else to encode.
+	udBlocks := !connected && q.cfg.WQECount > 1
+	for i := done; i < len(wrs); i++ {
+		wr := &wrs[i]
+		switch {
+		case wr.Flags&SendInline != 0 && len(wr.SGEs) > 0:
+			inline = true
+			if connected && wr.Opcode < OpRDMARead {
+				ctrl, size = q.encodeInline(wr, head+uint32(i))
+			} else {
 				ctrl, size = q.encode(wr, head+uint32(i))
 			}
+		case len(wr.SGEs) > maxBlockSGEs:
+			ctrl, size = q.encode(wr, head+uint32(i))
+		case connected && wr.Opcode <= OpRDMARead:
+			ctrl, size = q.encodeBlocks(wrs[i:i+1], head+uint32(i))
+		case udBlocks:
+			ctrl, size = q.encodeUD(wr, head+uint32(i))
+		default:
+			ctrl, size = q.encode(wr, head+uint32(i))
 		}
 	}
 	// Published to the CQ's polls before the doorbell (SQ).
@@ -510,25 +512,28 @@ const maxBlockSGEs = (SendWQEBB - ctrlSegSize - raddrSegSize) / dataSegSize
 
 // encodeBlocks is encode, request after request of wrs, for the common
 // request of an RC or UC QP: not an atomic, no inline data, at most
-// maxBlockSGEs SGEs. Each WQE fits in one WQEBB, so it never wraps, and it
-// is written through a pointer into the ring as 8-byte stores, without a
-// bounds check per field: the same bytes as encode (TestEncodeBlock). The
-// block is inside the ring: NewSQ checked len(ring) == WQECount*64 and the
-// index is masked. It returns the last WQE's control offset and size. (One
-// call for a whole list, where a call per request cost a list of WRITEs
-// about 1.5 ns per request.)
+// maxBlockSGEs SGEs (isBlock). Each WQE fits in one WQEBB, so it never
+// wraps, and it is written through a pointer into the ring as 8-byte
+// stores, without a bounds check per field: the same bytes as encode
+// (TestEncodeBlock). The block is inside the ring: NewSQ checked len(ring)
+// == WQECount*64 and the index is masked. It stops before the first request
+// that is not such a request (cur_post tells how many it wrote: one WQEBB
+// each) and returns the last one's control offset and size. (One call for a whole list, where a call
+// per request cost a list of WRITEs about 1.5 ns per request; the look at
+// each request here, where its fields are loaded anyway, replaced a walk
+// of the list of its own, about 1 ns per request.)
 func (q *SQ) encodeBlocks(wrs []SendWR, wrIndex uint32) (ctrl, size int) {
 	mask := q.cfg.WQECount - 1
 	base := unsafe.Pointer(unsafe.SliceData(q.ring))
 	for r := range wrs {
 		wr := &wrs[r]
+		sges := wr.SGEs
+		if !isBlock(wr.Opcode, wr.Flags, len(sges)) {
+			return ctrl, size
+		}
 		idx := int(q.curPost) & mask
 		ctrl = idx * SendWQEBB
 		w := (*[SendWQEBB / 8]uint64)(unsafe.Add(base, ctrl))
-		sges := wr.SGEs
-		if len(sges) > maxBlockSGEs { // only if the caller changed the list during Post
-			sges = sges[:maxBlockSGEs]
-		}
 		// Each segment is big-endian; on a little-endian machine the first
 		// four bytes of a segment are the low half of its first 8-byte word.
 		seg := ctrlSegSize / 8
@@ -580,6 +585,11 @@ func (q *SQ) encodeBlocks(wrs []SendWR, wrIndex uint32) (ctrl, size int) {
 		q.curPost++
 	}
 	return ctrl, size
+}
+
+// isBlock reports whether encodeBlocks takes a request of an RC or UC QP.
+func isBlock(op SendOpcode, flags SendFlags, sges int) bool {
+	return op <= OpRDMARead && sges <= maxBlockSGEs && (flags&SendInline == 0 || sges == 0)
 }
 
 // encodeInline is encode for an inline SEND, SEND_WITH_IMM, RDMA WRITE or
