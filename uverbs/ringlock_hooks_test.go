@@ -11,7 +11,7 @@ import (
 // takes it once more with testHookOwner set, and increments *n under it.
 // The hook parks that Lock at each step in park: it sends on at[step] and
 // waits on go[step]. done closes when the goroutine has released the lock.
-func ownerParked(t *testing.T, n *int, park ...int) (l *ringLock, at, resume [2]chan struct{}, done chan struct{}) {
+func ownerParked(t *testing.T, n *int, park ...int) (l *ringLock, at, resume [3]chan struct{}, done chan struct{}) {
 	t.Helper()
 	if !canBias() {
 		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
@@ -84,6 +84,49 @@ func TestRingLockOwnerGivesUp(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the owner never got the lock: the Unlock released the owner's path instead of word")
+	}
+	if n != 2 || !l.free() {
+		t.Fatalf("n %d, free %v; want 2, true", n, l.free())
+	}
+}
+
+// TestRingLockOwnerLateStore with the bias suspended by LockRare instead
+// of revoked: the owner must not enter until UnlockRare, then may.
+func TestRingLockRareLateStore(t *testing.T) {
+	var n int
+	l, at, resume, done := ownerParked(t, &n, 0)
+	<-at[0]
+	l.LockRare() // suspends (inside is clear) and holds word
+	close(resume[0])
+	time.Sleep(20 * time.Millisecond)
+	if n != 0 {
+		t.Fatal("the owner entered while a LockRare holder held the lock")
+	}
+	n++
+	l.UnlockRare()
+	<-done
+	if n != 2 || !l.free() || l.state.Load() != biasOpen {
+		t.Fatalf("n %d, free %v, state %d; want 2, true, open", n, l.free(), l.state.Load())
+	}
+}
+
+// The owner's attempt that gives up while the bias is suspended still has
+// inside set when the LockRare holder leaves: UnlockRare must release word,
+// or the ring stays locked for good.
+func TestRingLockRareOwnerGivesUp(t *testing.T) {
+	var n int
+	l, at, resume, done := ownerParked(t, &n, 0, 2)
+	<-at[0]
+	l.LockRare() // suspends and holds word
+	close(resume[0])
+	<-at[2] // the owner stored inside, found the bias suspended, has not cleared inside
+	n++
+	l.UnlockRare()
+	close(resume[2])
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the owner never got the lock: word %d, inside %d, state %d", l.word.Load(), l.inside.Load(), l.state.Load())
 	}
 	if n != 2 || !l.free() {
 		t.Fatalf("n %d, free %v; want 2, true", n, l.free())
