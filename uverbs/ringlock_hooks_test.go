@@ -3,6 +3,7 @@
 package uverbs
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -68,25 +69,32 @@ func TestRingLockOwnerLateStore(t *testing.T) {
 }
 
 // The owner's attempt that gives up after the revocation leaves inside set
-// for a moment; an Unlock of the holder of word in that moment must release
-// word, not the owner's path.
+// for a moment; an Unlock (or storeUnlock) of the holder of word in that
+// moment must release word, not the owner's path.
 func TestRingLockOwnerGivesUp(t *testing.T) {
-	var n int
-	l, at, resume, done := ownerParked(t, &n, 0, 1)
-	<-at[0]
-	l.Lock() // revokes and holds word
-	close(resume[0])
-	<-at[1] // the owner has stored inside, and will find the bias revoked
-	n++
-	l.Unlock()
-	close(resume[1])
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the owner never got the lock: the Unlock released the owner's path instead of word")
-	}
-	if n != 2 || !l.free() {
-		t.Fatalf("n %d, free %v; want 2, true", n, l.free())
+	for _, store := range []bool{false, true} {
+		var n int
+		var index atomic.Uint32
+		l, at, resume, done := ownerParked(t, &n, 0, 1)
+		<-at[0]
+		l.Lock() // revokes and holds word
+		close(resume[0])
+		<-at[1] // the owner has stored inside, and will find the bias revoked
+		n++
+		if store {
+			l.storeUnlock(&index, 1)
+		} else {
+			l.Unlock()
+		}
+		close(resume[1])
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("storeUnlock %v: the owner never got the lock: the unlock released the owner's path instead of word", store)
+		}
+		if n != 2 || !l.free() {
+			t.Fatalf("storeUnlock %v: n %d, free %v; want 2, true", store, n, l.free())
+		}
 	}
 }
 
