@@ -285,13 +285,18 @@ func bufferOf(addr uint64, n int) *Buffer {
 // bufferView). The caller holds its QP's send lock, which keeps every
 // Buffer it finds mapped, closed or collected meanwhile: Buffer.Close and
 // forgetBuffer wait for it before they unmap. It allocates nothing.
-func inBuffer(list []bufEntry, addr, n uint64) bool {
+func inBuffer(list []bufEntry, addr, n uint64) bool { return bufferWith(list, addr, n) >= 0 }
+
+// bufferWith is inBuffer, returning the index of the Buffer, or -1.
+func bufferWith(list []bufEntry, addr, n uint64) int {
 	end := addr + n
 	if end < addr {
-		return false
+		return -1
 	}
-	i := bufferAt(list, addr)
-	return i >= 0 && end <= list[i].end
+	if i := bufferAt(list, addr); i >= 0 && end <= list[i].end {
+		return i
+	}
+	return -1
 }
 
 // unregister drops a registration counted by bufferOf.

@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -262,5 +263,47 @@ func (r *nativeRig) pollN(tb testing.TB, n int) {
 	got, err := r.cq.Poll(r.wcs)
 	if got != n || err != nil || (n > 0 && r.wcs[0].Status != WCSuccess) {
 		tb.Fatalf("polled %d (%v), want %d", got, err, n)
+	}
+}
+
+// plainSends remembers the Buffer of the last inline source, but only for
+// the Buffer list it was found on: once that Buffer is closed, the same
+// source is refused, and a source in another Buffer is found again.
+func TestInlineSourceAfterBufferClose(t *testing.T) {
+	r := newNativeRig(t)
+	a, err := AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := AllocBuffer(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	from := func(buf *Buffer) []SendWR {
+		return []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
+	}
+	post := func(wrs []SendWR) error {
+		r.qp.sendMu.Lock()
+		err := r.qp.stageSend("post_send", wrs)
+		r.qp.sendMu.Unlock()
+		r.sqK.consume()
+		return err
+	}
+	fromA := from(a)
+	for range 2 {
+		if err := post(fromA); err != nil {
+			t.Fatalf("inline from an open Buffer: %v", err)
+		}
+	}
+	a.Close()
+	if err := post(fromA); !errors.Is(err, ErrInvalidWR) {
+		t.Fatalf("inline from a closed Buffer: %v, want ErrInvalidWR", err)
+	}
+	for range 2 {
+		if err := post(from(b)); err != nil {
+			t.Fatalf("inline from another open Buffer: %v", err)
+		}
 	}
 }

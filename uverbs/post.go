@@ -325,8 +325,16 @@ func (qp *QP) plainSends(wrs []SendWR) int {
 					return i
 				}
 			}
-			if !inBuffer(*list, wr.SGEs[0].Addr, uint64(wr.SGEs[0].Length)) {
-				return i
+			// The Buffer of the last inline source first: a list
+			// published since may have dropped it, so only on the
+			// same list.
+			addr, end := wr.SGEs[0].Addr, wr.SGEs[0].Addr+uint64(wr.SGEs[0].Length)
+			if list != qp.inlineList || addr < qp.inlineStart || end > qp.inlineEnd || end < addr {
+				j := bufferWith(*list, addr, uint64(wr.SGEs[0].Length))
+				if j < 0 {
+					return i
+				}
+				qp.inlineList, qp.inlineStart, qp.inlineEnd = list, (*list)[j].start, (*list)[j].end
 			}
 		}
 	}

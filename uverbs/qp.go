@@ -89,6 +89,11 @@ type QP struct {
 	db     *doorbell    // in dbMap
 	dbMap  *sys.Mapping // off-heap page holding the doorbell command and its response
 	lim    rxe.SendLimits
+	// The Buffer the last inline source was found in, and the list it
+	// was found on (plainSends; under sendMu): a source inside it, while
+	// that list is still the one published, needs no search.
+	inlineList             *[]bufEntry
+	inlineStart, inlineEnd uint64
 
 	recvMu ringLock
 	rq     *rxe.RQ // nil with an SRQ
