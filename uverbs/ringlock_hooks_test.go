@@ -47,24 +47,35 @@ func ownerParked(t *testing.T, n *int, park ...int) (l *ringLock, at, resume [3]
 }
 
 // An owner that passed its first look at the state and stopped before its
-// store of inside, while another goroutine revoked the bias and took the
-// lock, must not enter when it goes on: it looks at the state again after
-// the store.
+// store of inside, while another goroutine revoked the bias (Lock) or
+// suspended it (LockRare) and took the lock, must not enter when it goes
+// on: it looks at the state again after the store. It enters once the
+// other has left.
 func TestRingLockOwnerLateStore(t *testing.T) {
-	var n int
-	l, at, resume, done := ownerParked(t, &n, 0)
-	<-at[0]
-	l.Lock() // the test's goroutine: revokes (inside is clear) and holds word
-	close(resume[0])
-	time.Sleep(20 * time.Millisecond)
-	if n != 0 {
-		t.Fatal("the owner entered while another goroutine held the lock")
-	}
-	n++
-	l.Unlock()
-	<-done
-	if n != 2 {
-		t.Fatalf("n %d, want 2", n)
+	for _, rare := range []bool{false, true} {
+		var n int
+		l, at, resume, done := ownerParked(t, &n, 0)
+		<-at[0]
+		if rare {
+			l.LockRare() // suspends (inside is clear) and holds word
+		} else {
+			l.Lock() // revokes and holds word
+		}
+		close(resume[0])
+		time.Sleep(20 * time.Millisecond)
+		if n != 0 {
+			t.Fatalf("LockRare %v: the owner entered while another goroutine held the lock", rare)
+		}
+		n++
+		if rare {
+			l.UnlockRare()
+		} else {
+			l.Unlock()
+		}
+		<-done
+		if want := map[bool]uint32{false: biasRevoked, true: biasOpen}[rare]; n != 2 || !l.free() || l.state.Load() != want {
+			t.Fatalf("LockRare %v: n %d, free %v, state %d; want 2, true, %d", rare, n, l.free(), l.state.Load(), want)
+		}
 	}
 }
 
@@ -95,26 +106,6 @@ func TestRingLockOwnerGivesUp(t *testing.T) {
 		if n != 2 || !l.free() {
 			t.Fatalf("storeUnlock %v: n %d, free %v; want 2, true", store, n, l.free())
 		}
-	}
-}
-
-// TestRingLockOwnerLateStore with the bias suspended by LockRare instead
-// of revoked: the owner must not enter until UnlockRare, then may.
-func TestRingLockRareLateStore(t *testing.T) {
-	var n int
-	l, at, resume, done := ownerParked(t, &n, 0)
-	<-at[0]
-	l.LockRare() // suspends (inside is clear) and holds word
-	close(resume[0])
-	time.Sleep(20 * time.Millisecond)
-	if n != 0 {
-		t.Fatal("the owner entered while a LockRare holder held the lock")
-	}
-	n++
-	l.UnlockRare()
-	<-done
-	if n != 2 || !l.free() || l.state.Load() != biasOpen {
-		t.Fatalf("n %d, free %v, state %d; want 2, true, open", n, l.free(), l.state.Load())
 	}
 }
 
