@@ -119,9 +119,12 @@ var (
 
 // CQ is the user side of an rxe completion queue.
 //
-// A CQ is not safe for concurrent use: hold the CQ's lock.
+// A CQ is not safe for concurrent use: hold the CQ's lock. The Consumer is
+// held by value, so that a poll reaches the ring's indexes through one
+// pointer fewer (BENCHMARKS.md rxe item 39); so are the SQ's and RQ's
+// Producers.
 type CQ struct {
-	*Consumer
+	Consumer
 }
 
 // NewCQ validates a mapped completion queue (mi of CREATE_CQ or
@@ -131,7 +134,7 @@ func NewCQ(buf []byte) (*CQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CQ{Consumer: c}, nil
+	return &CQ{Consumer: *c}, nil
 }
 
 // Poll decodes up to len(wcs) completions into wcs and returns how many. It
@@ -162,7 +165,7 @@ func (c *Consumer) Refresh() bool {
 // IndexStore, before anything else may read the CQ (in one call with the
 // release of its lock, uverbs CQ.Poll).
 func (q *CQ) Take(wcs []WC) int {
-	c := q.Consumer
+	c := &q.Consumer
 	n := min(int((c.seen-c.next)&c.mask), len(wcs))
 	if n == 0 {
 		return 0

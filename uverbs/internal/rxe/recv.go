@@ -120,7 +120,7 @@ var (
 //
 // An RQ is not safe for concurrent use: hold the queue's receive lock.
 type RQ struct {
-	*Producer
+	Producer
 	maxSGE int
 }
 
@@ -135,7 +135,7 @@ func NewRQ(buf []byte, maxSGE int) (*RQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RQ{Producer: p, maxSGE: maxSGE}, nil
+	return &RQ{Producer: *p, maxSGE: maxSGE}, nil
 }
 
 // MaxSGE returns the SGE limit the RQ validates against.

@@ -329,7 +329,7 @@ func EncodeSend(slot []byte, wr *SendWQE, ahNum uint32) {
 //
 // An SQ is not safe for concurrent use: hold the QP's send lock.
 type SQ struct {
-	*Producer
+	Producer
 	lim SendLimits
 }
 
@@ -348,7 +348,7 @@ func NewSQ(buf []byte, lim SendLimits) (*SQ, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SQ{Producer: p, lim: lim}, nil
+	return &SQ{Producer: *p, lim: lim}, nil
 }
 
 // Limits returns the limits the SQ validates against.
