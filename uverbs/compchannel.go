@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -92,14 +91,15 @@ const MaxThreadWaits = 64
 // first MaxThreadWaits of them block a thread.
 var autoThreadWaits atomic.Int64
 
-// yieldEvery: a Wait that blocks its thread calls runtime.Gosched every
+// yieldEvery: a Wait that blocks its thread yields (sys.Yield) every
 // yieldEvery Waits. Go's sysmon preempts a goroutine that has not been
 // rescheduled for 10 ms (runtime/proc.go retake, forcePreemptNS) and,
 // finding it in a system call, hands its P to another thread and goes back
 // to polling every 20 µs; a loop of short Waits that never parks trips this
 // every 10 ms. Measured in the lab (rdma-pingpong -e, 6.12), the loop took
-// 1.6 to 1.8 times as long without the yield; one Gosched (one wake-up of
-// an idle thread) per 16 Waits costs little.
+// 1.6 to 1.8 times as long without the yield. sys.Yield reschedules on the
+// same thread; runtime.Gosched, used before, woke an idle thread each time
+// (BENCHMARKS.md, "The wait path, fifth round").
 const yieldEvery = 16
 
 // DefaultSpin is the number of non-blocking reads Wait tries before it
@@ -307,7 +307,7 @@ func (ch *CompChannel) read(ctx context.Context) (*CQ, error) {
 	}
 	if thread {
 		if ch.threadWaits++; ch.threadWaits%yieldEvery == 0 {
-			runtime.Gosched()
+			sys.Yield()
 		}
 	}
 	for {
