@@ -256,11 +256,8 @@ var (
 	_ [unsafe.Offsetof(rxe.WC{}.PortNum) - unsafe.Offsetof(WC{}.Port)]byte
 )
 
-// rxeWCs views w as the decoder's type. The slice header is reinterpreted,
-// which the equal sizes above make exact, rather than rebuilt with
-// unsafe.Slice, whose length-times-size overflow check every Poll would pay.
 func rxeWCs(w []WC) []rxe.WC {
-	return *(*[]rxe.WC)(unsafe.Pointer(&w))
+	return unsafe.Slice((*rxe.WC)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
 
 // pull moves every completion in the ring to the pending list, for
