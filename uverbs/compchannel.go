@@ -91,15 +91,21 @@ const MaxThreadWaits = 64
 // first MaxThreadWaits of them block a thread.
 var autoThreadWaits atomic.Int64
 
-// yieldEvery: a Wait that blocks its thread yields (sys.Yield) every
-// yieldEvery Waits. Go's sysmon preempts a goroutine that has not been
-// rescheduled for 10 ms (runtime/proc.go retake, forcePreemptNS) and,
-// finding it in a system call, hands its P to another thread and goes back
-// to polling every 20 µs; a loop of short Waits that never parks trips this
-// every 10 ms. Measured in the lab (rdma-pingpong -e, 6.12), the loop took
-// 1.6 to 1.8 times as long without the yield. sys.Yield reschedules on the
-// same thread; runtime.Gosched, used before, woke an idle thread each time
-// (BENCHMARKS.md, "The wait path, fifth round").
+// yieldEvery: a Wait that blocks its thread yields every yieldEvery Waits.
+// Go's sysmon preempts a goroutine that has not been rescheduled for 10 ms
+// (runtime/proc.go retake, forcePreemptNS) and, finding it in a system
+// call, hands its P to another thread and goes back to polling every 20
+// µs; a loop of short Waits that never parks trips this every 10 ms.
+// Measured in the lab (rdma-pingpong -e, 6.12), the loop took 1.6 to 1.8
+// times as long without the yield.
+//
+// The yield is sys.Yield, which reschedules on the same thread, where
+// runtime.Gosched would often wake an idle one first: a futex wake-up, a
+// futex sleep and a thread switch (BENCHMARKS.md, "The wait path, fifth
+// round"). sys.Yield serves the global run queue only on every 61st
+// schedule, so with every P busy a goroutine waiting there can wait behind
+// 61*16 Waits, but only Waits that found their event at once: one that
+// blocks longer than sysmon's sleep has its P handed to that goroutine.
 const yieldEvery = 16
 
 // DefaultSpin is the number of non-blocking reads Wait tries before it

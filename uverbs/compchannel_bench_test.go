@@ -36,11 +36,16 @@ func BenchmarkCompChannelWaitNative(b *testing.B) {
 	ch.last.Store(cq)
 	var desc [8]byte
 	binary.NativeEndian.PutUint64(desc[:], cq.h)
-	ctx := context.Background()
+	// A context that can be cancelled, as a program's is: its Done channel
+	// is watched (registered once, for the first Wait).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	b.ReportAllocs()
 	for b.Loop() {
 		cq.armed.Store(true)
-		unix.RawSyscall(unix.SYS_WRITE, uintptr(w.Raw()), uintptr(unsafe.Pointer(&desc[0])), 8)
+		if n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(w.Raw()), uintptr(unsafe.Pointer(&desc[0])), 8); n != 8 || errno != 0 {
+			b.Fatalf("write of the event: %d, %v", n, errno)
+		}
 		if got, err := ch.Wait(ctx); got != cq || err != nil {
 			b.Fatalf("Wait: %p, %v", got, err)
 		}

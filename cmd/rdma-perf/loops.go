@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -116,14 +116,13 @@ func (s *session) wcError(wc *uverbs.WC) error {
 // idle is called when a poll found nothing: in event mode it sleeps until
 // the next completion event and re-arms the CQ (perftest:
 // ctx_notify_events); when polling it looks at the context and the
-// duration now and then, and yields (sys.Yield) once per yieldEvery
+// duration now and then, and yields (runtime.Gosched) once per yieldEvery
 // of polling. Go's sysmon preempts a goroutine that has run for 10 ms
 // without a reschedule by signalling its thread (runtime/proc.go retake,
 // forcePreemptNS); in the lab that pause was one of the slowest samples,
 // and without it (GODEBUG=asyncpreemptoff=1) send_lat's p99.9 at 64 B
 // dropped to about half. A yield while waiting anyway is cheaper: with
-// nothing else to run the scheduler resumes the loop at once, on the same
-// thread (runtime.Gosched would first wake an idle one). The loop is
+// nothing else to run the scheduler resumes the loop at once. The loop is
 // not locked to its thread: a locked goroutine must be handed back to its
 // own thread through the scheduler, which stalled it for milliseconds.
 func (s *session) idle() error {
@@ -136,7 +135,7 @@ func (s *session) idle() error {
 	}
 	if s.spin++; s.spin&1023 == 0 {
 		if now := cycles(); now >= s.yieldAt {
-			sys.Yield()
+			runtime.Gosched()
 			s.yieldAt = cycles() + s.yieldEvery()
 		}
 		if err := s.ctx.Err(); err != nil {

@@ -7,10 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/goverbs/rdma/cmd/internal/device"
-	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -332,7 +332,7 @@ func (s *session) loop(ctx context.Context) (time.Duration, error) {
 				if err := ctx.Err(); err != nil {
 					return 0, fmt.Errorf("after %d sends and %d receives: %w", s.scnt, s.rcnt, err)
 				}
-				sys.Yield() // a reschedule for sysmon, on this thread
+				runtime.Gosched()
 			}
 		}
 	}

@@ -16,7 +16,7 @@
 //     where it was made, and Leaks lists the ones still open.
 //   - what the biased ring lock and the waits need of the runtime and the
 //     kernel: Goroutine (the caller's goroutine), RegisterMembarrier and
-//     Membarrier, and Yield (a reschedule that stays on its thread).
+//     Membarrier, and Yield (a reschedule that normally stays on its thread).
 //
 // Everything else in the module reaches the kernel through this package.
 package sys
