@@ -156,6 +156,10 @@ func (r *nativeRig) written(row nativeRow) []byte {
 
 func newNativeRig(tb testing.TB) *nativeRig {
 	tb.Helper()
+	// Membarrier registered before the first post, so that the rings' locks
+	// are claimed at once, as in a program that opened its device a moment
+	// before (OpenDevice starts the registration).
+	waitBias()
 	r := &nativeRig{wcs: make([]WC, 16)}
 	pd := &PD{}
 	newQP := func(typ QPType, rt rxe.QPType) (*QP, []byte, fakeConsumer) {

@@ -72,27 +72,64 @@ const (
 	biasSuspended        // a LockRare holder has stopped the owner until UnlockRare
 )
 
-// biasAllowed is set once membarrier is registered; biasedAny once a lock
-// got an owner (then waitInlineCopies needs the barrier too).
+// biasAllowed says whether locks may be biased: membarrier registered (yes)
+// or refused (no). Registering takes a grace period of the kernel's
+// (MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED waits for one in
+// kernel/sched/membarrier.c): about 6 ms on a host, 12-26 ms in the lab's
+// guests (BENCHMARKS.md, rxe item 40), which the first post or poll of a
+// process would pay if it asked. So a goroutine asks (prepareBias, from
+// OpenDevice and from the first claim), and until it has its answer no lock
+// is claimed: the rings run as spin locks for those milliseconds and are
+// claimed at a later Lock. biasedAny is set once a lock got an owner (then
+// waitInlineCopies needs the barrier too).
 var (
-	biasAllowed atomic.Int32 // 0 not yet asked, 1 yes, 2 no
+	biasAllowed atomic.Int32 // biasUnasked, biasAsking, biasYes or biasNo
 	biasedAny   atomic.Bool
 	testNoBias  atomic.Bool // set only by tests: no lock gets an owner
 )
 
-func canBias() bool {
+const (
+	biasUnasked = iota
+	biasAsking
+	biasYes
+	biasNo
+)
+
+// prepareBias starts the registration of membarrier, once, in a goroutine
+// of its own, and returns at once.
+func prepareBias() {
+	if biasAllowed.Load() == biasUnasked && biasAllowed.CompareAndSwap(biasUnasked, biasAsking) {
+		go func() {
+			answer := int32(biasNo)
+			if sys.GoroutineKnown && sys.RegisterMembarrier() == nil {
+				answer = biasYes
+			}
+			biasAllowed.Store(answer)
+		}()
+	}
+}
+
+// canBias reports whether a lock may get an owner now (ok), and whether
+// that is settled (known): not known while membarrier is being registered.
+func canBias() (ok, known bool) {
 	switch biasAllowed.Load() {
-	case 1:
-		return !testNoBias.Load()
-	case 2:
-		return false
+	case biasYes:
+		return !testNoBias.Load(), true
+	case biasNo:
+		return false, true
 	}
-	ok := int32(2)
-	if sys.GoroutineKnown && sys.RegisterMembarrier() == nil {
-		ok = 1
+	prepareBias()
+	return false, false
+}
+
+// waitBias waits until canBias is settled and returns its answer (for tests).
+func waitBias() bool {
+	prepareBias()
+	for biasAllowed.Load() == biasAsking {
+		runtime.Gosched()
 	}
-	biasAllowed.Store(ok)
-	return ok == 1 && !testNoBias.Load()
+	ok, _ := canBias()
+	return ok
 }
 
 // Lock takes the lock for a post, a poll or an arm: through the owner's
@@ -181,12 +218,15 @@ func (l *ringLock) lockShared(g uintptr, hot bool) {
 			return
 		}
 		if l.last == g {
-			if !canBias() {
+			switch ok, known := canBias(); {
+			case ok:
+				l.owner.Store(g)
+				biasedAny.Store(true)
+			case known:
 				l.state.Store(biasRevoked) // a spin lock from now on
 				return
 			}
-			l.owner.Store(g)
-			biasedAny.Store(true)
+			// Not known yet: a later Lock of g's claims it.
 		}
 		l.last = g
 	case o != g:

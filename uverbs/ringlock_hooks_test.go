@@ -14,7 +14,7 @@ import (
 // waits on go[step]. done closes when the goroutine has released the lock.
 func ownerParked(t *testing.T, n *int, park ...int) (l *ringLock, at, resume [3]chan struct{}, done chan struct{}) {
 	t.Helper()
-	if !canBias() {
+	if !waitBias() {
 		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
 	}
 	l = new(ringLock)

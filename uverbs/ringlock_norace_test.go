@@ -19,6 +19,7 @@ func (l *ringLock) free() bool {
 // sharedOnly keeps every lock of the test unbiased, for the tests of the
 // shared path.
 func sharedOnly(t *testing.T) {
+	waitBias() // settled first: while it is not, no lock is revoked either
 	testNoBias.Store(true)
 	t.Cleanup(func() { testNoBias.Store(false) })
 }
@@ -92,7 +93,7 @@ func TestRingLockWaitReleaseHalfUnlock(t *testing.T) {
 // row make it the owner.
 func biased(t *testing.T) *ringLock {
 	t.Helper()
-	if !canBias() {
+	if !waitBias() {
 		t.Fatal("locks cannot be biased here: membarrier(2) with MEMBARRIER_CMD_PRIVATE_EXPEDITED is missing (Linux 4.14 or later, not refused by seccomp)")
 	}
 	l := new(ringLock)
@@ -156,7 +157,7 @@ func TestRingLockBias(t *testing.T) {
 // owner to leave, the owner waits for it, and after UnlockRare the owner
 // takes the lock through its own path again.
 func TestRingLockRare(t *testing.T) {
-	if !canBias() {
+	if !waitBias() {
 		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
 	}
 	var l ringLock
@@ -247,6 +248,31 @@ func TestRingLockNoBias(t *testing.T) {
 	}
 }
 
+// While membarrier is being registered, a goroutine's second Lock in a row
+// neither claims the lock nor revokes it; once the answer is in, its next
+// Lock claims it.
+func TestRingLockClaimAfterRegistration(t *testing.T) {
+	if !waitBias() {
+		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
+	}
+	biasAllowed.Store(biasAsking) // as while the registration is under way
+	t.Cleanup(func() { biasAllowed.Store(biasYes) })
+	var l ringLock
+	for range 3 {
+		l.Lock()
+		l.Unlock()
+	}
+	if l.owner.Load() != 0 || l.state.Load() != biasOpen {
+		t.Fatalf("during the registration: owner %#x, state %d; want none, open", l.owner.Load(), l.state.Load())
+	}
+	biasAllowed.Store(biasYes)
+	l.Lock()
+	l.Unlock()
+	if l.owner.Load() != sys.Goroutine() || l.state.Load() != biasOpen {
+		t.Fatalf("after it: owner %#x, state %d; want this goroutine, open", l.owner.Load(), l.state.Load())
+	}
+}
+
 // waitRelease waits for an owner that holds the lock through its own path,
 // and only for that one.
 func TestRingLockWaitReleaseOwner(t *testing.T) {
@@ -272,7 +298,7 @@ func TestRingLockWaitReleaseOwner(t *testing.T) {
 // one of the workers before the others start: the revocation comes while
 // the owner takes and releases it.
 func TestRingLockExcludesBiased(t *testing.T) {
-	if !canBias() {
+	if !waitBias() {
 		t.Fatal("locks cannot be biased here: membarrier(2) is missing")
 	}
 	var l ringLock
@@ -297,6 +323,9 @@ func TestRingLockExcludesBiased(t *testing.T) {
 // and by a goroutine of a lock whose bias was revoked (a spin lock).
 func BenchmarkRingLock(b *testing.B) {
 	b.Run("owner", func(b *testing.B) {
+		if !waitBias() {
+			b.Fatal("locks cannot be biased here: membarrier(2) is missing")
+		}
 		var l ringLock
 		for range 2 {
 			l.Lock()
