@@ -42,6 +42,7 @@ func fakeRing(tb testing.TB, log2, slots uint32) (buf []byte, prod, cons *atomic
 // fakeQP is an RC QP in RTS on a fake send ring of 1024 slots.
 func fakeQP(tb testing.TB) (qp *QP, kernelConsumeAll func()) {
 	tb.Helper()
+	waitBias() // the locks claimed at once, as after OpenDevice
 	lim := rxe.SendLimits{QPType: rxe.QPTypeRC, MaxSGE: 1, MaxInline: 64}
 	buf, prod, cons := fakeRing(tb, 9, 1024)
 	sq, err := rxe.NewSQ(buf, lim)
@@ -102,6 +103,7 @@ func BenchmarkPostSendUserSpaceInline(b *testing.B) {
 // produce publishes one more.
 func fakeCQ(tb testing.TB) (cq *CQ, produce func()) {
 	tb.Helper()
+	waitBias() // the locks claimed at once, as after OpenDevice
 	buf, prod, _ := fakeRing(tb, 6, 1024)
 	q, err := rxe.NewCQ(buf)
 	if err != nil {

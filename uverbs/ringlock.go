@@ -24,9 +24,11 @@ import (
 // waiter its spinning). Not reentrant.
 //
 // Biased: the goroutine that takes the lock twice in a row through Lock
-// (posts, polls, arms) becomes its owner, and from then on takes it with a
-// store of inside and a load of state, and gives it back with a store: no
-// locked instruction, which costs about 6 ns on x86 whatever it is
+// (posts, polls, arms) becomes its owner (at a later Lock if the process's
+// membarrier registration is still under way, see biasAllowed), and from
+// then on takes it with a store of inside and a load of state, and gives
+// it back with a store: no locked instruction, which costs about 6 ns on
+// x86 whatever it is
 // (BENCHMARKS.md, rxe item 36). Any other goroutine takes word and first
 // stops the owner: it asks (state biasRevoking), makes every thread of the
 // process pass a full barrier (sys.Membarrier), and waits for the owner to
@@ -72,8 +74,8 @@ const (
 	biasSuspended        // a LockRare holder has stopped the owner until UnlockRare
 )
 
-// biasAllowed says whether locks may be biased: membarrier registered (yes)
-// or refused (no). Registering takes a grace period of the kernel's
+// biasAllowed says whether locks may be biased: membarrier registered (yes),
+// or refused, or no sys.Goroutine on this architecture (no). Registering takes a grace period of the kernel's
 // (MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED waits for one in
 // kernel/sched/membarrier.c): about 6 ms on a host, 12-26 ms in the lab's
 // guests (BENCHMARKS.md, rxe item 40), which the first post or poll of a
@@ -98,10 +100,14 @@ const (
 // prepareBias starts the registration of membarrier, once, in a goroutine
 // of its own, and returns at once.
 func prepareBias() {
+	if !sys.GoroutineKnown {
+		biasAllowed.CompareAndSwap(biasUnasked, biasNo)
+		return
+	}
 	if biasAllowed.Load() == biasUnasked && biasAllowed.CompareAndSwap(biasUnasked, biasAsking) {
 		go func() {
 			answer := int32(biasNo)
-			if sys.GoroutineKnown && sys.RegisterMembarrier() == nil {
+			if sys.RegisterMembarrier() == nil {
 				answer = biasYes
 			}
 			biasAllowed.Store(answer)
@@ -120,16 +126,6 @@ func canBias() (ok, known bool) {
 	}
 	prepareBias()
 	return false, false
-}
-
-// waitBias waits until canBias is settled and returns its answer (for tests).
-func waitBias() bool {
-	prepareBias()
-	for biasAllowed.Load() == biasAsking {
-		runtime.Gosched()
-	}
-	ok, _ := canBias()
-	return ok
 }
 
 // Lock takes the lock for a post, a poll or an arm: through the owner's
@@ -204,7 +200,8 @@ func (l *ringLock) spin() {
 
 // lockShared takes word, then stops the owner if there is one and it is
 // not the caller (hot: for good), or, hot, with no owner yet, makes the
-// caller the owner if the last Lock through word was the caller's too.
+// caller the owner if the last Lock through word was the caller's too and
+// canBias allows it by then.
 func (l *ringLock) lockShared(g uintptr, hot bool) {
 	if atomic.OrUint32((*uint32)(unsafe.Pointer(&l.word)), 1)&1 != 0 {
 		l.spin()

@@ -16,6 +16,16 @@ func (l *ringLock) free() bool {
 	return l.word.Load()&1 == 0 && (l.inside.Load() == 0 || l.state.Load() > biasRevoking)
 }
 
+// waitBias waits until canBias is settled and returns its answer (for tests).
+func waitBias() bool {
+	prepareBias()
+	for biasAllowed.Load() == biasAsking {
+		runtime.Gosched()
+	}
+	ok, _ := canBias()
+	return ok
+}
+
 // sharedOnly keeps every lock of the test unbiased, for the tests of the
 // shared path.
 func sharedOnly(t *testing.T) {

@@ -33,8 +33,5 @@ func (l *ringLock) UnlockRare() { l.Unlock() }
 // fenceOwners has nothing to do: race builds do not bias.
 func fenceOwners() {}
 
-// prepareBias has nothing to prepare, and waitBias nothing to wait for:
-// race builds do not bias.
+// prepareBias has nothing to prepare: race builds do not bias.
 func prepareBias() {}
-
-func waitBias() bool { return false }
