@@ -26,17 +26,16 @@ import (
 // Biased: the goroutine that takes the lock twice in a row through Lock
 // (posts, polls, arms) becomes its owner (at a later Lock if the process's
 // membarrier registration is still under way, see biasAllowed), and from
-// then on takes it with a store of inside and a load of state, and gives
-// it back with a store: no locked instruction, which costs about 6 ns on
-// x86 whatever it is
-// (BENCHMARKS.md, rxe item 36). Any other goroutine takes word and first
-// stops the owner: it asks (state biasRevoking), makes every thread of the
-// process pass a full barrier (sys.Membarrier), and waits for the owner to
-// leave. The barrier stands in for the fence the owner does not make
-// between its store of inside and its load of state (x86 may make that
-// load first): either that store is visible to the look at inside after
-// the barrier, or the owner's load comes after the barrier and sees the
-// request. Through Lock, the other goroutine revokes the bias for good
+// then on takes it with a store of inside and a load of state, and gives it
+// back with a store: no locked instruction, which costs about 6 ns on x86
+// whatever it is (BENCHMARKS.md, rxe item 36). Any other goroutine takes
+// word and first stops the owner: it asks (state biasRevoking), makes every
+// thread of the process pass a full barrier (sys.Membarrier), and waits for
+// the owner to leave. The barrier stands in for the fence the owner does
+// not make between its store of inside and its load of state (x86 may make
+// that load first): either that store is visible to the look at inside
+// after the barrier, or the owner's load comes after the barrier and sees
+// the request. Through Lock, the other goroutine revokes the bias for good
 // (biasRevoked: a spin lock from then on); through LockRare (set-up,
 // teardown, queries, which a goroutine other than the one that posts may
 // well make) it suspends it (biasSuspended), and UnlockRare gives it back
@@ -74,8 +73,9 @@ const (
 	biasSuspended        // a LockRare holder has stopped the owner until UnlockRare
 )
 
-// biasAllowed says whether locks may be biased: membarrier registered (yes),
-// or refused, or no sys.Goroutine on this architecture (no). Registering takes a grace period of the kernel's
+// biasAllowed says whether locks may be biased: membarrier registered
+// (yes), or refused, or no sys.Goroutine on this architecture (no).
+// Registering takes a grace period of the kernel's
 // (MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED waits for one in
 // kernel/sched/membarrier.c): about 6 ms on a host, 12-26 ms in the lab's
 // guests (BENCHMARKS.md, rxe item 40), which the first post or poll of a
