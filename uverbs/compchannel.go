@@ -65,10 +65,12 @@ const (
 	// beyond: a few channels get C's wake-up latency, thousands of them
 	// do not cost thousands of OS threads. The default.
 	WaitAuto WaitMode = iota
-	// WaitThread blocks the calling OS thread in the kernel (ppoll on the
-	// channel and an eventfd that carries cancellation and Close), as
-	// rdma-core's ibv_get_cq_event blocks in read: the kernel wakes the
-	// thread itself when the event comes. The thread is held for the
+	// WaitThread blocks the calling OS thread in read(2) of the channel,
+	// as rdma-core's ibv_get_cq_event does: the kernel wakes the thread
+	// itself when the event comes. Cancellation and Close end the read by
+	// pointing the descriptor it reads at another file and sending the
+	// thread SIGURG, the signal Go uses to preempt goroutines
+	// (docs/architecture.md §3). The thread is held for the
 	// whole wait (Go's scheduler runs other goroutines on other threads
 	// meanwhile, as for any blocking system call). With GOMAXPROCS=1, Go's
 	// sysmon takes the only P from a thread blocked for more than 20 µs
@@ -151,9 +153,12 @@ func (c *Device) NewCompChannel() (*CompChannel, error) {
 }
 
 // FD returns the channel's file descriptor, for callers that multiplex it
-// with other files themselves. It is non-blocking; each read returns one
-// 8-byte struct ib_uverbs_comp_event_desc. It returns -1 once the channel
-// is closed (the number may then name another file).
+// with other files themselves and take its events with TryWait; each read
+// returns one 8-byte struct ib_uverbs_comp_event_desc. The file is in
+// non-blocking mode, except after a Wait that blocked its thread: such a
+// Wait leaves it in blocking mode, and TryWait and a Wait that parks switch
+// it back. It returns -1 once the channel is closed (the number may then
+// name another file).
 func (ch *CompChannel) FD() int {
 	if ch == nil {
 		return -1

@@ -13,7 +13,7 @@ import (
 // BenchmarkCompChannelWaitNative measures CompChannel.Wait natively, on a
 // pipe instead of a completion channel: each round writes one event of a
 // CQ into the pipe, then Waits for it, as a thread woken at once would.
-// The floor is sys.BenchmarkReadThreadFloor (the write, ppoll and read
+// The floor is sys.BenchmarkReadThreadFloor (the write and the read
 // alone); the rest is the Go code of the wait.
 func BenchmarkCompChannelWaitNative(b *testing.B) {
 	var p [2]int

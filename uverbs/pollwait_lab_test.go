@@ -387,7 +387,7 @@ func pollCount(t *testing.T, cq *CQ, want int) int {
 }
 
 // waitingIn counts the goroutines asleep in fn: blocked in a system call
-// (ppoll), parked in the netpoller, or in a select (waiting for another's
+// (read), parked in the netpoller, or in a select (waiting for another's
 // read of the channel).
 func waitingIn(fn string) int {
 	buf := make([]byte, 1<<20)

@@ -2,7 +2,6 @@ package sys
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"os"
 	"runtime"
@@ -24,8 +23,9 @@ import (
 // One goroutine at a time may Read; Close from any goroutine wakes it.
 //
 // ReadThread, for files that EnableThreadWait, waits the way a C program
-// does instead: the calling thread blocks in the kernel, and an eventfd of
-// its own carries cancellation and Close to it.
+// does instead: the calling thread blocks in read(2), and cancellation and
+// Close end that read by pointing the descriptor it reads at another file
+// and signalling the thread (see interrupt).
 type EventFile struct {
 	f      *os.File
 	rc     syscall.RawConn
@@ -54,14 +54,28 @@ type EventFile struct {
 	regDone   <-chan struct{}
 	regStop   func() bool
 
-	// wake is the eventfd that ends a ReadThread blocked in ppoll (nil
-	// unless EnableThreadWait); pollFn (e.pollOnce, bound once) is the
-	// rc.Control callback of that ppoll, pfd its descriptors and perr its
-	// error.
-	wake   *FD
-	pollFn func(uintptr)
-	pfd    [2]unix.PollFd
-	perr   error
+	// Thread waits (nil unless EnableThreadWait). priv is a second
+	// descriptor of the file, the one ReadThread's blocking read reads;
+	// dead is an eventfd that is never written, so a non-blocking read of
+	// it fails at once: interrupt points priv at it (swapped) and restore
+	// points priv back at the file, each holding swapM. reading is set while
+	// a ReadThread is in or about to enter its read, on thread tid.
+	// blocking is the file's mode (O_NONBLOCK is a flag of the open file,
+	// shared by raw and priv), switched under readM: off for Read, ReadSpin
+	// and TryRead, on for ReadThread. pollFn (e.pollNow, bound once) is
+	// the rc.Control callback of a spin's poll, pfd its descriptor, zero
+	// its timeout and perr its error.
+	priv     *FD
+	dead     *FD
+	swapM    sync.Mutex
+	swapped  atomic.Bool
+	reading  atomic.Bool
+	tid      atomic.Int32
+	blocking bool
+	pollFn   func(uintptr)
+	pfd      [1]unix.PollFd
+	zero     unix.Timespec
+	perr     error
 }
 type leakedEvent struct {
 	f     *os.File
@@ -88,20 +102,28 @@ func NewEventFile(raw int, what string) (*EventFile, error) {
 		return nil, &OpError{Op: "register " + what, Err: err}
 	}
 	e := &EventFile{f: f, rc: rc, raw: raw, cancelled: make(chan struct{}, 1)}
-	e.readFn, e.cancelFn, e.wakeFn, e.pollFn = e.readOnce, e.cancel, e.wakeUp, e.pollOnce
+	e.readFn, e.cancelFn, e.wakeFn, e.pollFn = e.readOnce, e.cancel, e.wakeUp, e.pollNow
 	e.trace = track("event fd " + what)
 	e.clean = runtime.AddCleanup(e, closeLeakedEvent, leakedEvent{f: f, trace: e.trace})
 	return e, nil
 }
 
-// EnableThreadWait prepares the file for ReadThread: it creates the eventfd
-// that wakes a blocked thread. Call it once, before any Read.
+// EnableThreadWait prepares the file for ReadThread: it opens a second
+// descriptor of the file for the blocking read, and the eventfd that
+// interrupt points that descriptor at. Call it once, before any Read.
 func (e *EventFile) EnableThreadWait() error {
-	raw, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	dead, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return &OpError{Op: "eventfd", Err: err}
 	}
-	e.wake = NewFD(raw, "eventfd waking "+e.f.Name())
+	e.dead = NewFD(dead, "eventfd ending reads of "+e.f.Name())
+	priv, err := unix.FcntlInt(uintptr(e.raw), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		e.dead.Close()
+		e.dead = nil
+		return &OpError{Op: "dup " + e.f.Name(), Err: err}
+	}
+	e.priv = NewFD(priv, "thread-wait descriptor of "+e.f.Name())
 	return nil
 }
 
@@ -132,15 +154,17 @@ func (e *EventFile) ReadSpin(ctx context.Context, p []byte, spins int) (int, err
 }
 
 // ReadThread is ReadSpin, but once the spin found nothing it blocks the
-// calling thread in ppoll(2) on the file and the wake eventfd, as a C
-// program blocks in read(2), rather than parking the goroutine in the
-// netpoller: the kernel then wakes this thread itself, without the
-// netpoller's and the scheduler's hand-offs. The thread is held until an
-// event comes, ctx ends or the file is closed. It needs EnableThreadWait.
-// It allocates nothing when ctx cannot be cancelled or shares the Done
-// channel of the previous ReadThread's context (see watch).
+// calling thread in read(2), as a C program does, rather than parking the
+// goroutine in the netpoller: the kernel then wakes this thread itself,
+// without the netpoller's and the scheduler's hand-offs. The thread is held
+// until an event comes, ctx ends or the file is closed. The spin polls the
+// file without waiting (ppoll(2) with a zero timeout) and reads once it is
+// readable. ReadThread leaves the file in blocking mode, which the other
+// reads switch off again. It needs EnableThreadWait. It allocates nothing
+// when ctx cannot be cancelled or shares the Done channel of the previous
+// ReadThread's context (see watch).
 func (e *EventFile) ReadThread(ctx context.Context, p []byte, spins int) (int, error) {
-	if e.wake == nil {
+	if e.priv == nil {
 		return 0, &OpError{Op: "read " + e.f.Name(), Err: errors.New("ReadThread without EnableThreadWait")}
 	}
 	return e.read(ctx, p, spins, true)
@@ -168,8 +192,11 @@ func (e *EventFile) readLocked(ctx context.Context, spins int, thread bool) (int
 	}
 	if thread {
 		e.watch(ctx)
-	} else {
-		e.unwatch()
+		return e.readThread(ctx, spins)
+	}
+	e.unwatch()
+	if err := e.setBlocking(false); err != nil {
+		return 0, err
 	}
 	e.try = true
 	for range spins {
@@ -184,9 +211,6 @@ func (e *EventFile) readLocked(ctx context.Context, spins int, thread bool) (int
 		}
 	}
 	e.try = false
-	if thread {
-		return e.readBlocking(ctx)
-	}
 	return e.readParked(ctx)
 }
 
@@ -212,36 +236,99 @@ func (e *EventFile) readParked(ctx context.Context) (int, error) {
 	return e.result()
 }
 
-// readBlocking waits in ppoll until the file is readable, then reads it;
-// a wake-up by the eventfd ends it with ctx's error or ErrClosed. rc.Control
-// holds the descriptor for the duration of the ppoll and the read, so Close
-// (which wakes it first) cannot free the number under it. An event read is
-// returned even if ctx ended or the file was closed meanwhile: it has left
-// the kernel's queue.
-func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
-	for {
+// readThread is ReadThread's part of readLocked: the spin, then the
+// blocking read.
+func (e *EventFile) readThread(ctx context.Context, spins int) (int, error) {
+	for range spins {
 		if err := e.rc.Control(e.pollFn); err != nil {
 			return 0, e.readErr(ctx, err)
 		}
-		if e.err != unix.EAGAIN { // pollOnce read an event, or its read failed
-			return e.result()
+		if e.perr == nil && e.pfd[0].Revents != 0 {
+			break // readable: the read below returns at once
 		}
-		if e.pfd[0].Revents == 0 {
-			// Woken by the eventfd, or EINTR. Drained before the looks
-			// below: Close and the context's callback set their state
-			// before they write the eventfd, so a wake-up that comes
-			// after the drain is seen below or wakes the next ppoll.
-			e.drainWake()
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
-		// Else readable, but another reader of the file took the event.
+	}
+	if err := e.setBlocking(true); err != nil {
+		return 0, err
+	}
+	return e.readBlocking(ctx)
+}
+
+// pollNow is the rc.Control callback of a spin: one ppoll of the file that
+// does not wait.
+func (e *EventFile) pollNow(fd uintptr) {
+	e.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	_, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&e.pfd[0])), 1, uintptr(unsafe.Pointer(&e.zero)), 0, 0, 0)
+	e.perr = nil
+	if errno != 0 {
+		e.perr = errno
+	}
+}
+
+// readBlocking reads priv, which blocks until the kernel has an event (the
+// file is in blocking mode), or until interrupt ends the read for Close or
+// ctx's end. Before the read it publishes its thread and sets reading;
+// interrupt is called after closed is set or ctx has ended, and looks at
+// reading afterwards, so either it finds the reader there or the reader
+// finds its state (both are sequentially consistent atomics). An event
+// read is returned even if ctx ended or the file was closed meanwhile: it
+// has left the kernel's queue.
+func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
+	buf := uintptr(unsafe.Pointer(unsafe.SliceData(e.buf)))
+	for {
+		// The goroutine stays on this thread from the look at its id to
+		// the end of the read, so that interrupt signals the right one.
+		runtime.LockOSThread()
+		e.tid.Store(int32(unix.Gettid()))
+		e.reading.Store(true)
+		// priv may be left pointed at dead by an interrupt that came
+		// after the read it was meant for: back to the file first, and
+		// only then the looks at Close and ctx, which an interrupt that
+		// is undone here must have been preceded by.
+		if err := e.restore(); err != nil {
+			e.endRead()
+			return 0, err
+		}
+		var n uintptr
+		errno := unix.EINTR
+		if e.closed.Load() || ctx.Err() != nil {
+			// Looked at below.
+		} else {
+			// A blocking system call the scheduler hears of (it frees
+			// the P). A raw read: unlike unix.Read it does not tell the
+			// race detector that the kernel writes e.buf; readM orders
+			// e.buf's users.
+			n, _, errno = syscall.Syscall(unix.SYS_READ, uintptr(e.priv.Raw()), buf, uintptr(len(e.buf)))
+		}
+		e.endRead()
+		if e.swapped.Load() {
+			// Interrupted, or an interrupt came just after the read:
+			// an event it read is still an event.
+			if err := e.restore(); err != nil {
+				return 0, err
+			}
+			if errno == 0 {
+				return int(n), nil
+			}
+		} else if errno == 0 {
+			return int(n), nil
+		} else if errno == unix.EAGAIN {
+			// The file was put in non-blocking mode behind our back
+			// (the flag is shared with every descriptor of the file).
+			e.blocking = false
+			if err := e.setBlocking(true); err != nil {
+				return 0, err
+			}
+		} else if errno != unix.EINTR {
+			return 0, errno
+		}
 		if e.closed.Load() {
 			return 0, ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
 			return 0, err
-		}
-		if e.perr != nil && e.perr != unix.EINTR {
-			return 0, e.perr
 		}
 		if testHookWaitAgain != nil {
 			testHookWaitAgain()
@@ -251,49 +338,81 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 
 // testHookWaitAgain, set only by tests, runs in readBlocking when it is
 // about to wait again: after its looks at Close and the context, before
-// the next ppoll.
+// the next read.
 var testHookWaitAgain func()
 
-// pollOnce is the rc.Control callback of readBlocking: one ppoll without
-// a timeout (a timeout would make the kernel read the clock twice per
-// wait, which costs on clock sources such as HPET), then, if the file is
-// readable, one read of it into e.buf, or e.err EAGAIN. The read is a raw
-// system call: the file is non-blocking, so it returns at once and the
-// scheduler need not hear of it (as WriteDoorbell).
-func (e *EventFile) pollOnce(fd uintptr) {
-	e.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	e.pfd[1] = unix.PollFd{Fd: int32(e.wake.Raw()), Events: unix.POLLIN}
-	_, e.perr = unix.Ppoll(e.pfd[:], nil, nil)
-	e.n, e.err = 0, unix.EAGAIN
-	if e.perr != nil || e.pfd[0].Revents == 0 {
+func (e *EventFile) endRead() {
+	e.reading.Store(false)
+	runtime.UnlockOSThread()
+}
+
+// pid is this process's id, for tgkill.
+var pid = unix.Getpid()
+
+// interrupt ends a ReadThread's blocking read, if one is in progress or
+// about to start: it points priv at dead, whose read fails at once, and
+// sends SIGURG to the reader's thread. The kernel ends a read that waits
+// for a completion event when a signal comes (core/uverbs_main.c
+// ib_uverbs_event_read: wait_event_interruptible, -ERESTARTSYS) and, as Go
+// installs its handlers with SA_RESTART, restarts it after the handler:
+// the restarted read(2) looks its descriptor up again and finds dead. A
+// read that has not started yet finds dead at once. SIGURG is the signal Go
+// itself sends to preempt goroutines, so the runtime and programs already
+// take a stray one in their stride (os/signal: SIGURG may be delivered at
+// any time). A signal to a thread that has moved on is such a stray.
+func (e *EventFile) interrupt() {
+	if e.priv == nil || !e.reading.Load() {
 		return
 	}
-	// (A raw read: unlike unix.Read, it does not tell the race detector
-	// that the kernel writes e.buf; readM orders e.buf's users.)
-	n, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(e.buf))), uintptr(len(e.buf)))
-	switch errno {
-	case 0:
-		e.n, e.err = int(n), nil
-	case unix.EINTR:
-	default:
-		e.err = errno
+	e.swapM.Lock()
+	if !e.swapped.Load() {
+		if err := unix.Dup3(e.dead.Raw(), e.priv.Raw(), unix.O_CLOEXEC); err == nil {
+			e.swapped.Store(true)
+		}
 	}
+	tid := e.tid.Load()
+	e.swapM.Unlock()
+	unix.Tgkill(pid, int(tid), unix.SIGURG)
 }
 
-// signalWake makes the wake eventfd readable; drainWake empties it.
-func (e *EventFile) signalWake() {
-	if e.wake != nil {
-		var one [8]byte
-		binary.NativeEndian.PutUint64(one[:], 1)
-		unix.Write(e.wake.Raw(), one[:])
+// restore points priv back at the file after interrupt, or fails with
+// ErrClosed once the file is closed (rc.Control keeps raw open meanwhile).
+// Call it with readM held.
+func (e *EventFile) restore() error {
+	if !e.swapped.Load() {
+		return nil
 	}
+	e.swapM.Lock()
+	defer e.swapM.Unlock()
+	var derr error
+	err := e.rc.Control(func(fd uintptr) {
+		derr = unix.Dup3(int(fd), e.priv.Raw(), unix.O_CLOEXEC)
+	})
+	if err != nil {
+		return ErrClosed
+	}
+	if derr != nil {
+		return &OpError{Op: "dup3 " + e.f.Name(), Err: derr}
+	}
+	e.swapped.Store(false)
+	return nil
 }
 
-func (e *EventFile) drainWake() {
-	if e.wake != nil {
-		var v [8]byte
-		unix.Read(e.wake.Raw(), v[:])
+// setBlocking switches the file's mode for the next read, if it is not in
+// that mode already. Only files that EnableThreadWait ever leave
+// non-blocking mode. Call it with readM held.
+func (e *EventFile) setBlocking(on bool) error {
+	if e.priv == nil || e.blocking == on {
+		return nil
 	}
+	if e.closed.Load() {
+		return ErrClosed // and priv may be closed (Close closes it under readM)
+	}
+	if err := unix.SetNonblock(e.priv.Raw(), !on); err != nil {
+		return &OpError{Op: "set blocking mode of " + e.f.Name(), Err: err}
+	}
+	e.blocking = on
+	return nil
 }
 
 // readOnce is the callback of rc.Read.
@@ -302,12 +421,12 @@ func (e *EventFile) readOnce(fd uintptr) bool {
 	return e.try || e.err != unix.EAGAIN
 }
 
-// watch arranges for ctx's end to wake a ReadThread through the wake
-// eventfd. The registration is kept after the read, for the next one with
-// the same context (the same Done channel), so that a loop of reads under
-// one context registers once and allocates nothing; a wake-up left behind
-// is harmless (drained). Reads that park register per read instead, since
-// their cancellation leaves a read deadline behind.
+// watch arranges for ctx's end to interrupt a ReadThread. The registration
+// is kept after the read, for the next one with the same context (the same
+// Done channel), so that a loop of reads under one context registers once
+// and allocates nothing; an interrupt that comes between reads is harmless
+// (the next read restores priv first). Reads that park register per read
+// instead, since their cancellation leaves a read deadline behind.
 func (e *EventFile) watch(ctx context.Context) {
 	done := ctx.Done()
 	if done == e.regDone {
@@ -321,14 +440,14 @@ func (e *EventFile) watch(ctx context.Context) {
 }
 
 // unwatch ends the registration of watch. If its callback started, it waits
-// for it and undoes what it did, so that it never touches a later read.
+// for it, so that it never runs during a later read (what it left, priv
+// pointed at dead, the next read undoes).
 func (e *EventFile) unwatch() {
 	if e.regStop == nil {
 		return
 	}
 	if !e.regStop() {
 		<-e.cancelled
-		e.drainWake()
 	}
 	e.regStop, e.regDone = nil, nil
 }
@@ -341,7 +460,7 @@ func (e *EventFile) cancel() {
 
 // wakeUp is the context.AfterFunc callback of watch.
 func (e *EventFile) wakeUp() {
-	e.signalWake()
+	e.interrupt()
 	e.cancelled <- struct{}{}
 }
 
@@ -367,7 +486,18 @@ func (e *EventFile) readErr(ctx context.Context, err error) error {
 }
 
 // TryRead reads an event if one is queued and returns (0, nil) if none is.
+// On a file that EnableThreadWait it must not run alongside another read.
 func (e *EventFile) TryRead(p []byte) (int, error) {
+	if e.priv != nil {
+		e.readM.Lock()
+		defer e.readM.Unlock()
+		if e.closed.Load() {
+			return 0, ErrClosed
+		}
+		if err := e.setBlocking(false); err != nil {
+			return 0, err
+		}
+	}
 	var n int
 	var rerr error
 	err := e.rc.Read(func(fd uintptr) bool {
@@ -432,15 +562,16 @@ func (e *EventFile) Close() error {
 		e.closed.Store(true)
 		e.clean.Stop()
 		untrack(e.trace)
-		// A ReadThread blocked in ppoll holds the file (rc.Control), and
-		// f.Close waits for it: wake it first.
-		e.signalWake()
+		// A ReadThread blocked in read reads priv: end that read. f.Close
+		// wakes a parked Read.
+		e.interrupt()
 		err = e.f.Close()
-		// The woken reader returns at once with ErrClosed; then the
-		// context registration can end and the eventfd close.
+		// The reader returns at once with ErrClosed; then the context
+		// registration can end and the thread-wait descriptors close.
 		e.readM.Lock()
 		e.unwatch()
-		e.wake.Close()
+		e.priv.Close()
+		e.dead.Close()
 		e.readM.Unlock()
 	})
 	return err

@@ -166,7 +166,7 @@ func TestEventFileSpinStress(t *testing.T) {
 }
 
 // eventFileStress is TestEventFileSpinStress with ReadSpin (thread false)
-// or ReadThread: for ReadThread, Close must wake a thread blocked in ppoll.
+// or ReadThread: for ReadThread, Close must end a thread blocked in read.
 func eventFileStress(t *testing.T, thread bool) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
@@ -243,7 +243,7 @@ func eventFileStress(t *testing.T, thread bool) {
 	t.Logf("%d bytes, %d context ends", total, ctxErrs)
 
 	// The last case closes the file under a reader: a spinning one, or
-	// for ReadThread one blocked in ppoll.
+	// for ReadThread one blocked in read.
 	closeSpin := math.MaxInt
 	if thread {
 		closeSpin = 0

@@ -159,9 +159,10 @@ func TestEventFileContextAndClose(t *testing.T) {
 }
 
 // A context that ends while ReadThread is about to wait again (after a
-// wake-up that brought no event) must still end the read: its wake-up must
-// not be drained unseen. The first wake-up here is a stale one, left on
-// the eventfd before the read.
+// wake-up that brought no event) must still end the read. The first
+// wake-up here is an interrupt with neither Close nor the context behind
+// it; the context ends in the hook, when its callback finds no read to
+// interrupt.
 func TestReadThreadCancelWhileWaitingAgain(t *testing.T) {
 	w, ef := pipeEventFile(t)
 	require.NoError(t, ef.EnableThreadWait())
@@ -172,17 +173,21 @@ func TestReadThreadCancelWhileWaitingAgain(t *testing.T) {
 	testHookWaitAgain = func() {
 		if again++; again == 1 {
 			cancel()
-			<-ef.cancelled // the context's callback has written the eventfd
+			<-ef.cancelled // the context's callback has run
 			ef.cancelled <- struct{}{}
 		}
 	}
 	defer func() { testHookWaitAgain = nil }()
-	ef.signalWake()
 	done := make(chan error, 1)
 	go func() {
 		_, err := ef.ReadThread(ctx, make([]byte, 8), 0)
 		done <- err
 	}()
+	for !ef.reading.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond) // into the read
+	ef.interrupt()
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.Canceled)
@@ -191,5 +196,67 @@ func TestReadThreadCancelWhileWaitingAgain(t *testing.T) {
 		unix.Write(w.Raw(), []byte{1}) // let the reader go
 		<-done
 		t.Fatal("the context ended while ReadThread was about to wait again, and it waited on")
+	}
+}
+
+// Close and a context's end each end a ReadThread blocked in read(2), and
+// the file reads normally after the context's end: the descriptor the read
+// used is pointed back at the file. TryRead takes the file out of blocking
+// mode again.
+func TestReadThreadInterrupted(t *testing.T) {
+	w, ef := pipeEventFile(t)
+	require.NoError(t, ef.EnableThreadWait())
+	buf := make([]byte, 8)
+	inRead := func() {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !ef.reading.Load() {
+			require.True(t, time.Now().Before(deadline), "ReadThread did not start its read")
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := ef.ReadThread(ctx, buf, 0)
+			done <- err
+		}()
+		inRead()
+		cancel()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(5 * time.Second):
+			unix.Write(w.Raw(), []byte{1})
+			t.Fatal("the context's end did not end the read")
+		}
+		require.True(t, ef.blocking)
+		_, err := unix.Write(w.Raw(), []byte("x"))
+		require.NoError(t, err)
+		n, err := ef.ReadThread(context.Background(), buf, 0)
+		require.NoError(t, err)
+		require.Equal(t, "x", string(buf[:n]))
+		require.False(t, ef.swapped.Load())
+	}
+	n, err := ef.TryRead(buf)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.False(t, ef.blocking)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := ef.ReadThread(context.Background(), buf, 0)
+		done <- err
+	}()
+	inRead()
+	require.NoError(t, ef.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrClosed)
+	case <-time.After(5 * time.Second):
+		unix.Write(w.Raw(), []byte{1})
+		t.Fatal("Close did not end the read")
 	}
 }
