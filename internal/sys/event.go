@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -62,7 +63,8 @@ type EventFile struct {
 	// a ReadThread is in or about to enter its read, on thread tid.
 	// blocking is the file's mode (O_NONBLOCK is a flag of the open file,
 	// shared by raw and priv), switched under readM: off for Read, ReadSpin
-	// and TryRead, on for ReadThread. pollFn (e.pollNow, bound once) is
+	// and TryRead, on for ReadThread (modeFn, e.setMode bound once, with
+	// modeOn and modeErr, does it). pollFn (e.pollNow, bound once) is
 	// the rc.Control callback of a spin's poll, pfd its descriptor, zero
 	// its timeout and perr its error.
 	priv     *FD
@@ -72,6 +74,9 @@ type EventFile struct {
 	reading  atomic.Bool
 	tid      atomic.Int32
 	blocking bool
+	modeOn   bool
+	modeErr  error
+	modeFn   func(uintptr)
 	pollFn   func(uintptr)
 	pfd      [1]unix.PollFd
 	zero     unix.Timespec
@@ -102,7 +107,7 @@ func NewEventFile(raw int, what string) (*EventFile, error) {
 		return nil, &OpError{Op: "register " + what, Err: err}
 	}
 	e := &EventFile{f: f, rc: rc, raw: raw, cancelled: make(chan struct{}, 1)}
-	e.readFn, e.cancelFn, e.wakeFn, e.pollFn = e.readOnce, e.cancel, e.wakeUp, e.pollNow
+	e.readFn, e.cancelFn, e.wakeFn, e.pollFn, e.modeFn = e.readOnce, e.cancel, e.wakeUp, e.pollNow, e.setMode
 	e.trace = track("event fd " + what)
 	e.clean = runtime.AddCleanup(e, closeLeakedEvent, leakedEvent{f: f, trace: e.trace})
 	return e, nil
@@ -187,8 +192,18 @@ func (e *EventFile) read(ctx context.Context, p []byte, spins int, thread bool) 
 
 // readLocked is read with readM held and e.buf set.
 func (e *EventFile) readLocked(ctx context.Context, spins int, thread bool) (int, error) {
+	if e.closed.Load() {
+		// Checked under readM, which Close holds while it closes priv
+		// and dead: past here their numbers are still theirs.
+		return 0, ErrClosed
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if thread && signal.Ignored(unix.SIGURG) {
+		// interrupt's signal would be discarded (signal.Ignore), and
+		// nothing else ends a blocking read: park instead.
+		thread = false
 	}
 	if thread {
 		e.watch(ctx)
@@ -284,9 +299,10 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 		e.tid.Store(int32(unix.Gettid()))
 		e.reading.Store(true)
 		// priv may be left pointed at dead by an interrupt that came
-		// after the read it was meant for: back to the file first, and
-		// only then the looks at Close and ctx, which an interrupt that
-		// is undone here must have been preceded by.
+		// after the read it was meant for: back to the file first (else
+		// the read would fail at once and the restore after it repair
+		// priv, a round trip more), and only then the looks at Close and
+		// ctx, which must follow any interrupt undone here.
 		if err := e.restore(); err != nil {
 			e.endRead()
 			return 0, err
@@ -305,12 +321,14 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 		e.endRead()
 		if e.swapped.Load() {
 			// Interrupted, or an interrupt came just after the read:
-			// an event it read is still an event.
-			if err := e.restore(); err != nil {
-				return 0, err
-			}
+			// an event it read is still an event, even if the file
+			// was closed meanwhile.
+			err := e.restore()
 			if errno == 0 {
 				return int(n), nil
+			}
+			if err != nil {
+				return 0, err
 			}
 		} else if errno == 0 {
 			return int(n), nil
@@ -359,15 +377,24 @@ var pid = unix.Getpid()
 // read that has not started yet finds dead at once. SIGURG is the signal Go
 // itself sends to preempt goroutines, so the runtime and programs already
 // take a stray one in their stride (os/signal: SIGURG may be delivered at
-// any time). A signal to a thread that has moved on is such a stray.
+// any time). A signal to a thread that has moved on is such a stray. A
+// program that ignores SIGURG (signal.Ignore) has it discarded, so its
+// reads park instead (readLocked).
 func (e *EventFile) interrupt() {
 	if e.priv == nil || !e.reading.Load() {
 		return
 	}
 	e.swapM.Lock()
 	if !e.swapped.Load() {
-		if err := unix.Dup3(e.dead.Raw(), e.priv.Raw(), unix.O_CLOEXEC); err == nil {
-			e.swapped.Store(true)
+		// swapped first: a reader whose read fails on dead must find it
+		// set, or it would take dead's EAGAIN for the file's.
+		e.swapped.Store(true)
+		err := unix.Dup3(e.dead.Raw(), e.priv.Raw(), unix.O_CLOEXEC)
+		for err == unix.EBUSY { // a race with open(2) in another thread (dup2(2))
+			err = unix.Dup3(e.dead.Raw(), e.priv.Raw(), unix.O_CLOEXEC)
+		}
+		if err != nil {
+			e.swapped.Store(false)
 		}
 	}
 	tid := e.tid.Load()
@@ -387,6 +414,9 @@ func (e *EventFile) restore() error {
 	var derr error
 	err := e.rc.Control(func(fd uintptr) {
 		derr = unix.Dup3(int(fd), e.priv.Raw(), unix.O_CLOEXEC)
+		for derr == unix.EBUSY {
+			derr = unix.Dup3(int(fd), e.priv.Raw(), unix.O_CLOEXEC)
+		}
 	})
 	if err != nil {
 		return ErrClosed
@@ -405,14 +435,22 @@ func (e *EventFile) setBlocking(on bool) error {
 	if e.priv == nil || e.blocking == on {
 		return nil
 	}
-	if e.closed.Load() {
-		return ErrClosed // and priv may be closed (Close closes it under readM)
+	// Through the file itself, not priv, which an interrupt may have
+	// pointed at dead.
+	e.modeOn = on
+	if err := e.rc.Control(e.modeFn); err != nil {
+		return ErrClosed
 	}
-	if err := unix.SetNonblock(e.priv.Raw(), !on); err != nil {
-		return &OpError{Op: "set blocking mode of " + e.f.Name(), Err: err}
+	if e.modeErr != nil {
+		return &OpError{Op: "set blocking mode of " + e.f.Name(), Err: e.modeErr}
 	}
 	e.blocking = on
 	return nil
+}
+
+// setMode is the rc.Control callback of setBlocking.
+func (e *EventFile) setMode(fd uintptr) {
+	e.modeErr = unix.SetNonblock(int(fd), !e.modeOn)
 }
 
 // readOnce is the callback of rc.Read.

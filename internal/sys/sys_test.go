@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
 	"testing"
 	"time"
@@ -235,8 +237,10 @@ func TestReadThreadInterrupted(t *testing.T) {
 		require.True(t, ef.blocking)
 		_, err := unix.Write(w.Raw(), []byte("x"))
 		require.NoError(t, err)
-		n, err := ef.ReadThread(context.Background(), buf, 0)
-		require.NoError(t, err)
+		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n, err := ef.ReadThread(wctx, buf, 0)
+		wcancel()
+		require.NoError(t, err, "the read after an interrupted one")
 		require.Equal(t, "x", string(buf[:n]))
 		require.False(t, ef.swapped.Load())
 	}
@@ -258,5 +262,152 @@ func TestReadThreadInterrupted(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		unix.Write(w.Raw(), []byte{1})
 		t.Fatal("Close did not end the read")
+	}
+}
+
+// staleInterrupt leaves priv pointed at dead with no read in progress, as
+// an interrupt does that found reading set just before the read returned.
+func staleInterrupt(ef *EventFile) {
+	ef.tid.Store(int32(unix.Gettid()))
+	ef.reading.Store(true)
+	ef.interrupt()
+	ef.reading.Store(false)
+}
+
+// within reports whether f returned within d.
+func within(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() { f(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// What an interrupt leaves behind (priv pointed at dead) must not change
+// the mode of dead instead of the file's: a parked Read after it still
+// ends with its deadline, TryRead does not block, and a later interrupt
+// still ends a ReadThread.
+func TestReadThreadStaleInterrupt(t *testing.T) {
+	w, ef := pipeEventFile(t)
+	require.NoError(t, ef.EnableThreadWait())
+	buf := make([]byte, 8)
+	readOne := func() {
+		t.Helper()
+		unix.Write(w.Raw(), []byte{1})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n, err := ef.ReadThread(ctx, buf, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+	}
+	free := func() { unix.Write(w.Raw(), []byte{9}) } // a reader stuck on the pipe
+
+	readOne()
+	staleInterrupt(ef)
+	var err error
+	ok := within(2*time.Second, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err = ef.Read(ctx, buf)
+	})
+	if !ok {
+		free()
+		t.Fatal("a parked Read with a 100 ms deadline did not return: the file was left in blocking mode")
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	readOne()
+	staleInterrupt(ef)
+	var n int
+	if !within(2*time.Second, func() { n, err = ef.TryRead(buf) }) {
+		free()
+		t.Fatal("TryRead blocked")
+	}
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	readOne()
+	staleInterrupt(ef)
+	readOne()
+	fl, err := unix.FcntlInt(uintptr(ef.dead.Raw()), unix.F_GETFL, 0)
+	require.NoError(t, err)
+	require.NotZero(t, fl&unix.O_NONBLOCK, "the eventfd that ends reads was put in blocking mode")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := ef.ReadThread(ctx, buf, 0)
+		done <- err
+	}()
+	for !ef.reading.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		free()
+		t.Fatal("the context's end did not end ReadThread")
+	}
+}
+
+// Every read of a closed file fails with ErrClosed, before it touches the
+// numbers that Close freed.
+func TestEventFileReadAfterClose(t *testing.T) {
+	_, ef := pipeEventFile(t)
+	require.NoError(t, ef.EnableThreadWait())
+	buf := make([]byte, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, ef.Close())
+	_, err := ef.ReadThread(ctx, buf, 0)
+	require.ErrorIs(t, err, ErrClosed)
+	require.Nil(t, ef.regStop, "a read after Close registered its context")
+	_, err = ef.Read(ctx, buf)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = ef.TryRead(buf)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// With SIGURG ignored (signal.Ignore) the signal that ends a blocking read
+// would be discarded, so ReadThread parks instead, and its context and
+// Close still end it. Run in a process of its own: ignoring SIGURG also
+// turns off the runtime's preemption.
+func TestReadThreadSIGURGIgnored(t *testing.T) {
+	if os.Getenv("GOVERBS_SIGURG_IGNORED") == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReadThreadSIGURGIgnored$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GOVERBS_SIGURG_IGNORED=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "PASS")
+		return
+	}
+	signal.Ignore(unix.SIGURG)
+	_, ef := pipeEventFile(t)
+	require.NoError(t, ef.EnableThreadWait())
+	buf := make([]byte, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	var err error
+	require.True(t, within(5*time.Second, func() { _, err = ef.ReadThread(ctx, buf, 0) }), "the context's end did not end ReadThread")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ef.ReadThread(context.Background(), buf, 0)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, ef.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end ReadThread")
 	}
 }
