@@ -9,9 +9,9 @@
 //     operation;
 //   - Mapping, an mmap'd region (a driver ring or an off-heap buffer) with an
 //     idempotent Unmap;
-//   - EventFile, a non-blocking event fd (completion channel, async events,
-//     rdma_cm) read through Go's netpoller with a context, or (ReadThread)
-//     with the calling thread blocked in read(2), as a C program waits;
+//   - EventFile, an event fd (completion channel, async events, rdma_cm)
+//     read through Go's netpoller with a context, or (ReadThread) with the
+//     calling thread blocked in read(2), as a C program waits;
 //   - a leak tracer: with tracing on, every FD, Mapping and EventFile records
 //     where it was made, and Leaks lists the ones still open.
 //   - what the biased ring lock and the waits need of the runtime and the

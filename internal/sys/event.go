@@ -167,7 +167,11 @@ func (e *EventFile) ReadSpin(ctx context.Context, p []byte, spins int) (int, err
 // readable. ReadThread leaves the file in blocking mode, which the other
 // reads switch off again. It needs EnableThreadWait. It allocates nothing
 // when ctx cannot be cancelled or shares the Done channel of the previous
-// ReadThread's context (see watch).
+// ReadThread's context (see watch). That registration is kept until a read
+// with another context, or Close: until then it keeps the file reachable,
+// so a file dropped without Close is not collected while ctx lives.
+//
+// Where SIGURG cannot be delivered (see interrupt) it parks, as Read does.
 func (e *EventFile) ReadThread(ctx context.Context, p []byte, spins int) (int, error) {
 	if e.priv == nil {
 		return 0, &OpError{Op: "read " + e.f.Name(), Err: errors.New("ReadThread without EnableThreadWait")}
@@ -200,9 +204,10 @@ func (e *EventFile) readLocked(ctx context.Context, spins int, thread bool) (int
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if thread && signal.Ignored(unix.SIGURG) {
-		// interrupt's signal would be discarded (signal.Ignore), and
-		// nothing else ends a blocking read: park instead.
+	if thread && (urgBlocked || signal.Ignored(unix.SIGURG)) {
+		// interrupt's signal would be discarded (signal.Ignore) or
+		// left pending, and nothing else ends a blocking read: park
+		// instead.
 		thread = false
 	}
 	if thread {
@@ -291,7 +296,6 @@ func (e *EventFile) pollNow(fd uintptr) {
 // read is returned even if ctx ended or the file was closed meanwhile: it
 // has left the kernel's queue.
 func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
-	buf := uintptr(unsafe.Pointer(unsafe.SliceData(e.buf)))
 	for {
 		// The goroutine stays on this thread from the look at its id to
 		// the end of the read, so that interrupt signals the right one.
@@ -316,7 +320,7 @@ func (e *EventFile) readBlocking(ctx context.Context) (int, error) {
 			// the P). A raw read: unlike unix.Read it does not tell the
 			// race detector that the kernel writes e.buf; readM orders
 			// e.buf's users.
-			n, _, errno = syscall.Syscall(unix.SYS_READ, uintptr(e.priv.Raw()), buf, uintptr(len(e.buf)))
+			n, _, errno = syscall.Syscall(unix.SYS_READ, uintptr(e.priv.Raw()), uintptr(unsafe.Pointer(unsafe.SliceData(e.buf))), uintptr(len(e.buf)))
 		}
 		e.endRead()
 		if e.swapped.Load() {
@@ -367,6 +371,25 @@ func (e *EventFile) endRead() {
 // pid is this process's id, for tgkill.
 var pid = unix.Getpid()
 
+// urgBlocked reports that SIGURG was blocked in the signal mask of the
+// thread that initialised this package. Go unblocks SIGURG on its threads
+// unless asynchronous preemption is off (GODEBUG=asyncpreemptoff=1); then
+// they keep the mask the program was started with, and a SIGURG blocked
+// there would never reach a thread blocked in read, so such a program's
+// thread waits park instead (readLocked).
+var urgBlocked = sigBlocked(unix.SIGURG)
+
+// sigBlocked reports whether sig is blocked on the calling thread.
+func sigBlocked(sig unix.Signal) bool {
+	var set unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, nil, &set); err != nil { // a nil set only reads the mask
+		return false
+	}
+	bits := uint(unsafe.Sizeof(set.Val[0])) * 8
+	n := uint(sig) - 1
+	return set.Val[n/bits]&(1<<(n%bits)) != 0
+}
+
 // interrupt ends a ReadThread's blocking read, if one is in progress or
 // about to start: it points priv at dead, whose read fails at once, and
 // sends SIGURG to the reader's thread. The kernel ends a read that waits
@@ -378,8 +401,10 @@ var pid = unix.Getpid()
 // itself sends to preempt goroutines, so the runtime and programs already
 // take a stray one in their stride (os/signal: SIGURG may be delivered at
 // any time). A signal to a thread that has moved on is such a stray. A
-// program that ignores SIGURG (signal.Ignore) has it discarded, so its
-// reads park instead (readLocked).
+// program that ignores SIGURG (signal.Ignore), or runs with it blocked
+// (urgBlocked), would not have it delivered, so its reads park instead
+// (readLocked); one that starts to ignore or block it while a read waits
+// leaves that read to end with an event.
 func (e *EventFile) interrupt() {
 	if e.priv == nil || !e.reading.Load() {
 		return
@@ -524,7 +549,8 @@ func (e *EventFile) readErr(ctx context.Context, err error) error {
 }
 
 // TryRead reads an event if one is queued and returns (0, nil) if none is.
-// On a file that EnableThreadWait it must not run alongside another read.
+// On a file that EnableThreadWait it takes the read lock, so it waits for a
+// read in progress to end.
 func (e *EventFile) TryRead(p []byte) (int, error) {
 	if e.priv != nil {
 		e.readM.Lock()

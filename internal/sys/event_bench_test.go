@@ -10,11 +10,11 @@ import (
 
 // BenchmarkReadThread is the cost of one ReadThread of a byte that is
 // already there, on a pipe: the write that puts it there, then ReadThread's
-// read. BenchmarkReadThreadFloor makes the same two system calls bare; the
-// difference is what ReadThread adds around them (locks, the context's
-// registration, the thread's id, the runtime's bookkeeping of the blocking
-// call), which under the lab's emulated CPUs weighs on every completion
-// event (BENCHMARKS.md).
+// gettid and read. BenchmarkReadThreadFloor makes the write and the read
+// bare; the difference is what ReadThread adds around them (locks, the
+// context's registration, the gettid, the runtime's bookkeeping of the
+// blocking call), which under the lab's emulated CPUs weighs on every
+// completion event (BENCHMARKS.md).
 func BenchmarkReadThread(b *testing.B) {
 	w, ef := pipeEventFile(b)
 	if err := ef.EnableThreadWait(); err != nil {

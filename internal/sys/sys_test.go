@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -249,20 +250,54 @@ func TestReadThreadInterrupted(t *testing.T) {
 	require.Zero(t, n)
 	require.False(t, ef.blocking)
 
+	// Close under a reader whose context is watched: the read ends and
+	// the registration with it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := ef.ReadThread(context.Background(), buf, 0)
+		_, err := ef.ReadThread(ctx, buf, 0)
 		done <- err
 	}()
 	inRead()
-	require.NoError(t, ef.Close())
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, ErrClosed)
-	case <-time.After(5 * time.Second):
+	var cerr error
+	if !within(5*time.Second, func() { cerr = ef.Close() }) {
 		unix.Write(w.Raw(), []byte{1})
 		t.Fatal("Close did not end the read")
 	}
+	require.NoError(t, cerr)
+	require.ErrorIs(t, <-done, ErrClosed)
+	require.Nil(t, ef.regStop, "Close left the context registered")
+}
+
+// With SIGURG blocked on the reader's thread (a program started with it
+// blocked and run with GODEBUG=asyncpreemptoff=1, where Go leaves the mask
+// as it found it), interrupt's signal would stay pending: sigBlocked reads
+// the mask, and ReadThread then parks, so its context still ends it.
+func TestReadThreadSIGURGBlocked(t *testing.T) {
+	w, ef := pipeEventFile(t)
+	require.NoError(t, ef.EnableThreadWait())
+	require.False(t, sigBlocked(unix.SIGURG))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set, old unix.Sigset_t
+	n, bits := uint(unix.SIGURG)-1, uint(unsafe.Sizeof(set.Val[0]))*8
+	set.Val[n/bits] |= 1 << (n % bits)
+	require.NoError(t, unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old))
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	require.True(t, sigBlocked(unix.SIGURG))
+	saved := urgBlocked
+	urgBlocked = true // as start-up would have found it on such a thread
+	defer func() { urgBlocked = saved }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	freed := time.AfterFunc(5*time.Second, func() { unix.Write(w.Raw(), []byte{1}) })
+	_, err := ef.ReadThread(ctx, make([]byte, 8), 0)
+	if !freed.Stop() {
+		t.Fatal("the context's end did not end ReadThread on a thread with SIGURG blocked")
+	}
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
 // staleInterrupt leaves priv pointed at dead with no read in progress, as
