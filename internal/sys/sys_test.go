@@ -145,20 +145,27 @@ func TestEventFileContextAndClose(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "abcdefgh", string(buf[:n]))
 
-	done := make(chan error, 1)
-	go func() {
+	closeUnderReader(t, ef, func() error {
 		_, err := ef.Read(context.Background(), buf)
-		done <- err
-	}()
+		return err
+	})
+	require.NoError(t, ef.Close())
+}
+
+// closeUnderReader runs read in a goroutine, closes ef 20 ms later, and
+// requires the read to end with ErrClosed.
+func closeUnderReader(t *testing.T, ef *EventFile, read func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- read() }()
 	time.Sleep(20 * time.Millisecond)
 	require.NoError(t, ef.Close())
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, ErrClosed)
 	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not wake the reader")
+		t.Fatal("Close did not end the read")
 	}
-	require.NoError(t, ef.Close())
 }
 
 // A context that ends while ReadThread is about to wait again (after a
@@ -432,17 +439,8 @@ func TestReadThreadSIGURGIgnored(t *testing.T) {
 	var err error
 	require.True(t, within(5*time.Second, func() { _, err = ef.ReadThread(ctx, buf, 0) }), "the context's end did not end ReadThread")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	done := make(chan error, 1)
-	go func() {
+	closeUnderReader(t, ef, func() error {
 		_, err := ef.ReadThread(context.Background(), buf, 0)
-		done <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, ef.Close())
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, ErrClosed)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end ReadThread")
-	}
+		return err
+	})
 }
