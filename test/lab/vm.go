@@ -59,7 +59,7 @@ func (e *env) startVM(k *kernel, initrd string, shares []proto.Share, o vmOpts) 
 		"-m", "2048", "-smp", "2",
 		"-no-reboot",
 		"-kernel", k.bootImage(), "-initrd", initrd,
-		"-append", strings.TrimSpace("console="+e.arch.cons+" quiet panic=-1 "+os.Getenv("GOVERBS_LAB_APPEND")),
+		"-append", strings.Join(strings.Fields("console="+e.arch.cons+" quiet panic=-1 "+e.arch.clock+" "+os.Getenv("GOVERBS_LAB_APPEND")), " "),
 		// Kernel console on the first serial port, captured apart from the
 		// command's output, which travels over a virtio-serial port.
 		"-chardev", "socket,id=con,path="+qemuEscape(conPath), "-serial", "chardev:con",
