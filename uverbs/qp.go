@@ -69,6 +69,8 @@ type QPInit struct {
 	// copying out of the Buffer: close them only once no work request
 	// needs them. Overlapping calls corrupt the rings; race builds (go
 	// test -race) panic on those they catch, naming this option.
+	// rdmacm.ID.CreateQP refuses it: the CM moves its QP to the error
+	// state from a goroutine of its own when the peer disconnects.
 	//
 	// rdma-core: a QP created in a parent domain with a thread domain
 	// (ibv_alloc_td, ibv_alloc_parent_domain), whose send and receive
