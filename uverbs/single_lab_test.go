@@ -36,8 +36,8 @@ func TestVerbsSingleGoroutine(t *testing.T) {
 
 	mem := buf.Bytes()
 	fillPattern(mem[:1024], 3)
-	// round sends 100 bytes from a to b's receive queue and 200 from a2
-	// to the SRQ, and waits for the four completions.
+	// round sends 100 bytes from a to b's receive queue and 60 inline from
+	// a2 to the SRQ, and waits for the four completions.
 	round := func(n int) {
 		id := uint64(10 * n)
 		clear(mem[4096:8192])
@@ -53,7 +53,7 @@ func TestVerbsSingleGoroutine(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		if err := a2.PostSend([]SendWR{{ID: id + 4, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{mr.SGE(512, 200)}}}); err != nil {
+		if err := a2.PostSend([]SendWR{{ID: id + 4, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{mr.SGE(512, 60)}}}); err != nil {
 			t.Error(err)
 			return
 		}
@@ -78,12 +78,12 @@ func TestVerbsSingleGoroutine(t *testing.T) {
 			id   uint64
 			qpn  uint32
 			size uint32
-		}{{id + 1, b.QPN(), 100}, {id + 2, b2.QPN(), 200}} {
+		}{{id + 1, b.QPN(), 100}, {id + 2, b2.QPN(), 60}} {
 			if wc, ok := got[w.id]; !ok || wc.Opcode != WCOpRecv || wc.QPN != w.qpn || wc.ByteLen != w.size {
 				t.Errorf("round %d: receive %d: %+v (present %v), want %d bytes on QP %#x", n, w.id, wc, ok, w.size, w.qpn)
 			}
 		}
-		if !bytes.Equal(mem[4096:4196], mem[:100]) || !bytes.Equal(mem[6144:6344], mem[512:712]) {
+		if !bytes.Equal(mem[4096:4196], mem[:100]) || !bytes.Equal(mem[6144:6204], mem[512:572]) {
 			t.Errorf("round %d: received data differs", n)
 		}
 	}
