@@ -80,10 +80,9 @@ inlining:
 # skip, so a run without root fails instead of passing without them.
 unit: nocgo vet build inlining
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
-	# ringLock's interleaving tests park its owner through hooks that
-	# production builds leave out (uverbs/ringlock_hooks.go).
-	$(GO) vet -tags ringlockhooks ./uverbs
-	$(GO) test -count=1 -tags ringlockhooks -run 'RingLock' ./uverbs
+	# SingleGoroutine's overlap check exists only in race builds
+	# (uverbs/ringlock_race.go); -race links with cgo, so it needs gcc.
+	CGO_ENABLED=1 $(GO) test -race -count=1 -run 'RingLock|SingleGoroutine|HotPath' ./uverbs
 	cd examples/grpc && $(GO) vet ./... && $(GO) build -o $(CURDIR)/bin/ ./...
 
 lab-bin:

@@ -57,9 +57,17 @@ const (
 // known. The QP type comes from the port space. The ID does not own the QP:
 // close the QP before the ID's PD and CQs, as usual, and Close the ID after.
 //
+// init.SingleGoroutine is refused: when the peer disconnects, the ID moves
+// the QP to the error state from a goroutine of its own (as rdma-core's
+// rdma_disconnect does, before the DREP), which such a QP does not allow.
+// Its CQs may be SingleGoroutine ones.
+//
 // rdma-core: rdma_create_qp.
 func (id *ID) CreateQP(pd *uverbs.PD, init uverbs.QPInit) (qp *uverbs.QP, err error) {
 	const op = "create_qp"
+	if init.SingleGoroutine {
+		return nil, &sys.OpError{Op: op, Err: fmt.Errorf("QPInit.SingleGoroutine: the CM moves the QP to the error state from its own goroutine when the peer disconnects, so its QP cannot promise one goroutine; leave it unset (its CQs may set CQInit.SingleGoroutine): %w", unix.EINVAL)}
+	}
 	err = id.locked(op, func() error {
 		qp, err = id.createQPLocked(op, pd, init)
 		return err

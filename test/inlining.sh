@@ -7,6 +7,7 @@
 set -eu
 GO=${GO:-go}
 want='
+github.com/goverbs/rdma/uverbs (*ringLock).Lock
 github.com/goverbs/rdma/uverbs (*ringLock).Unlock
 github.com/goverbs/rdma/uverbs (*ringLock).storeUnlock
 github.com/goverbs/rdma/uverbs (*SendWR).ahNum
@@ -19,7 +20,6 @@ github.com/goverbs/rdma/uverbs/internal/rxe (*Consumer).Empty
 github.com/goverbs/rdma/uverbs/internal/rxe (*Consumer).Refresh
 github.com/goverbs/rdma/internal/mmio StoreRelease32
 github.com/goverbs/rdma/internal/mmio StoreRelease64
-github.com/goverbs/rdma/internal/mmio StoreRelease32Pair
 github.com/goverbs/rdma/internal/mmio LoadAcquire32
 github.com/goverbs/rdma/internal/mmio LoadFromDevice32
 github.com/goverbs/rdma/internal/mmio StoreForDevice32

@@ -91,7 +91,6 @@ func waitInlineCopies() {
 		}
 	}
 	sendersMu.Unlock()
-	fenceOwners()
 	for _, qp := range qps {
 		qp.sendMu.waitRelease()
 	}

@@ -24,13 +24,31 @@ type CQInit struct {
 	Channel *CompChannel
 	// Vector is the completion vector (0 .. Device.NumCompVectors()-1).
 	Vector int
+	// SingleGoroutine declares that one goroutine at a time uses the CQ,
+	// and the CQ then takes no lock: Poll, ReqNotify and PollWait cost a
+	// few nanoseconds less (BENCHMARKS.md, "Ring locks"). The caller
+	// promises that no two of these overlap: the CQ's own calls (Poll,
+	// ReqNotify, PollWait, WaitNotify, Resize, Close), creating or closing
+	// a QP that uses the CQ or moving one to RESET (these touch the CQ's
+	// state), and Device.Close while the CQ is open. Calls made in turn from several goroutines, each
+	// after the last has returned as seen through the caller's own
+	// synchronisation (a mutex, a channel), keep the promise. Overlapping
+	// calls corrupt the ring; race builds (go test -race) panic on those
+	// they catch, naming this option.
+	//
+	// rdma-core: a CQ created in a parent domain with a thread domain
+	// (ibv_alloc_td, ibv_alloc_parent_domain, ibv_create_cq_ex), whose
+	// lock libmlx5 then leaves out; the same as MLX5_SINGLE_THREADED=1 for
+	// one CQ.
+	SingleGoroutine bool
 }
 
 // CQ is a completion queue. Poll reads completions straight from the ring
 // the kernel shares with the process, without a system call and without
 // allocating.
 //
-// Its methods may be called from several goroutines (one lock per CQ).
+// Its methods may be called from several goroutines (one lock per CQ),
+// unless it was created with CQInit.SingleGoroutine.
 // Close refuses (ErrBusy) while QPs use the CQ. Close is idempotent and safe
 // on a nil *CQ; every other method of a closed CQ returns an error matching
 // ErrClosed and never touches the unmapped ring.
@@ -100,6 +118,9 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 		chFD = int32(init.Channel.ev.Raw())
 	}
 	cq := &CQ{ctx: c, h: newHandle(), ch: init.Channel}
+	if init.SingleGoroutine {
+		cq.mu.single = "a CQ"
+	}
 	fail := func(err error) (*CQ, error) {
 		if init.Channel != nil {
 			init.Channel.kids.unhold()
@@ -265,8 +286,8 @@ func rxeWCs(w []WC) []rxe.WC {
 // losing those of other QPs sharing the CQ. It returns false if the CQ is
 // closed.
 func (cq *CQ) pull() bool {
-	cq.mu.LockRare()
-	defer cq.mu.UnlockRare()
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
 	if cq.mx != nil {
 		cq.mx.pull(cq.ctx.mlx, &cq.pending)
 		return true
@@ -446,8 +467,8 @@ func (cq *CQ) Resize(n int) error {
 	if cq.ctx.mlx != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
 	}
-	cq.mu.LockRare()
-	defer cq.mu.UnlockRare()
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
 	if cq.q == nil {
 		return cq.unusable(op)
 	}
@@ -493,7 +514,7 @@ func (cq *CQ) close(force bool) error {
 	if already || err != nil {
 		return err
 	}
-	cq.mu.LockRare()
+	cq.mu.Lock()
 	err = cq.destroy()
 	if cq.ring != nil {
 		cq.ring.Unmap()
@@ -502,7 +523,7 @@ func (cq *CQ) close(force bool) error {
 		cq.mx.mem.unmap()
 	}
 	cq.ring, cq.q, cq.mx, cq.pending = nil, nil, nil, nil
-	cq.mu.UnlockRare()
+	cq.mu.Unlock()
 	if cq.ch != nil {
 		cq.ch.last.CompareAndSwap(cq, nil)
 		cq.ch.kids.drop(cq)

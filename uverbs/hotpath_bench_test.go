@@ -3,6 +3,7 @@ package uverbs
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -39,10 +40,25 @@ func fakeRing(tb testing.TB, log2, slots uint32) (buf []byte, prod, cons *atomic
 	return buf, (*atomic.Uint32)(unsafe.Pointer(&buf[128])), (*atomic.Uint32)(unsafe.Pointer(&buf[256]))
 }
 
-// fakeQP is an RC QP in RTS on a fake send ring of 1024 slots.
-func fakeQP(tb testing.TB) (qp *QP, kernelConsumeAll func()) {
+// benchSingle, set by GOVERBS_BENCH_SINGLE=1 in the environment, makes the
+// benchmarks' queues SingleGoroutine ones, their ring locks elided (as
+// make bench-native's second run asks, BENCHMARKS.md).
+var benchSingle = os.Getenv("GOVERBS_BENCH_SINGLE") == "1"
+
+// singleGoroutine elides the locks, as CreateCQ, CreateQP and CreateSRQ do
+// for SingleGoroutine.
+func singleGoroutine(single bool, what string, locks ...*ringLock) {
+	if single {
+		for _, l := range locks {
+			l.single = what
+		}
+	}
+}
+
+// fakeQP is an RC QP in RTS on a fake send ring of 1024 slots; single
+// elides its locks.
+func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
 	tb.Helper()
-	waitBias() // the locks claimed at once, as after OpenDevice
 	lim := rxe.SendLimits{QPType: rxe.QPTypeRC, MaxSGE: 1, MaxInline: 64}
 	buf, prod, cons := fakeRing(tb, 9, 1024)
 	sq, err := rxe.NewSQ(buf, lim)
@@ -51,6 +67,7 @@ func fakeQP(tb testing.TB) (qp *QP, kernelConsumeAll func()) {
 	}
 	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, sq: sq, lim: lim}
 	qp.state.Store(uint32(QPStateRTS))
+	singleGoroutine(single, "a fake QP", &qp.sendMu, &qp.recvMu)
 	return qp, func() { cons.Store(prod.Load()) }
 }
 
@@ -73,7 +90,7 @@ func stage(tb testing.TB, qp *QP, wr []SendWR, consume func()) {
 
 // BenchmarkPostSendUserSpace: one signaled 64-byte RDMA WRITE with one SGE.
 func BenchmarkPostSendUserSpace(b *testing.B) {
-	qp, consume := fakeQP(b)
+	qp, consume := fakeQP(b, benchSingle)
 	wr := []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x10000, Length: 64, LKey: 7}},
 		RemoteAddr: 0x20000, RKey: 9}}
 	b.ReportAllocs()
@@ -85,7 +102,7 @@ func BenchmarkPostSendUserSpace(b *testing.B) {
 // BenchmarkPostSendUserSpaceInline: the same, its 64 bytes copied inline
 // from a Buffer (the source is checked against the open Buffers first).
 func BenchmarkPostSendUserSpaceInline(b *testing.B) {
-	qp, consume := fakeQP(b)
+	qp, consume := fakeQP(b, benchSingle)
 	buf, err := AllocBuffer(4096)
 	if err != nil {
 		b.Fatal(err)
@@ -100,21 +117,22 @@ func BenchmarkPostSendUserSpaceInline(b *testing.B) {
 }
 
 // fakeCQ is a CQ on a fake ring of 1024 zeroed CQEs (successful sends);
-// produce publishes one more.
-func fakeCQ(tb testing.TB) (cq *CQ, produce func()) {
+// produce publishes one more. single elides its lock.
+func fakeCQ(tb testing.TB, single bool) (cq *CQ, produce func()) {
 	tb.Helper()
-	waitBias() // the locks claimed at once, as after OpenDevice
 	buf, prod, _ := fakeRing(tb, 6, 1024)
 	q, err := rxe.NewCQ(buf)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &CQ{q: q}, func() { prod.Store((prod.Load() + 1) & 1023) }
+	cq = &CQ{q: q}
+	singleGoroutine(single, "a fake CQ", &cq.mu)
+	return cq, func() { prod.Store((prod.Load() + 1) & 1023) }
 }
 
-// Poll publishes consumer_index when it takes completions (in the call
-// that also unlocks the CQ, outside race builds) and leaves it when the CQ
-// is empty, and leaves the CQ's lock free.
+// Poll publishes consumer_index when it takes completions (just before it
+// unlocks the CQ) and leaves it when the CQ is empty, and leaves the CQ's
+// lock free.
 func TestPollPublishesConsumerIndex(t *testing.T) {
 	buf, prod, cons := fakeRing(t, 6, 1024)
 	q, err := rxe.NewCQ(buf)
@@ -135,7 +153,7 @@ func TestPollPublishesConsumerIndex(t *testing.T) {
 		if n > 0 && wcs[n-1].ID != uint64(100+want.cons-1) {
 			t.Fatalf("the last completion polled has ID %d, want %d", wcs[n-1].ID, 100+want.cons-1)
 		}
-		if !cq.mu.free() {
+		if cq.mu.held.Load() != 0 {
 			t.Fatalf("the CQ's lock is held after a Poll that took %d", n)
 		}
 	}
@@ -175,7 +193,7 @@ func TestPollTakesWhatArrivedSinceItsLastLook(t *testing.T) {
 // BenchmarkPollOne: the fake kernel produces one completion and Poll takes
 // it (a 16-entry WC array, as a polling loop passes).
 func BenchmarkPollOne(b *testing.B) {
-	cq, produce := fakeCQ(b)
+	cq, produce := fakeCQ(b, benchSingle)
 	wcs := make([]WC, 16)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -188,7 +206,7 @@ func BenchmarkPollOne(b *testing.B) {
 
 // BenchmarkPollEmpty: Poll on an empty CQ, the common case of a busy poll.
 func BenchmarkPollEmpty(b *testing.B) {
-	cq, _ := fakeCQ(b)
+	cq, _ := fakeCQ(b, benchSingle)
 	wcs := make([]WC, 16)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -198,9 +216,16 @@ func BenchmarkPollEmpty(b *testing.B) {
 	}
 }
 
-// The same paths allocate nothing.
+// The same paths allocate nothing, with the ring locks taken and with
+// them elided (SingleGoroutine).
 func TestHotPathNoAllocs(t *testing.T) {
-	qp, consume := fakeQP(t)
+	for _, single := range []bool{false, true} {
+		hotPathNoAllocs(t, single)
+	}
+}
+
+func hotPathNoAllocs(t *testing.T, single bool) {
+	qp, consume := fakeQP(t, single)
 	buf, err := AllocBuffer(4096)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +233,7 @@ func TestHotPathNoAllocs(t *testing.T) {
 	defer buf.Close()
 	plain := []SendWR{{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x10000, Length: 64, LKey: 7}}, RemoteAddr: 0x20000, RKey: 9}}
 	inline := []SendWR{{ID: 2, Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: buf.Addr(), Length: 64}}}}
-	cq, produce := fakeCQ(t)
+	cq, produce := fakeCQ(t, single)
 	wcs := make([]WC, 16)
 	for name, f := range map[string]func(){
 		"post":        func() { stage(t, qp, plain, consume) },
@@ -220,7 +245,7 @@ func TestHotPathNoAllocs(t *testing.T) {
 		"poll empty": func() { cq.Poll(wcs) },
 	} {
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
-			t.Errorf("%s: %v allocations per call, want 0", name, n)
+			t.Errorf("%s (SingleGoroutine %v): %v allocations per call, want 0", name, single, n)
 		}
 	}
 }

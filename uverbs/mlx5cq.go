@@ -106,39 +106,39 @@ func (m *mlx5CQ) pull(mc *mlx5Context, pending *[]WC) {
 // mlx5Event counts a completion event of the CQ for its next arm
 // (cq.c mlx5_cq_event).
 func (cq *CQ) mlx5Event() {
-	cq.mu.LockRare()
+	cq.mu.Lock()
 	if cq.mx != nil {
 		cq.mx.q.Event()
 	}
-	cq.mu.UnlockRare()
+	cq.mu.Unlock()
 }
 
 // registerMLX5 makes the CQ complete qp's work requests (key: the QPN, or
 // the user index with CQE version 1).
 func (cq *CQ) registerMLX5(key uint32, qp *mlx5.QP) {
-	cq.mu.LockRare()
+	cq.mu.Lock()
 	if cq.mx != nil {
 		cq.mx.q.RegisterQP(key, qp)
 		if qp.SRQ != nil {
 			cq.mx.srqs = true
 		}
 	}
-	cq.mu.UnlockRare()
+	cq.mu.Unlock()
 }
 
 func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
-	cq.mu.LockRare()
+	cq.mu.Lock()
 	if cq.mx != nil {
 		cq.mx.q.RegisterSRQ(key, srq)
 		cq.mx.srqs = true
 	}
-	cq.mu.UnlockRare()
+	cq.mu.Unlock()
 }
 
 func (cq *CQ) unregisterMLX5(key uint32) {
-	cq.mu.LockRare()
+	cq.mu.Lock()
 	if cq.mx != nil {
 		cq.mx.q.Unregister(key)
 	}
-	cq.mu.UnlockRare()
+	cq.mu.Unlock()
 }

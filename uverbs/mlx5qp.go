@@ -115,12 +115,12 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
 	if init.SRQ != nil {
 		srq := init.SRQ
-		srq.mu.LockRare()
+		srq.mu.Lock()
 		if srq.mx != nil {
 			m.reg.SRQ = srq.mx.q
 			init.RecvCQ.registerMLX5SRQ(srq.srqn, srq.mx.q)
 		}
-		srq.mu.UnlockRare()
+		srq.mu.Unlock()
 	}
 	init.SendCQ.registerMLX5(m.key, &m.reg)
 	if init.RecvCQ != init.SendCQ {
@@ -244,12 +244,12 @@ func (m *mlx5QP) reset(qp *QP) {
 	}
 	clear(m.mem.dbrec[:8]) // polls never touch a QP's doorbell record
 	// One CQ lock at a time: the CQs' polls read the queues through reg.
-	qp.sendCQ.mu.LockRare()
+	qp.sendCQ.mu.Lock()
 	m.sq, m.reg.SQ = sq, sq
-	qp.sendCQ.mu.UnlockRare()
-	qp.recvCQ.mu.LockRare()
+	qp.sendCQ.mu.Unlock()
+	qp.recvCQ.mu.Lock()
 	m.rq, m.reg.RQ = rq, rq
-	qp.recvCQ.mu.UnlockRare()
+	qp.recvCQ.mu.Unlock()
 }
 
 // usesLKey reports whether an outstanding request may name lkey: any

@@ -156,10 +156,6 @@ func (r *nativeRig) written(row nativeRow) []byte {
 
 func newNativeRig(tb testing.TB) *nativeRig {
 	tb.Helper()
-	// Membarrier registered before the first post, so that the rings' locks
-	// are claimed at once, as in a program that opened its device a moment
-	// before (OpenDevice starts the registration).
-	waitBias()
 	r := &nativeRig{wcs: make([]WC, 16)}
 	pd := &PD{}
 	newQP := func(typ QPType, rt rxe.QPType) (*QP, []byte, fakeConsumer) {
@@ -199,6 +195,8 @@ func newNativeRig(tb testing.TB) *nativeRig {
 		tb.Fatal(err)
 	}
 	r.cq, r.cqProd = &CQ{q: cq}, cqProd
+	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
+	singleGoroutine(benchSingle, "a benchmark's CQ", &r.cq.mu)
 
 	buf, err := AllocBuffer(4096)
 	if err != nil {

@@ -187,10 +187,6 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 
 func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	tb.Helper()
-	// Membarrier registered before the first post, so that the rings' locks
-	// are claimed at once, as in a program that opened its device a moment
-	// before (OpenDevice starts the registration).
-	waitBias()
 	r := &nativeMLX5Rig{wcs: make([]WC, 16)}
 	// The CQ's ring, written once with what the fake device publishes
 	// (mlx5dv.h struct mlx5_cqe64): entry i a successful completion of an
@@ -228,6 +224,8 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	r.cq.registerMLX5(r.m.key, &r.m.reg)
 	mud, udCfg, _ := newNativeMLX5QP(tb, mlx5.QPTypeUD, false)
 	r.ud, r.udCfg = newQP(mud, udCfg, UD, rxe.QPTypeUD), udCfg
+	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
+	singleGoroutine(benchSingle, "a benchmark's CQ", &r.cq.mu)
 
 	buf, err := AllocBuffer(4096)
 	if err != nil {

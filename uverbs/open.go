@@ -95,9 +95,6 @@ func OpenDevice(dev DeviceInfo) (*Device, error) {
 		fd.Close()
 		return nil, err
 	}
-	// The rings' locks will want membarrier: ask now, in the background,
-	// rather than at the first post or poll (ringlock.go biasAllowed).
-	prepareBias()
 	return c, nil
 }
 

@@ -55,6 +55,28 @@ type QPInit struct {
 	// SignalAll makes every send work request produce a completion, as if
 	// each had SendSignaled.
 	SignalAll bool
+	// SingleGoroutine declares that one goroutine at a time uses the QP,
+	// and its send and receive queues then take no lock: PostSend and
+	// PostRecv cost a few nanoseconds less (BENCHMARKS.md, "Ring locks").
+	// The caller promises that no two of the QP's calls overlap (PostSend,
+	// PostRecv, the state changes, Query, Close) nor overlap Device.Close.
+	// Calls made in turn from several goroutines, each after the last has
+	// returned as seen through the caller's own synchronisation, keep the
+	// promise. The QP's CQs and SRQ keep their own locks (or their own
+	// SingleGoroutine). With it, MR.Close does not look for the QP's
+	// outstanding work requests that name the MR (ibv_dereg_mr never
+	// does), and Buffer.Close does not wait for an inline post that is
+	// copying out of the Buffer: close them only once no work request
+	// needs them. Overlapping calls corrupt the rings; race builds (go
+	// test -race) panic on those they catch, naming this option.
+	// rdmacm.ID.CreateQP refuses it: the CM moves its QP to the error
+	// state from a goroutine of its own when the peer disconnects.
+	//
+	// rdma-core: a QP created in a parent domain with a thread domain
+	// (ibv_alloc_td, ibv_alloc_parent_domain), whose send and receive
+	// locks libmlx5 then leaves out; the same as MLX5_SINGLE_THREADED=1
+	// for one QP.
+	SingleGoroutine bool
 }
 
 // QP is a queue pair. PostSend, PostRecv and the CQ's Poll write and read
@@ -62,7 +84,8 @@ type QPInit struct {
 // a system call (the doorbell), and none of them allocates.
 //
 // Its methods may be called from several goroutines: the send queue and the
-// receive queue each have a lock. Close drains the QP (see Close) and is
+// receive queue each have a lock, unless it was created with
+// QPInit.SingleGoroutine. Close drains the QP (see Close) and is
 // idempotent and safe on a nil *QP; every other method of a closed QP
 // returns an error matching ErrClosed and never touches the unmapped rings.
 //
@@ -176,6 +199,9 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	}
 
 	qp := &QP{ctx: c, pd: pd, h: newHandle(), typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ, srq: init.SRQ}
+	if init.SingleGoroutine {
+		qp.sendMu.single, qp.recvMu.single = "a QP's send queue", "a QP's receive queue"
+	}
 	req := abi.UverbsCreateQP{
 		UserHandle:    qp.h,
 		PDHandle:      pd.handle,
@@ -351,10 +377,10 @@ func (qp *QP) SRQ() *SRQ { return qp.srq }
 // outstanding returns the number of work requests in the send and receive
 // rings that the kernel has not retired yet.
 func (qp *QP) outstanding() (send, recv int) {
-	qp.sendMu.LockRare()
-	defer qp.sendMu.UnlockRare()
-	qp.recvMu.LockRare()
-	defer qp.recvMu.UnlockRare()
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
 	return qp.pendingNow()
 }
 
@@ -378,10 +404,13 @@ func (qp *QP) outstandingLocked() (send, recv int) {
 // not retired names lkey in its SGE list, and how many requests are
 // outstanding. It only reads the rings, so it is safe while Close drains.
 func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
-	qp.sendMu.LockRare()
-	defer qp.sendMu.UnlockRare()
-	qp.recvMu.LockRare()
-	defer qp.recvMu.UnlockRare()
+	if qp.sendMu.single != "" {
+		return false, 0, 0 // not looked at: another goroutine may be posting (QPInit.SingleGoroutine)
+	}
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
 	if qp.mx != nil {
 		return qp.mx.usesLKey(lkey)
 	}
@@ -428,24 +457,24 @@ func (qp *QP) Close() error {
 func (qp *QP) close(bool) error {
 	qp.closeMu.Lock()
 	defer qp.closeMu.Unlock()
-	qp.sendMu.LockRare()
-	qp.recvMu.LockRare()
+	qp.sendMu.Lock()
+	qp.recvMu.Lock()
 	if qp.closed {
-		qp.recvMu.UnlockRare()
-		qp.sendMu.UnlockRare()
+		qp.recvMu.Unlock()
+		qp.sendMu.Unlock()
 		return nil
 	}
 	// From here every post, Modify and Query returns ErrClosed at once and
 	// no one but Close writes the rings' private indices, so the drain runs
 	// without the locks (it only loads the kernel's indices).
 	qp.closed = true
-	qp.recvMu.UnlockRare()
-	qp.sendMu.UnlockRare()
+	qp.recvMu.Unlock()
+	qp.sendMu.Unlock()
 	dropSender(qp)
 	errDrain := qp.drain()
 
-	qp.sendMu.LockRare()
-	qp.recvMu.LockRare()
+	qp.sendMu.Lock()
+	qp.recvMu.Lock()
 	errDestroy := qp.destroy()
 	// The kernel's tasks are stopped: collect what they posted last.
 	qp.sendCQ.pull()
@@ -453,8 +482,8 @@ func (qp *QP) close(bool) error {
 		qp.recvCQ.pull()
 	}
 	qp.unmap()
-	qp.recvMu.UnlockRare()
-	qp.sendMu.UnlockRare()
+	qp.recvMu.Unlock()
+	qp.sendMu.Unlock()
 
 	qp.pd.kids.drop(qp)
 	qp.sendCQ.kids.drop(qp)

@@ -275,10 +275,10 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 	if attr == nil {
 		return &OpError{Op: op, Err: fmt.Errorf("nil attributes: %w", unix.EINVAL)}
 	}
-	qp.sendMu.LockRare()
-	defer qp.sendMu.UnlockRare()
-	qp.recvMu.LockRare()
-	defer qp.recvMu.UnlockRare()
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
 	if qp.closed {
 		return closedErr(op)
 	}
@@ -342,8 +342,8 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, error) {
 	if mask == 0 {
 		mask = QPAttrAll
 	}
-	qp.sendMu.LockRare()
-	defer qp.sendMu.UnlockRare()
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
 	if qp.closed {
 		return QPAttr{}, closedErr(op)
 	}

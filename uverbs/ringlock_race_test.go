@@ -2,14 +2,66 @@
 
 package uverbs
 
-// free reports whether no one holds the lock, for tests.
-func (l *ringLock) free() bool {
-	if !l.TryLock() {
-		return false
-	}
-	l.Unlock()
-	return true
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
+)
+
+// panicOf runs f and returns what it panicked with, as a string, or "".
+func panicOf(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
 }
 
-// waitBias reports that no lock is biased: race builds do not bias.
-func waitBias() bool { return false }
+// In race builds a SingleGoroutine queue reports a second goroutine that
+// uses it while another is inside one of its calls: here the other holds
+// the elided lock as Poll or PostRecv would, and the call of this test's
+// goroutine must panic, naming the queue and the option. Once the other
+// has left, the same call from this goroutine is fine: calls in turn keep
+// the promise.
+func TestSingleGoroutineOverlapReported(t *testing.T) {
+	cq, _ := fakeCQ(t, true)
+	qp, _ := fakeQP(t, true)
+	rqBuf, _, _ := fakeRing(t, 6, 64)
+	rq, err := rxe.NewRQ(rqBuf, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp.rq = rq
+	wcs := make([]WC, 4)
+	for _, c := range []struct {
+		name string
+		lock *ringLock
+		call func()
+	}{
+		{"a fake CQ", &cq.mu, func() { cq.Poll(wcs) }},
+		{"a fake QP", &qp.recvMu, func() { qp.PostRecv([]RecvWR{{ID: 1}}) }},
+	} {
+		inside, leave, left := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		go func() {
+			c.lock.Lock()
+			close(inside)
+			<-leave
+			c.lock.Unlock()
+			close(left)
+		}()
+		<-inside
+		msg := panicOf(c.call)
+		close(leave)
+		<-left
+		if !strings.Contains(msg, c.name) || !strings.Contains(msg, "SingleGoroutine") {
+			t.Errorf("%s used by two goroutines at once: panic %q, want one naming the queue and SingleGoroutine", c.name, msg)
+		}
+		if msg := panicOf(c.call); msg != "" {
+			t.Errorf("%s used in turn: panic %q", c.name, msg)
+		}
+	}
+}

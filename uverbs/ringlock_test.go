@@ -9,19 +9,13 @@ import (
 
 // TestRingLockExcludes has goroutines, more than there are processors,
 // increment a plain counter and a two-word invariant under one ringLock:
-// a lost update or a torn pair means two holders at once. Every other
-// section ends with storeUnlock, which publishes the counter as an index
-// would be (the others store it, then Unlock): each holder must find it
-// equal to the counter.
+// a lost update or a torn pair means two holders at once (and, under
+// -race, a reported race). Every other section ends with storeUnlock,
+// which publishes the counter as an index would be (the others store it,
+// then Unlock): each holder must find it equal to the counter.
 func TestRingLockExcludes(t *testing.T) {
-	var l ringLock
-	excludeRun(t, &l, func(int) {})
-}
-
-// excludeRun runs TestRingLockExcludes' workers on l; each first calls
-// prep with its number.
-func excludeRun(t *testing.T, l *ringLock, prep func(worker int)) {
 	var (
+		l     ringLock
 		n     int
 		a, b  int
 		index atomic.Uint32
@@ -29,11 +23,10 @@ func excludeRun(t *testing.T, l *ringLock, prep func(worker int)) {
 	)
 	workers := 2 * runtime.GOMAXPROCS(0)
 	const iters = 20000
-	for w := range workers {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prep(w)
 			for i := range iters {
 				l.Lock()
 				if index.Load() != uint32(n) {
@@ -61,4 +54,28 @@ func excludeRun(t *testing.T, l *ringLock, prep func(worker int)) {
 	if n != workers*iters {
 		t.Fatalf("counter %d, want %d: increments were lost", n, workers*iters)
 	}
+	if l.held.Load() != 0 {
+		t.Fatal("the lock is held after every section ended")
+	}
+}
+
+// waitRelease returns at once on a free lock, and otherwise only once the
+// holder it found has released the lock.
+func TestRingLockWaitRelease(t *testing.T) {
+	var l ringLock
+	l.waitRelease()
+	l.Lock()
+	var released atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		l.waitRelease()
+		if !released.Load() {
+			panic("waitRelease returned while the lock was held")
+		}
+		close(done)
+	}()
+	runtime.Gosched()
+	released.Store(true)
+	l.Unlock()
+	<-done
 }

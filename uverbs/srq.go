@@ -26,6 +26,23 @@ type SRQInit struct {
 	// requests remain, the kernel raises EventSRQLimitReached once
 	// (AsyncEvent.SRQ names the SRQ) and disarms it. SetLimit re-arms.
 	Limit int
+	// SingleGoroutine declares that one goroutine at a time uses the SRQ,
+	// and PostRecv then takes no lock (BENCHMARKS.md, "Ring locks"). The
+	// caller promises that no two of these overlap: the SRQ's own calls
+	// (PostRecv, SetLimit, Query, Resize, Close), creating a QP with the
+	// SRQ (on mlx5 it registers the SRQ with the QP's receive CQ), and
+	// Device.Close while the SRQ is open. Calls made in turn from several
+	// goroutines, each after the last has returned as seen through the
+	// caller's own synchronisation, keep the promise. With it, MR.Close
+	// does not look for posted receives that name the MR (ibv_dereg_mr
+	// never does): close it only once no receive needs it. Overlapping
+	// calls corrupt the ring; race builds (go test -race) panic on those
+	// they catch, naming this option.
+	//
+	// rdma-core: an SRQ created in a parent domain with a thread domain
+	// (ibv_alloc_td, ibv_alloc_parent_domain), whose lock libmlx5 then
+	// leaves out; the same as MLX5_SINGLE_THREADED=1 for one SRQ.
+	SingleGoroutine bool
 }
 
 // SRQAttr are the attributes QUERY_SRQ reports.
@@ -89,6 +106,9 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		return nil, err
 	}
 	srq := &SRQ{ctx: c, pd: pd, h: newHandle()}
+	if init.SingleGoroutine {
+		srq.mu.single = "an SRQ"
+	}
 	req := abi.UverbsCreateSRQ{
 		UserHandle: srq.h,
 		PDHandle:   pd.handle,
@@ -147,8 +167,8 @@ func (srq *SRQ) PD() *PD { return srq.pd }
 
 // MaxWR returns the number of receive work requests the ring holds.
 func (srq *SRQ) MaxWR() int {
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		return srq.mx.q.Config().Tail
 	}
@@ -160,8 +180,8 @@ func (srq *SRQ) MaxWR() int {
 
 // MaxSGE returns the scatter/gather entries per work request.
 func (srq *SRQ) MaxSGE() int {
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		return srq.mx.q.Config().MaxSGE
 	}
@@ -193,8 +213,8 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 
 // outstanding returns the number of posted receives not consumed yet.
 func (srq *SRQ) outstanding() int {
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
 		return n
@@ -208,8 +228,11 @@ func (srq *SRQ) outstanding() int {
 // usesLKey reports whether a posted receive the kernel has not consumed
 // names lkey, and how many receives are posted.
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	if srq.mu.single != "" {
+		return false, 0 // not looked at: another goroutine may be posting (SRQInit.SingleGoroutine)
+	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.mx != nil {
 		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
 		return used, n
@@ -230,8 +253,8 @@ func (srq *SRQ) SetLimit(n int) error {
 	if n < 0 {
 		return &OpError{Op: op, Err: fmt.Errorf("limit %d is negative", n)}
 	}
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.gone() {
 		return closedErr(op)
 	}
@@ -254,8 +277,8 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if srq.ctx.mlx != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
 	}
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.rq == nil {
 		return closedErr(op)
 	}
@@ -302,8 +325,8 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 // rdma-core: ibv_query_srq.
 func (srq *SRQ) Query() (SRQAttr, error) {
 	const op = "query_srq"
-	srq.mu.LockRare()
-	defer srq.mu.UnlockRare()
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
 	if srq.gone() {
 		return SRQAttr{}, closedErr(op)
 	}
@@ -332,7 +355,7 @@ func (srq *SRQ) close(force bool) error {
 	if already || err != nil {
 		return err
 	}
-	srq.mu.LockRare()
+	srq.mu.Lock()
 	err = srq.destroy()
 	if srq.ring != nil {
 		srq.ring.Unmap()
@@ -341,7 +364,7 @@ func (srq *SRQ) close(force bool) error {
 		srq.mx.mem.unmap()
 	}
 	srq.ring, srq.rq, srq.mx = nil, nil, nil
-	srq.mu.UnlockRare()
+	srq.mu.Unlock()
 	srq.pd.kids.drop(srq)
 	srq.ctx.forget(srq.h)
 	return ignoreClosedContext(err)

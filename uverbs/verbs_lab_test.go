@@ -1070,12 +1070,26 @@ func TestVerbsPostValidation(t *testing.T) {
 }
 
 // The hot path allocates nothing: post a receive and a send, poll both.
+// Post, poll and arm allocate nothing, with the ring locks taken and with
+// them elided (SingleGoroutine).
 func TestVerbsHotPathAllocs(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("SingleGoroutine=%v", single), func(t *testing.T) { verbsHotPathAllocs(t, single) })
+	}
+}
+
+func verbsHotPathAllocs(t *testing.T, single bool) {
 	e := newVerbsEnv(t)
 	_, mr := e.memory(8192)
 	ch := e.channel()
-	cq := e.cq(64, ch)
-	a, b := e.rcPair(cq, defaultCap)
+	cq, err := e.ctx.CreateCQ(CQInit{Depth: 64, Channel: ch, SingleGoroutine: single})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeLater(t, "CQ", cq.Close)
+	init := QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: defaultCap, SingleGoroutine: single}
+	a, b := e.qp(init), e.qp(init)
+	e.connect(a, b)
 	recv := []RecvWR{{ID: 1, SGEs: []SGE{mr.SGE(4096, 256)}}}
 	send := []SendWR{{ID: 2, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(0, 128), mr.SGE(128, 128)}}}
 	write := []SendWR{{ID: 3, Op: OpWrite, Flags: SendSignaled | SendInline, SGEs: []SGE{mr.SGE(0, 32)}, RemoteAddr: mr.Addr() + 2048, RKey: mr.RKey()}}

@@ -42,8 +42,6 @@
 //	ring: producer publishes its index      StoreRelease32           MOVL    STLRW   advance_producer/store_producer_index: release store
 //	ring: consumer reads the producer index LoadAcquire32            MOVL    LDARW   queue_empty: atomic_load_explicit(producer, acquire)
 //	ring: consumer publishes its index      StoreRelease32           MOVL    STLRW   advance_consumer/store_consumer_index: release store
-//	an index, then the ring lock's release  StoreRelease32Pair,      3 MOVL  3 STLRW the same store, then pthread_spin_unlock
-//	(with the lock's release count)         StoreRelease32
 //	ring geometry (log2 size, index mask)   U32().Load               MOVL    LDARW   plain read after mmap (the kernel set it before)
 //	rsocket's target SGEs (peer RDMA WRITE) U32/U64 Load and Store   MOV/XCHG LDAR/STLR  plain accesses, ordered by polling the CQ
 //	doorbell register (hardware providers)  Write32/Write64          MOVL/MOVQ  STR W/STR X  mmio_write32/mmio_write64 (relaxed store)

@@ -138,15 +138,6 @@ func TestBarriersAndWrites(t *testing.T) {
 	if b[0] != 0xff || b[8] != 0xff || b[63] != 0xff || b[72] != 0xff {
 		t.Fatal("Write32 or Write64 touched bytes outside its word")
 	}
-	// Both words stored, and nothing around them.
-	idx, lock := U32(b, 20), U32(b, 28)
-	StoreRelease32Pair(idx, 0x0badcafe, lock, 10)
-	if idx.Load() != 0x0badcafe || lock.Load() != 10 {
-		t.Fatalf("StoreRelease32Pair left %#x and %d, want 0xbadcafe and 10", idx.Load(), lock.Load())
-	}
-	if b[19] != 0xff || b[24] != 0xff || b[27] != 0xff || b[32] != 0xff {
-		t.Fatal("StoreRelease32Pair stored outside its words")
-	}
 }
 
 func TestBytes(t *testing.T) {
@@ -185,9 +176,9 @@ func TestNoAllocations(t *testing.T) {
 		Write64(p64, 1)
 		Write32(Ptr32(b, 8), 2)
 		StoreForDevice32(v, 3)
-		StoreRelease32Pair(w32, 4, v, 8)
-		if LoadAcquire32(w32) != 4 || LoadAcquire32(v) != 8 {
-			panic("StoreRelease32Pair did not store both words")
+		StoreRelease32(w32, 4)
+		if LoadAcquire32(w32) != 4 {
+			panic("StoreRelease32 did not store")
 		}
 		WriteBlock64(b, 512, b[1024:])
 		WriteBlocks64WC(b, 576, b[1024:], 2)

@@ -28,14 +28,15 @@ const (
 	dispOwner = 0x3f // byte 63: op_own
 )
 
-// releaseProbe32 is a producer: the entry, a read of the section, then the
-// index and the store that frees the lock (uverbs ringLock.storeUnlock).
+// releaseProbe32 is a producer: the entry, a read, then the index and a
+// second release store, which must stay after it.
 //
 //go:noinline
 func releaseProbe32(data, in *[8]uint32, idx, lock *atomic.Uint32) uint32 {
 	data[1] = probeData
 	v := in[5]
-	StoreRelease32Pair(idx, probeIndex, lock, probeLock)
+	StoreRelease32(idx, probeIndex)
+	StoreRelease32(lock, probeLock)
 	return v
 }
 
@@ -78,7 +79,7 @@ func TestReleaseStoreOrder(t *testing.T) {
 	for _, probe := range []struct {
 		name string
 		fn   any
-		lock bool // the ring lock's word is stored after the index
+		lock bool // the second word is stored after the index
 	}{
 		{"releaseProbe32", releaseProbe32, true},
 		{"releaseProbe64", releaseProbe64, false},

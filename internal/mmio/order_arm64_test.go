@@ -12,13 +12,13 @@ import (
 )
 
 // releaseProbeARM64 is a producer, as the callers use the release stores:
-// the entry, then the index and the word that frees the lock
-// (uverbs ringLock.storeUnlock), a 64-bit index, and a lone index.
+// the entry, then two indexes, a 64-bit index, and a lone index.
 //
 //go:noinline
 func releaseProbeARM64(data *[8]uint32, idx, lock *atomic.Uint32, idx64 *atomic.Uint64) {
 	data[1] = 0x5a5a5a5a
-	StoreRelease32Pair(idx, 0x3c3c3c3c, lock, 0x1e1e1e1e)
+	StoreRelease32(idx, 0x3c3c3c3c)
+	StoreRelease32(lock, 0x1e1e1e1e)
 	StoreRelease64(idx64, 0x3c3c3c3c)
 	StoreRelease32(lock, 7)
 }

@@ -27,8 +27,3 @@ import (
 func StoreRelease32(p *atomic.Uint32, v uint32) { *(*uint32)(unsafe.Pointer(p)) = v }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { *(*uint64)(unsafe.Pointer(p)) = v }
-
-func StoreRelease32Pair(p *atomic.Uint32, v uint32, q *atomic.Uint32, w uint32) {
-	*(*uint32)(unsafe.Pointer(p)) = v
-	*(*uint32)(unsafe.Pointer(q)) = w
-}

@@ -14,8 +14,3 @@ import "sync/atomic"
 func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
-
-func StoreRelease32Pair(p *atomic.Uint32, v uint32, q *atomic.Uint32, w uint32) {
-	p.Store(v)
-	q.Store(w)
-}

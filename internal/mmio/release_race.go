@@ -14,11 +14,6 @@ func StoreRelease32(p *atomic.Uint32, v uint32) { p.Store(v) }
 
 func StoreRelease64(p *atomic.Uint64, v uint64) { p.Store(v) }
 
-func StoreRelease32Pair(p *atomic.Uint32, v uint32, q *atomic.Uint32, w uint32) {
-	p.Store(v)
-	q.Store(w)
-}
-
 func StoreForDevice32(p *atomic.Uint32, v uint32) {
 	ToDeviceBarrier()
 	p.Store(v)

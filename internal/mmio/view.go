@@ -139,12 +139,6 @@ func LoadAcquire64(p *atomic.Uint64) uint64 { return p.Load() }
 
 // StoreRelease64 is StoreRelease32 for a 64-bit word.
 
-// StoreRelease32Pair (release_amd64.go, release_arm64.go, release_race.go)
-// is StoreRelease32(p, v), then StoreRelease32(q, w):
-// the index store that publishes what a lock's section did to a ring, and
-// the store that frees the lock (uverbs: the consumer_index store and the
-// CQ's unlock that end an rxe poll). The two stores keep their order.
-
 // Bytes returns an n-byte slice of memory at the raw address addr, the form
 // in which RDMA scatter/gather entries name memory (struct ibv_sge.addr).
 //

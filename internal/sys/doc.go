@@ -14,9 +14,8 @@
 //     calling thread blocked in read(2), as a C program waits;
 //   - a leak tracer: with tracing on, every FD, Mapping and EventFile records
 //     where it was made, and Leaks lists the ones still open.
-//   - what the biased ring lock and the waits need of the runtime and the
-//     kernel: Goroutine (the caller's goroutine), RegisterMembarrier and
-//     Membarrier, and Yield (a reschedule that normally stays on its thread).
+//   - what the waits need of the runtime: Yield (a reschedule that normally
+//     stays on its thread).
 //
 // Everything else in the module reaches the kernel through this package.
 package sys

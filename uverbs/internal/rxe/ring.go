@@ -217,8 +217,8 @@ func (c *Consumer) Consume() {
 func (c *Consumer) publish() { mmio.StoreRelease32(c.cons, c.next) }
 
 // IndexStore returns the word and the value publish stores, for the caller
-// of CQ.Take, which makes the store itself after it, in one call with the
-// release of its lock (uverbs ringLock.storeUnlock).
+// of CQ.Take, which makes the store itself after it, just before it
+// releases its lock (uverbs ringLock.storeUnlock).
 func (c *Consumer) IndexStore() (*atomic.Uint32, uint32) { return c.cons, c.next }
 
 // skip advances the private index without publishing it.
