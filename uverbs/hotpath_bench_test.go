@@ -50,6 +50,7 @@ func fakeQP(tb testing.TB) (qp *QP, kernelConsumeAll func()) {
 		tb.Fatal(err)
 	}
 	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, sq: sq, lim: lim}
+	fakeLKey(qp.pd, 7) // the lkey of the benchmarks' SGEs
 	qp.state.Store(uint32(QPStateRTS))
 	return qp, func() { cons.Store(prod.Load()) }
 }

@@ -53,9 +53,12 @@ type SRQ struct {
 	kids   children // QPs
 
 	mu   ringLock
+	keys lkeyCache // lkeys the SRQ's posts recorded (mrusers.go), under mu
 	ring *sys.Mapping
 	rq   *rxe.RQ  // rxe; nil once closed
 	mx   *mlx5SRQ // mlx5 (mlx5srq.go); nil on rxe and once closed
+
+	mrs map[*MR]struct{} // MRs whose users include the SRQ, under pd.usersMu
 }
 
 // gone reports whether the SRQ is closed (or lost its ring). The caller
@@ -185,6 +188,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
+	srq.trackRecvs(wrs)
 	if srq.mx != nil {
 		return srq.mx.postRecv(op, srq.ctx.mlx, wrs)
 	}
@@ -210,6 +214,19 @@ func (srq *SRQ) outstanding() int {
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
 	srq.mu.LockRare()
 	defer srq.mu.UnlockRare()
+	return srq.usesLKeyLocked(lkey)
+}
+
+// releaseLKey is usesLKey for MR.Close: under the same lock it also
+// removes lkey from the SRQ's cache (mrusers.go).
+func (srq *SRQ) releaseLKey(lkey uint32) (used bool, n int) {
+	srq.mu.LockRare()
+	defer srq.mu.UnlockRare()
+	srq.keys.forget(lkey)
+	return srq.usesLKeyLocked(lkey)
+}
+
+func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
 	if srq.mx != nil {
 		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
 		return used, n
@@ -342,6 +359,7 @@ func (srq *SRQ) close(force bool) error {
 	}
 	srq.ring, srq.rq, srq.mx = nil, nil, nil
 	srq.mu.UnlockRare()
+	srq.pd.dropUser(lkeyUser{srq: srq}) // no receive of it is left for an MR to wait for
 	srq.pd.kids.drop(srq)
 	srq.ctx.forget(srq.h)
 	return ignoreClosedContext(err)
