@@ -266,7 +266,9 @@ func (b *Buffer) Addr() uint64 {
 
 // Close unmaps the buffer. It refuses with an error matching ErrBusy while
 // an MR still registers part of it: close the MR first. A PostSend copying
-// inline data out of the buffer finishes first.
+// inline data out of the buffer finishes first: Close waits for the send
+// lock of each QP whose posts took inline data from the buffer (and of no
+// other QP); posts that come later refuse it as an inline source.
 func (b *Buffer) Close() error {
 	if b == nil {
 		return nil

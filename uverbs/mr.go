@@ -253,7 +253,9 @@ func (mr *MR) SGE(offset, length int) SGE {
 // or SRQ of the same PD, names the region's local key in a scatter/gather
 // entry (posted receives count): wait for their completions, or close those
 // QPs (QP.Close drains them). Work requests naming other regions do not
-// hold it.
+// hold it. It looks only at the QPs and SRQs whose posts named the lkey
+// (each post records new lkeys; mrusers.go), so its cost does not grow
+// with the number of QPs of the PD.
 //
 // Remote use cannot be seen: a peer may still RDMA READ, WRITE or run
 // atomics on the region by its rkey until Close; once deregistered, such
