@@ -52,7 +52,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo inlining unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-close close-many bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet nocgo inlining unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -159,16 +159,9 @@ lat-many:
 
 # Closing one connection among many (BENCHMARKS.md, "Closing one
 # connection among many"): rsocket's BenchmarkCloseScaling with 8 to 1024
-# pairs open, then rdma-core's rclose with 8 pairs open (close_many, built
-# here with gcc against librdmacm1 alone; rxe1 on veth0 is 10.77.0.1).
-CLOSE_MANY := $(CURDIR)/bin/close_many
-close-many:
-	@mkdir -p bin
-	@command -v gcc >/dev/null || { echo "close_many needs gcc; install it with: sudo apt-get install -y gcc"; exit 1; }
-	gcc -O2 -Wall -Wextra -o $(CLOSE_MANY) test/perfbench/c/close_many.c -l:librdmacm.so.1 -lpthread
-bench-close: lab-bin close-many
+# pairs open.
+bench-close: lab-bin
 	$(GO) test -count=1 -p 1 -run '^$$' -bench CloseScaling -benchtime 30x -exec "$(LAB) -kernel $(KERNEL) -timeout 30m" ./rsocket
-	$(LAB) -kernel $(KERNEL) -- $(CLOSE_MANY) 10.77.0.1 8 30
 
 # Connection set-up only: our cmtime against rdma-core's, per step, into
 # BENCHMARKS.md (also part of make bench).
