@@ -52,7 +52,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo inlining unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet nocgo inlining unit lab-bin lab lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -155,6 +155,12 @@ lat-many:
 			{ echo "installing libibverbs-dev failed (try apt-get update first)"; exit 1; }; \
 	fi
 	gcc -O2 -Wall -Wextra -o $(LAT_MANY) test/perfbench/c/lat_many.c -libverbs -lm
+
+# Closing one connection among many (BENCHMARKS.md, "Closing one
+# connection among many"): rsocket's BenchmarkCloseScaling with 8 to 1024
+# pairs open.
+bench-close: lab-bin
+	$(GO) test -count=1 -p 1 -run '^$$' -bench CloseScaling -benchtime 30x -exec "$(LAB) -kernel $(KERNEL) -timeout 30m" ./rsocket
 
 # Connection set-up only: our cmtime against rdma-core's, per step, into
 # BENCHMARKS.md (also part of make bench).

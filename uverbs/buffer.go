@@ -25,6 +25,7 @@ type Buffer struct {
 	b     []byte // the first size bytes of the mapping
 	regs  int    // MRs registered over this buffer
 	id    uint64
+	users *bufUsers // the QPs whose posts copy inline data out of it
 	clean runtime.Cleanup
 }
 
@@ -37,10 +38,11 @@ type Buffer struct {
 //
 // Writers change buffers under buffersMu and publish a copy in bufferView
 // (publishBuffersLocked). PostSend reads bufferView with one plain load,
-// under its QP's send lock: Buffer.Close unlists the Buffer, then waits
-// for the current holder of every open QP's send lock (inlineSenders)
-// before it unmaps, so no inline copy that found the Buffer listed is
-// still running (docs/architecture.md §3).
+// under its QP's send lock, and records the QP among the users of the
+// Buffer it finds (bufUsers) before it copies. Buffer.Close unlists the
+// Buffer and closes its users, then waits for the current holder of each
+// user's send lock before it unmaps, so no inline copy that found the
+// Buffer listed is still running (docs/architecture.md §3).
 var (
 	buffersMu  sync.Mutex
 	buffers    []bufEntry
@@ -55,42 +57,85 @@ func publishBuffersLocked() {
 	bufferView.Store(&v)
 }
 
-// inlineSenders are the open QPs, whose posts may copy inline data out of
-// a Buffer while they hold their send lock. Weak, so that a QP dropped
-// without Close is still collected (and with it its Device).
-var (
-	sendersMu     sync.Mutex
-	inlineSenders = map[weak.Pointer[QP]]struct{}{}
-)
-
-func addSender(qp *QP) {
-	sendersMu.Lock()
-	inlineSenders[weak.Make(qp)] = struct{}{}
-	sendersMu.Unlock()
+// bufUsers are the QPs whose posts may copy inline data out of one Buffer:
+// those that found it as an inline source (QP.useBuffer). A post records
+// its QP, under its send lock, before it copies, and fails to once the
+// Buffer is closing; then the post looks no further in that Buffer, and
+// the source is refused as outside every Buffer. The QP remembers the
+// Buffer it found last (QP.inlineList), so a post records itself once per
+// Buffer, not per copy. bufUsers is apart from the Buffer so that the
+// cleanup of a Buffer dropped without Close has it.
+//
+// Weak pointers, so that a QP dropped without Close is still collected
+// (and with it its Device); QP.Close takes itself out (dropInlineBufs).
+type bufUsers struct {
+	mu      sync.Mutex
+	closing bool
+	qps     map[weak.Pointer[QP]]struct{}
 }
 
-func dropSender(qp *QP) {
-	sendersMu.Lock()
-	delete(inlineSenders, weak.Make(qp))
-	sendersMu.Unlock()
+// useBuffer records qp among u's users, unless the Buffer is closing. The
+// caller holds qp.sendMu. It allocates when qp first uses the Buffer.
+//
+//go:noinline
+func (qp *QP) useBuffer(u *bufUsers) bool {
+	w := weak.Make(qp)
+	u.mu.Lock()
+	_, known := u.qps[w]
+	ok := !u.closing
+	if ok && !known {
+		if u.qps == nil {
+			u.qps = make(map[weak.Pointer[QP]]struct{})
+		}
+		u.qps[w] = struct{}{}
+	}
+	u.mu.Unlock()
+	if ok && !known {
+		// Forget the Buffers closed since, so that the list keeps to
+		// the Buffers the QP still uses.
+		if len(qp.inlineBufs) == cap(qp.inlineBufs) {
+			qp.inlineBufs = slices.DeleteFunc(qp.inlineBufs, (*bufUsers).isClosing)
+		}
+		qp.inlineBufs = append(qp.inlineBufs, u)
+	}
+	return ok
 }
 
-// waitInlineCopies returns once every post that could have read the
-// Buffer list before the caller's last publish has finished: it waits for
-// the current holder of each open QP's send lock, if any, to release it
-// (ringLock.waitRelease; a post reads the list after taking the lock).
-// Posts that take the lock later see the new list and are not waited for.
-func waitInlineCopies() {
-	sendersMu.Lock()
-	qps := make([]*QP, 0, len(inlineSenders))
-	for w := range inlineSenders {
+func (u *bufUsers) isClosing() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.closing
+}
+
+// dropInlineBufs takes a closed QP out of the users of its Buffers. No
+// post runs on it any more (Close has set closed under sendMu).
+func (qp *QP) dropInlineBufs() {
+	w := weak.Make(qp)
+	for _, u := range qp.inlineBufs {
+		u.mu.Lock()
+		delete(u.qps, w)
+		u.mu.Unlock()
+	}
+	qp.inlineBufs = nil
+}
+
+// wait closes u to new users, then returns once every post of its users
+// that could have found the Buffer before the caller unlisted it has
+// finished: it waits for the current holder of each user's send lock, if
+// any, to release it (ringLock.waitRelease; a post reads the list after
+// taking the lock, and records its QP before it copies). Posts that take
+// the lock later see the new list, or fail to record themselves. The
+// caller has unlisted the Buffer.
+func (u *bufUsers) wait() {
+	u.mu.Lock()
+	u.closing = true
+	qps := make([]*QP, 0, len(u.qps))
+	for w := range u.qps {
 		if qp := w.Value(); qp != nil {
 			qps = append(qps, qp)
-		} else {
-			delete(inlineSenders, w) // collected: no post can be running on it
 		}
 	}
-	sendersMu.Unlock()
+	u.mu.Unlock()
 	for _, qp := range qps {
 		qp.sendMu.waitRelease()
 	}
@@ -144,11 +189,13 @@ type bufEntry struct {
 	id         uint64
 	start, end uint64
 	b          weak.Pointer[Buffer]
+	users      *bufUsers
 }
 
 type bufKey struct {
 	start, id uint64
 	m         *sys.Mapping
+	users     *bufUsers
 }
 
 // forgetBuffer is the GC cleanup of a Buffer dropped without Close: it
@@ -161,7 +208,7 @@ func forgetBuffer(k bufKey) {
 	buffersMu.Lock()
 	removeBufferLocked(k.start, k.id)
 	buffersMu.Unlock()
-	waitInlineCopies()
+	k.users.wait()
 	k.m.UnmapCollected()
 }
 
@@ -181,14 +228,14 @@ func AllocBuffer(size int) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Buffer{m: m, b: m.Bytes()[:size:size]}
+	b := &Buffer{m: m, b: m.Bytes()[:size:size], users: new(bufUsers)}
 	start := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b.b))))
 	buffersMu.Lock()
 	nextBuffer++
 	b.id = nextBuffer
-	addBufferLocked(bufEntry{id: b.id, start: start, end: start + uint64(size), b: weak.Make(b)})
+	addBufferLocked(bufEntry{id: b.id, start: start, end: start + uint64(size), b: weak.Make(b), users: b.users})
 	buffersMu.Unlock()
-	b.clean = runtime.AddCleanup(b, forgetBuffer, bufKey{start: start, id: b.id, m: m})
+	b.clean = runtime.AddCleanup(b, forgetBuffer, bufKey{start: start, id: b.id, m: m, users: b.users})
 	return b, nil
 }
 
@@ -218,7 +265,9 @@ func (b *Buffer) Addr() uint64 {
 
 // Close unmaps the buffer. It refuses with an error matching ErrBusy while
 // an MR still registers part of it: close the MR first. A PostSend copying
-// inline data out of the buffer finishes first.
+// inline data out of the buffer finishes first: Close waits for the send
+// lock of each QP whose posts took inline data from the buffer (and of no
+// other QP); posts that come later refuse it as an inline source.
 func (b *Buffer) Close() error {
 	if b == nil {
 		return nil
@@ -227,7 +276,7 @@ func (b *Buffer) Close() error {
 	if m == nil {
 		return err
 	}
-	waitInlineCopies()
+	b.users.wait()
 	return m.Unmap()
 }
 

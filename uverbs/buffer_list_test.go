@@ -73,19 +73,25 @@ func TestBufferList(t *testing.T) {
 	runtime.KeepAlive(live)
 }
 
+// postInlineFrom posts an inline SEND of the first byte at addr on the
+// rig's RC QP, which records the QP among the users of the Buffer there.
+func (r *nativeRig) postInlineFrom(tb testing.TB, addr uint64) {
+	tb.Helper()
+	r.send(tb, r.qp, []SendWR{{Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: addr, Length: 1}}}}, &r.sqK)
+}
+
 // Buffer.Close unlists the Buffer at once but unmaps it only once no post
 // can still be copying inline data out of it: a post holds its QP's send
-// lock from reading the list until the copy is done, and Close takes every
-// open QP's send lock once before it unmaps.
+// lock from reading the list until the copy is done, and Close waits for
+// the send lock of every QP whose posts used the Buffer before it unmaps.
 func TestBufferCloseWaitsForInlineCopy(t *testing.T) {
 	r := newNativeRig(t)
-	addSender(r.qp)
-	defer dropSender(r.qp)
 	b, err := AllocBuffer(64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := b.Bytes()
+	r.postInlineFrom(t, b.Addr())
 	r.qp.sendMu.Lock() // a post that has read the list and copies now
 	closed := make(chan error, 1)
 	go func() { closed <- b.Close() }()
@@ -125,14 +131,13 @@ func TestBufferCloseWaitsForInlineCopy(t *testing.T) {
 // QP's send lock, and the leak tracer records the Buffer as collected.
 func TestBufferDroppedWaitsForInlineCopy(t *testing.T) {
 	r := newNativeRig(t)
-	addSender(r.qp)
-	defer dropSender(r.qp)
 	collected := sys.Collected()
 	mem := func() []byte { // the Buffer itself becomes unreachable
 		b, err := AllocBuffer(64)
 		if err != nil {
 			t.Fatal(err)
 		}
+		r.postInlineFrom(t, b.Addr())
 		return b.Bytes()
 	}()
 	addr := uint64(uintptr(unsafe.Pointer(&mem[0])))
@@ -177,5 +182,46 @@ func TestBufferDroppedWaitsForInlineCopy(t *testing.T) {
 	}
 	if collected == 0 { // records of earlier tests stay for the run's leak check
 		sys.ForgetCollected()
+	}
+}
+
+// Buffer.Close waits only for the QPs whose posts used the Buffer: a QP
+// that never copied out of it may hold its send lock meanwhile, and a QP
+// that did is waited for once and no more after its Close took it out.
+func TestBufferCloseWaitsForItsUsersOnly(t *testing.T) {
+	r := newNativeRig(t)
+	b, err := AllocBuffer(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.postInlineFrom(t, b.Addr())
+	if !r.qp.useBuffer(b.users) || len(b.users.qps) != 1 || len(r.qp.inlineBufs) != 1 {
+		t.Fatalf("a post from the Buffer left %d users of it and %d Buffers on the QP, want 1 and 1", len(b.users.qps), len(r.qp.inlineBufs))
+	}
+	r.ud.sendMu.Lock() // another QP's post, from elsewhere, running
+	defer r.ud.sendMu.Unlock()
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Buffer.Close waited for the send lock of a QP that never used the Buffer")
+	}
+	if r.qp.useBuffer(b.users) {
+		t.Error("a QP recorded itself as a user of a closed Buffer")
+	}
+	// A QP closes: it is no longer among the users of another Buffer.
+	c, err := AllocBuffer(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r.postInlineFrom(t, c.Addr())
+	r.qp.dropInlineBufs() // as QP.Close does
+	if n := len(c.users.qps); n != 0 || r.qp.inlineBufs != nil {
+		t.Errorf("a closed QP is still among the %d users of a Buffer it used", n)
 	}
 }

@@ -66,6 +66,7 @@ func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
 		tb.Fatal(err)
 	}
 	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, sq: sq, lim: lim}
+	fakeLKey(qp.pd, 7) // the lkey of the benchmarks' SGEs
 	qp.state.Store(uint32(QPStateRTS))
 	singleGoroutine(single, "a fake QP", &qp.sendMu, &qp.recvMu)
 	return qp, func() { cons.Store(prod.Load()) }

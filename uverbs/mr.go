@@ -95,6 +95,11 @@ type MR struct {
 	length int
 	mem    []byte  // keeps caller memory reachable while registered; nil once closed
 	buf    *Buffer // the Buffer the region lies in, if any
+
+	// Under pd.usersMu (mrusers.go): the QPs and SRQs whose posts named
+	// the lkey, and whether Close is under way.
+	users   map[lkeyUser]struct{}
+	closing bool
 }
 
 // RegMR registers b with the given access rights (write() command REG_MR;
@@ -248,7 +253,9 @@ func (mr *MR) SGE(offset, length int) SGE {
 // or SRQ of the same PD, names the region's local key in a scatter/gather
 // entry (posted receives count): wait for their completions, or close those
 // QPs (QP.Close drains them). Work requests naming other regions do not
-// hold it.
+// hold it. It looks only at the QPs and SRQs whose posts named the lkey
+// (each post records new lkeys; mrusers.go), so its cost does not grow
+// with the number of QPs of the PD.
 //
 // Remote use cannot be seen: a peer may still RDMA READ, WRITE or run
 // atomics on the region by its rkey until Close; once deregistered, such
@@ -274,11 +281,14 @@ func (mr *MR) close(force bool) error {
 	if mr.closed {
 		return nil
 	}
-	if !force {
-		if busy := mr.pd.usingLKey(mr.lkey); busy != "" {
-			return &OpError{Op: op, Err: &busyError{msg: "the device may still access the MR: " + busy +
-				"; poll their completions, or close those QPs/SRQs (QP.Close drains them), before deregistering memory"}}
-		}
+	// Only the QPs and SRQs whose posts named the lkey can hold work
+	// naming it (mrusers.go). Their caches forget the lkey even when
+	// forced: the kernel reuses it once the region is deregistered.
+	busy := releaseLKey(mr.pd.beginCloseMR(mr), mr.lkey)
+	if busy != "" && !force {
+		mr.pd.reopenMR(mr)
+		return &OpError{Op: op, Err: &busyError{msg: "the device may still access the MR: " + busy +
+			"; poll their completions, or close those QPs/SRQs (QP.Close drains them), before deregistering memory"}}
 	}
 	req := abi.UverbsDeregMR{MRHandle: mr.handle}
 	err := mr.pd.ctx.write(op, abi.IB_USER_VERBS_CMD_DEREG_MR, bytesOf(&req), nil)
@@ -286,11 +296,13 @@ func (mr *MR) close(force bool) error {
 		// The kernel still has the region registered: keep it, so that
 		// its Buffer is not unmapped under the device and a later Close
 		// can retry.
+		mr.pd.reopenMR(mr)
 		return err
 	}
 	mr.closed = true
 	mr.mem = nil
 	mr.pd.removeMR(mr)
+	mr.pd.forgetMR(mr)
 	mr.buf.unregister()
 	mr.pd.kids.drop(mr)
 	mr.pd.ctx.forget(mr.h)
@@ -307,25 +319,6 @@ func objectGone(err error) bool {
 	return errors.Is(err, ErrClosed) || errors.Is(err, unix.ENODEV) || errors.Is(err, unix.EBADF)
 }
 
-// usingLKey describes the QPs and SRQs of the PD with outstanding work
-// requests that name lkey, or returns "".
-func (pd *PD) usingLKey(lkey uint32) string {
-	var parts []string
-	for _, o := range pd.kids.snapshot(kindQP) {
-		qp := o.(*QP)
-		if used, s, r := qp.usesLKey(lkey); used {
-			parts = append(parts, fmt.Sprintf("QP %#x has %d send and %d receive work requests outstanding, some naming the MR's lkey %#x", qp.qpn, s, r, lkey))
-		}
-	}
-	for _, o := range pd.kids.snapshot(kindSRQ) {
-		srq := o.(*SRQ)
-		if used, n := srq.usesLKey(lkey); used {
-			parts = append(parts, fmt.Sprintf("SRQ %#x has %d receive work requests posted, some naming the MR's lkey %#x", srq.srqn, n, lkey))
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
 // mrRange is an open MR's memory, for the inline-data check of PostSend.
 type mrRange struct {
 	start, end uint64
@@ -336,6 +329,12 @@ func (pd *PD) addMR(mr *MR) {
 	pd.mrMu.Lock()
 	pd.mrs = append(pd.mrs, mrRange{start: mr.addr, end: mr.addr + uint64(mr.length), mr: mr})
 	pd.mrMu.Unlock()
+	pd.usersMu.Lock()
+	if pd.byLKey == nil {
+		pd.byLKey = make(map[uint32]*MR)
+	}
+	pd.byLKey[mr.lkey] = mr // replaces a closed MR whose lkey the kernel reused (mrusers.go)
+	pd.usersMu.Unlock()
 }
 
 func (pd *PD) removeMR(mr *MR) {

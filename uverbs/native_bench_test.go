@@ -158,6 +158,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	tb.Helper()
 	r := &nativeRig{wcs: make([]WC, 16)}
 	pd := &PD{}
+	fakeLKey(pd, 7) // the lkey of the rows' SGEs
 	newQP := func(typ QPType, rt rxe.QPType) (*QP, []byte, fakeConsumer) {
 		lim := rxe.SendLimits{QPType: rt, MaxSGE: 1, MaxInline: 64}
 		// Slot sizes as rxe_qp.c sizes them: 208 + max(16, 64) bytes, so

@@ -210,6 +210,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	r.cq = &CQ{ctx: &Device{mlx: &mlx5Context{cqeVersion: 1}}, mx: &mlx5CQ{q: q}}
 
 	pd := &PD{}
+	fakeLKey(pd, 7) // the lkey of the rows' SGEs
 	newQP := func(m *mlx5QP, sqCfg mlx5.SQConfig, typ QPType, rt rxe.QPType) *QP {
 		_, _, _, inline := mlx5.QPCaps(sqCfg, mlx5.RQConfig{})
 		qp := &QP{pd: pd, typ: typ, qpn: sqCfg.QPN, mx: m, sendCQ: r.cq, recvCQ: r.cq,

@@ -22,6 +22,11 @@ type PD struct {
 
 	mrMu sync.RWMutex
 	mrs  []mrRange // open MRs (mr.go)
+
+	// usersMu guards byLKey, the open MRs by lkey, and which QPs and SRQs
+	// use which MR (MR.users, QP.mrs, SRQ.mrs; mrusers.go).
+	usersMu sync.Mutex
+	byLKey  map[uint32]*MR
 }
 
 // AllocPD allocates a protection domain (write() command ALLOC_PD).

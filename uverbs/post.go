@@ -313,6 +313,13 @@ func (qp *QP) plainSends(wrs []SendWR) int {
 			return i
 		}
 		if wr.Flags&SendInline == 0 {
+			// Each lkey recorded by an earlier post (mrusers.go); a new
+			// one is recorded by stageSendSlow (trackSends).
+			for j := range wr.SGEs {
+				if !qp.sendKeys.has(wr.SGEs[j].LKey) {
+					return i
+				}
+			}
 			continue
 		}
 		// At most one SGE (PlainSend); its bytes are read by the copy.
@@ -331,7 +338,7 @@ func (qp *QP) plainSends(wrs []SendWR) int {
 			addr, end := wr.SGEs[0].Addr, wr.SGEs[0].Addr+uint64(wr.SGEs[0].Length)
 			if list != qp.inlineList || addr < qp.inlineStart || end > qp.inlineEnd || end < addr {
 				j := bufferWith(*list, addr, uint64(wr.SGEs[0].Length))
-				if j < 0 {
+				if j < 0 || !qp.useBuffer((*list)[j].users) {
 					return i
 				}
 				qp.inlineList, qp.inlineStart, qp.inlineEnd = list, (*list)[j].start, (*list)[j].end
@@ -353,6 +360,7 @@ func (qp *QP) stageSendSlow(op string, wrs []SendWR) error {
 	if st := QPState(qp.state.Load()); st < QPStateRTS {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in %v)", ErrQPState, qp.qpn, st)}
 	}
+	qp.trackSends(wrs)
 	if hasInline(wrs) {
 		return qp.stageSendInline(op, wrs)
 	}
@@ -362,15 +370,16 @@ func (qp *QP) stageSendSlow(op string, wrs []SendWR) error {
 // stageSendInline checks inline sources against the open Buffers (the
 // list published last, read once) and, only when some inline source is not
 // inside a Buffer, against the PD's MRs, whose list it holds until the
-// inline bytes are copied so that MR.Close waits. Buffer.Close waits for
-// the caller's send lock instead (waitInlineCopies), so the memory checked
-// stays mapped.
+// inline bytes are copied so that MR.Close waits. For a Buffer, the QP
+// records itself among its users (useBuffer), and Buffer.Close waits for
+// its users' send locks (bufUsers.wait), so the memory checked stays
+// mapped.
 func (qp *QP) stageSendInline(op string, wrs []SendWR) error {
 	var list []bufEntry
 	if p := bufferView.Load(); p != nil {
 		list = *p
 	}
-	if inlineInBuffers(list, wrs) {
+	if qp.inlineInBuffers(list, wrs) {
 		return qp.stageSendChecked(op, wrs, nil, false)
 	}
 	qp.pd.mrMu.RLock()
@@ -446,19 +455,28 @@ func hasInline(wrs []SendWR) bool {
 }
 
 // inlineInBuffers reports whether every inline SGE of wrs lies inside a
-// Buffer of list.
-func inlineInBuffers(list []bufEntry, wrs []SendWR) bool {
+// Buffer of list that the QP could record itself as a user of.
+func (qp *QP) inlineInBuffers(list []bufEntry, wrs []SendWR) bool {
 	for i := range wrs {
 		if wrs[i].Flags&SendInline == 0 {
 			continue
 		}
 		for _, g := range wrs[i].SGEs {
-			if g.Length != 0 && !inBuffer(list, g.Addr, uint64(g.Length)) {
+			if g.Length != 0 && !qp.inlineSource(list, g.Addr, uint64(g.Length)) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// inlineSource reports whether [addr, addr+n) lies inside a Buffer of list
+// that is not closing, and records the QP among the Buffer's users, so
+// that Buffer.Close waits for the caller's send lock before it unmaps
+// (buffer.go). The caller holds sendMu.
+func (qp *QP) inlineSource(list []bufEntry, addr, n uint64) bool {
+	j := bufferWith(list, addr, n)
+	return j >= 0 && qp.useBuffer(list[j].users)
 }
 
 // badInlineSGE returns the index of the first inline SGE whose bytes are
@@ -472,7 +490,7 @@ func (qp *QP) badInlineSGE(list []bufEntry, sges []SGE) int {
 		if n == 0 {
 			continue
 		}
-		if a == 0 || !(inBuffer(list, a, n) || qp.pd.inMRLocked(a, n)) {
+		if a == 0 || !(qp.inlineSource(list, a, n) || qp.pd.inMRLocked(a, n)) {
 			return j
 		}
 	}
@@ -529,11 +547,13 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
 		if m := qp.mx; m != nil && m.rq != nil {
 			var err error
-			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() {
+			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() &&
+				(len(wrs[0].SGEs) == 0 || qp.recvKeys.has(wrs[0].SGEs[0].LKey)) {
 				if i, perr := m.rq.Post(mlx5RecvWRs(wrs)); perr != nil {
 					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.rq.Config().MaxPost, perr)
 				}
 			} else {
+				qp.trackRecvs(wrs)
 				err = m.postRecv(op, wrs)
 			}
 			qp.recvMu.Unlock()
@@ -541,10 +561,13 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 		}
 		if q := qp.rq; q != nil {
 			var err error
-			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
+			// The lkey recorded by an earlier post (mrusers.go), else
+			// trackRecvs records it.
+			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && qp.recvKeys.has(wrs[0].SGEs[0].LKey) {
 				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, rxe.SGE(wrs[0].SGEs[0]))
 				q.Publish()
 			} else { // a full ring too: postRecvList reports it
+				qp.trackRecvs(wrs)
 				err = postRecvList(op, q, wrs)
 			}
 			qp.recvMu.Unlock()
@@ -571,6 +594,7 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 	if st := QPState(qp.state.Load()); st == QPStateReset {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
 	}
+	qp.trackRecvs(wrs)
 	if qp.mx != nil {
 		return qp.mx.postRecv(op, wrs)
 	}

@@ -28,6 +28,7 @@ func TestPlainSends(t *testing.T) {
 	inBuf, outside := buf.Addr(), uint64(0x1000)
 
 	pd, other := &PD{}, &PD{}
+	fakeLKey(pd, 0) // the SGEs' lkey names an MR, recorded by an earlier post
 	closed := &AH{pd: pd, num: 2}
 	closed.closed.Store(true)
 	ahs := []*AH{nil, {pd: pd, num: 1}, closed, {pd: other, num: 3}}
@@ -39,6 +40,7 @@ func TestPlainSends(t *testing.T) {
 	}{{RC, rxe.QPTypeRC}, {UC, rxe.QPTypeUC}, {UD, rxe.QPTypeUD}} {
 		for cfg := range 3 * 2 {
 			qp := &QP{pd: pd, typ: typ.t, lim: rxe.SendLimits{QPType: typ.r, MaxSGE: cfg % 3, MaxInline: 64 * (cfg / 3)}}
+			pd.noteLKey(lkeyUser{qp: qp}, &qp.sendKeys, 0)
 			for op := WROpcode(0); op <= OpAtomicFetchAdd+2; op++ {
 				for flags := SendFlags(0); flags <= 2*(SendFence|SendSignaled|SendSolicited|SendInline)+1; flags++ {
 					for nsge := range 3 {
@@ -58,7 +60,7 @@ func TestPlainSends(t *testing.T) {
 										if err := qp.checkSend("post_send", 0, &wr, nil, false); err != nil {
 											t.Errorf("%v QP %+v: plainSends passed %+v (AH %+v), which checkSend refuses: %v", typ.t, qp.lim, wr, ah, err)
 										}
-										if !inlineInBuffers(list, []SendWR{wr}) {
+										if !qp.inlineInBuffers(list, []SendWR{wr}) {
 											t.Errorf("%v QP %+v: plainSends passed %+v, whose inline bytes are not in a Buffer", typ.t, qp.lim, wr)
 										}
 									}
@@ -74,6 +76,15 @@ func TestPlainSends(t *testing.T) {
 	rc := &QP{pd: pd, typ: RC, lim: rxe.SendLimits{QPType: rxe.QPTypeRC, MaxSGE: 1, MaxInline: 64}}
 	ud := &QP{pd: pd, typ: UD, lim: rxe.SendLimits{QPType: rxe.QPTypeUD, MaxSGE: 1, MaxInline: 64}}
 	sge := []SGE{{Addr: inBuf, Length: 64, LKey: 7}}
+	fakeLKey(pd, 7)
+	for _, qp := range []*QP{rc, ud} {
+		// A request naming an lkey the QP's posts have not recorded
+		// leaves the fast path, which records it (stageSendSlow).
+		if n := qp.plainSends([]SendWR{{Op: OpSend, SGEs: sge}}); n != 0 {
+			t.Errorf("plainSends passed a request naming an lkey the QP has not recorded")
+		}
+		qp.trackSends([]SendWR{{Op: OpSend, SGEs: sge}})
+	}
 	write := SendWR{Op: OpWrite, Flags: SendSignaled, SGEs: sge, RemoteAddr: 0x2000, RKey: 9}
 	for _, c := range []struct {
 		qp *QP
@@ -164,4 +175,12 @@ func TestRecvOne(t *testing.T) {
 			break
 		}
 	}
+}
+
+// fakeLKey makes lkey name an open MR of pd, as RegMR does, for posts on
+// fake rings.
+func fakeLKey(pd *PD, lkey uint32) *MR {
+	mr := &MR{pd: pd, lkey: lkey}
+	pd.addMR(mr)
+	return mr
 }

@@ -106,27 +106,34 @@ type QP struct {
 
 	closeMu sync.Mutex // serialises Close
 
-	sendMu ringLock
-	sq     *rxe.SQ
-	sqMap  *sys.Mapping
-	db     *doorbell    // in dbMap
-	dbMap  *sys.Mapping // off-heap page holding the doorbell command and its response
-	lim    rxe.SendLimits
+	sendMu   ringLock
+	sendKeys lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
+	sq       *rxe.SQ
+	sqMap    *sys.Mapping
+	db       *doorbell    // in dbMap
+	dbMap    *sys.Mapping // off-heap page holding the doorbell command and its response
+	lim      rxe.SendLimits
 	// The Buffer the last inline source was found in, and the list it
 	// was found on (plainSends; under sendMu): a source inside it, while
 	// that list is still the one published, needs no search.
 	inlineList             *[]bufEntry
 	inlineStart, inlineEnd uint64
+	// inlineBufs are the Buffers the QP's posts recorded themselves as
+	// users of (buffer.go), under sendMu; Close takes it out of them.
+	inlineBufs []*bufUsers
 
-	recvMu ringLock
-	rq     *rxe.RQ // nil with an SRQ
-	rqMap  *sys.Mapping
+	recvMu   ringLock
+	recvKeys lkeyCache // lkeys the receive queue's posts recorded
+	rq       *rxe.RQ   // nil with an SRQ
+	rqMap    *sys.Mapping
 
 	// mx is the mlx5 state (mlx5qp.go); nil on rxe, where sq, rq and db
 	// are used instead (provider.go).
 	mx *mlx5QP
 
 	closed bool // set with both locks held
+
+	mrs map[*MR]struct{} // MRs whose users include the QP, under pd.usersMu
 }
 
 // doorbell is the write() command POST_SEND with wr_count 0, which makes
@@ -249,7 +256,6 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 	for _, p := range parents {
 		p.kids.adopt(qp, kindQP)
 	}
-	addSender(qp) // before the QP can be found, let alone posted to
 	if err := r.add(op, qp.h, kindQP, qp); err != nil {
 		qp.close(true)
 		return nil, err
@@ -411,6 +417,30 @@ func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
 	defer qp.sendMu.Unlock()
 	qp.recvMu.Lock()
 	defer qp.recvMu.Unlock()
+	return qp.usesLKeyLocked(lkey)
+}
+
+// releaseLKey is usesLKey for MR.Close: under the same locks it also
+// removes lkey from both rings' caches (mrusers.go). A SingleGoroutine QP
+// is neither looked at nor touched: its caches belong to the goroutine
+// that posts, and a stale lkey in them only leaves it unrecorded as a user
+// of a later MR, which never looks at it either.
+func (qp *QP) releaseLKey(lkey uint32) (used bool, send, recv int) {
+	if qp.sendMu.single != "" {
+		return false, 0, 0
+	}
+	qp.sendMu.Lock()
+	defer qp.sendMu.Unlock()
+	qp.recvMu.Lock()
+	defer qp.recvMu.Unlock()
+	qp.sendKeys.forget(lkey)
+	qp.recvKeys.forget(lkey)
+	return qp.usesLKeyLocked(lkey)
+}
+
+// usesLKeyLocked is usesLKey; the caller holds both ring locks. A closed
+// QP has no rings left and uses nothing.
+func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
 	if qp.mx != nil {
 		return qp.mx.usesLKey(lkey)
 	}
@@ -470,7 +500,6 @@ func (qp *QP) close(bool) error {
 	qp.closed = true
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
-	dropSender(qp)
 	errDrain := qp.drain()
 
 	qp.sendMu.Lock()
@@ -485,6 +514,9 @@ func (qp *QP) close(bool) error {
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
 
+	// The rings are gone: no MR or Buffer needs to wait for this QP.
+	qp.pd.dropUser(lkeyUser{qp: qp})
+	qp.dropInlineBufs()
 	qp.pd.kids.drop(qp)
 	qp.sendCQ.kids.drop(qp)
 	qp.recvCQ.kids.drop(qp)

@@ -70,9 +70,12 @@ type SRQ struct {
 	kids   children // QPs
 
 	mu   ringLock
+	keys lkeyCache // lkeys the SRQ's posts recorded (mrusers.go), under mu
 	ring *sys.Mapping
 	rq   *rxe.RQ  // rxe; nil once closed
 	mx   *mlx5SRQ // mlx5 (mlx5srq.go); nil on rxe and once closed
+
+	mrs map[*MR]struct{} // MRs whose users include the SRQ, under pd.usersMu
 }
 
 // gone reports whether the SRQ is closed (or lost its ring). The caller
@@ -205,6 +208,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
+	srq.trackRecvs(wrs)
 	if srq.mx != nil {
 		return srq.mx.postRecv(op, srq.ctx.mlx, wrs)
 	}
@@ -233,6 +237,23 @@ func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
 	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
+	return srq.usesLKeyLocked(lkey)
+}
+
+// releaseLKey is usesLKey for MR.Close: under the same lock it also
+// removes lkey from the SRQ's cache (mrusers.go). A SingleGoroutine SRQ is
+// left alone, as QP.releaseLKey says.
+func (srq *SRQ) releaseLKey(lkey uint32) (used bool, n int) {
+	if srq.mu.single != "" {
+		return false, 0
+	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	srq.keys.forget(lkey)
+	return srq.usesLKeyLocked(lkey)
+}
+
+func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
 	if srq.mx != nil {
 		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
 		return used, n
@@ -365,6 +386,7 @@ func (srq *SRQ) close(force bool) error {
 	}
 	srq.ring, srq.rq, srq.mx = nil, nil, nil
 	srq.mu.Unlock()
+	srq.pd.dropUser(lkeyUser{srq: srq}) // no receive of it is left for an MR to wait for
 	srq.pd.kids.drop(srq)
 	srq.ctx.forget(srq.h)
 	return ignoreClosedContext(err)
