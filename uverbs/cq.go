@@ -339,8 +339,8 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 //
 // Several goroutines may call PollWait on one CQ, and CQs sharing a
 // channel may be waited on at once: an event that one call reads for
-// another CQ is seen by that CQ's waiter, and a call whose CQ's event was
-// read by another since its poll returns and polls again. A
+// another CQ is seen by that CQ's waiter, and a call whose CQ's event
+// another call read after its poll polls again rather than waiting. A
 // CompChannel.Wait of your own on the same channel is not: PollWait may
 // read the event it waits for. Use one or the other per channel. The wait
 // parks the goroutine in Go's netpoller, as CompChannel.Wait does, and

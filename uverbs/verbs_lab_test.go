@@ -504,6 +504,12 @@ func TestVerbsCompChannel(t *testing.T) {
 	}
 	pollN(t, cq, 1)
 
+	// After all those Waits the channel's file is still non-blocking
+	// (FD's doc).
+	if fl, err := unix.FcntlInt(uintptr(ch.FD()), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+		t.Fatalf("channel file flags %#x, %v: want O_NONBLOCK set", fl, err)
+	}
+
 	// The channel refuses to close under its CQ.
 	if err := ch.Close(); !errors.Is(err, ErrBusy) {
 		t.Fatalf("closing a channel with a CQ: %v", err)
