@@ -28,6 +28,7 @@ type Conn struct {
 	cm           *rdmacm.Conn
 	qp           *uverbs.QP
 	cq           *uverbs.CQ
+	ch           *uverbs.CompChannel // the CQ's completion channel, used by it alone
 	set          settings
 	laddr, raddr *Addr
 
@@ -95,10 +96,12 @@ type Conn struct {
 	// something other than a completion should wake them (a deadline,
 	// Close, the end of the connection), and the next sleeper makes a new
 	// one. asleep counts the sleepers; Close waits for them to leave
-	// (idle) before it destroys the CQ.
+	// (idle) before it destroys the CQ. cqEvents counts the CQ's events
+	// that sleepers read.
 	wakeCtx    context.Context
 	wakeCancel context.CancelFunc
 	asleep     int
+	cqEvents   uint64
 	idle       sync.Cond
 
 	rdl, wdl  *deadline
@@ -121,7 +124,7 @@ const (
 // newConn builds the buffers of a connection whose QP the CM made, and
 // posts its receives: rsocket posts them before CONNECT or ACCEPT (rs_create_ep).
 func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
-	c = &Conn{cm: cm, qp: cm.QP(), cq: cm.CQ(), set: s,
+	c = &Conn{cm: cm, qp: cm.QP(), cq: cm.CQ(), ch: cm.Channel(), set: s,
 		rbufSize: s.rbufSize, sbufSize: s.sbufSize,
 		rdl: newDeadline(), wdl: newDeadline()}
 	c.idle.L = &c.mu
@@ -245,27 +248,41 @@ func (c *Conn) slotLength() uint32 { return mmio.U32(c.tbuf.Bytes(), c.slot*sgeS
 // the time costs an event, a wake-up and two system calls per completion
 // while the callers are busy polling anyway. Not armed: it arms, and the
 // caller polls again, since what came before the arm raises no event.
-// Armed: it waits for the CQ's event on this goroutine (the kernel wakes
-// its thread, as it wakes a C program blocked in ibv_get_cq_event), or
-// until ctx, taken from wakeCtxLocked before the caller looked at its
+// Armed: it waits for the CQ's event on the connection's completion
+// channel, which no other CQ uses (the goroutine parks in the netpoller),
+// or until ctx, taken from wakeCtxLocked before the caller looked at its
 // state, is cancelled.
 //
 // A Read and a Write sleep on the CQ at once, and whichever reads the
-// event polls for both. So the wait ends also when an event was read
-// since this sleeper armed (uverbs.CQ.WaitNotifySince): the other may
-// have polled what this one waits for while it was between its poll and
-// its wait, and armed the CQ again for itself (docs/rsocket.md §2.6).
+// event polls for both (docs/rsocket.md §2.6). So the reader of an event
+// wakes the other sleepers (interruptLocked): the other may have polled
+// before the completion came and wait for an event that was just taken.
+// And a sleeper whose arm an event read by another may have used up
+// (cqEvents moved since it armed) arms again instead of waiting: the
+// event's reader polled after it, and the CQ may be disarmed.
 func (c *Conn) sleepLocked(ctx context.Context, s *sleeper) {
+	if s.armed && s.events != c.cqEvents {
+		s.armed = false
+	}
+	if !s.armed {
+		s.events = c.cqEvents
+	}
 	c.asleep++
 	c.mu.Unlock()
 	var err error
 	if s.armed {
-		err = c.cq.WaitNotifySince(ctx, s.seq)
+		_, err = c.ch.Wait(ctx)
 	} else {
-		s.seq = c.cq.NotifySeq()
 		err = c.cq.ReqNotify(false)
 	}
 	c.mu.Lock()
+	if s.armed && err == nil {
+		// Read an event (Wait returns one it read even if ctx ended).
+		c.cqEvents++
+		if c.asleep > 1 {
+			c.interruptLocked()
+		}
+	}
 	if c.asleep--; c.asleep == 0 && c.closeStarted {
 		c.idle.Broadcast()
 	}
@@ -276,10 +293,10 @@ func (c *Conn) sleepLocked(ctx context.Context, s *sleeper) {
 }
 
 // sleeper is the state of one caller's sleepLocked steps: whether it armed
-// the CQ, and the CQ's count of read events before it did.
+// the CQ, and the connection's cqEvents before it did.
 type sleeper struct {
-	armed bool
-	seq   uint64
+	armed  bool
+	events uint64
 }
 
 // wakeCtxLocked returns the context sleepers wait under. Take it before

@@ -1199,12 +1199,10 @@ func faultWithin(t *testing.T, what string, f func()) {
 func faultBlocked(fn string) bool {
 	buf := make([]byte, 1<<20)
 	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
-		// In a select (Accept), or asleep on the completion channel: in
-		// ppoll (a blocked thread), parked in the netpoller, or waiting
-		// for another sleeper's read.
+		// In a select (Accept, or a Wait for another sleeper's read), or
+		// asleep on the completion channel: parked in the netpoller.
 		head, _, _ := strings.Cut(g, "\n")
-		onChannel := strings.Contains(g, "uverbs.(*CQ).WaitNotifySince(") &&
-			(strings.Contains(head, "[syscall") || strings.Contains(head, "[IO wait"))
+		onChannel := strings.Contains(g, "uverbs.(*CompChannel).Wait(") && strings.Contains(head, "[IO wait")
 		if (onChannel || strings.Contains(head, "[select")) && strings.Contains(g, "rsocket."+fn+"(") {
 			return true
 		}

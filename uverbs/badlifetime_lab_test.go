@@ -405,8 +405,6 @@ func TestBadUseAfterClose(t *testing.T) {
 	}
 	_, err = ch.Wait(ctx)
 	closed("CompChannel.Wait", err)
-	_, err = ch.TryWait()
-	closed("CompChannel.TryWait", err)
 	_, err = c.CreateCQ(CQInit{Depth: 4, Channel: ch})
 	closed("Device.CreateCQ with a closed channel", err)
 

@@ -12,10 +12,9 @@ import (
 )
 
 // CompChannel is a completion channel: a file on which the kernel reports
-// that a CQ armed with CQ.ReqNotify got a completion. Wait first tries a
-// few non-blocking reads (SetSpin), then blocks its thread in the kernel or
-// parks the goroutine in Go's netpoller (SetWaitMode); it honours a
-// context either way.
+// that a CQ armed with CQ.ReqNotify got a completion. Wait reads the next
+// event, parking the goroutine in Go's netpoller until there is one; it
+// honours a context.
 //
 // Close refuses (ErrBusy) while CQs created with the channel are open.
 // Close is idempotent and safe on a nil *CompChannel; a Wait in progress
@@ -27,18 +26,13 @@ type CompChannel struct {
 	h    uint64
 	ev   *sys.EventFile
 	kids children
-	spin atomic.Int64
-	mode atomic.Int32
 
 	// reader holds one token while a Wait reads the channel: Waits read
 	// one at a time. desc and buf (desc's bytes) are the read buffer of the
 	// Wait in progress, kept here so that Wait allocates nothing.
-	// threadWaits counts the Waits that blocked a thread, for the periodic
-	// yield (see yieldEvery).
-	reader      chan struct{}
-	desc        abi.UverbsCompEventDesc
-	buf         []byte
-	threadWaits uint
+	reader chan struct{}
+	desc   abi.UverbsCompEventDesc
+	buf    []byte
 	// last is the CQ of the last event read, so that the next event of the
 	// same CQ is resolved without the process-wide handle table. CQ.Close
 	// clears it; a CQ closing while its event is resolved may stay in it
@@ -55,69 +49,6 @@ type CompChannel struct {
 	note    chan struct{}
 	blocked int
 }
-
-// WaitMode says how CompChannel.Wait waits once its spin found no event.
-type WaitMode int32
-
-const (
-	// WaitAuto blocks the thread (WaitThread) while fewer than
-	// MaxThreadWaits Waits of the process do so, and parks (WaitPark)
-	// beyond: a few channels get C's wake-up latency, thousands of them
-	// do not cost thousands of OS threads. The default.
-	WaitAuto WaitMode = iota
-	// WaitThread blocks the calling OS thread in read(2) of the channel,
-	// as rdma-core's ibv_get_cq_event does: the kernel wakes the thread
-	// itself when the event comes. Cancellation and Close end the read by
-	// pointing the descriptor it reads at another file and sending the
-	// thread SIGURG, the signal Go uses to preempt goroutines
-	// (docs/architecture.md §3). The thread is held for the
-	// whole wait (Go's scheduler runs other goroutines on other threads
-	// meanwhile, as for any blocking system call). With GOMAXPROCS=1, Go's
-	// sysmon takes the only P from a thread blocked for more than 20 µs
-	// and hands it to another thread, which costs a hand-off per Wait:
-	// programs that wait on events on one CPU do better with
-	// GOMAXPROCS=2 (cmd/rdma-perf sets it with -e).
-	WaitThread
-	// WaitPark parks the goroutine in Go's netpoller: no thread is held,
-	// and the wake-up goes through the netpoller and the scheduler's
-	// hand-offs (futex wake-ups, spinning threads), which under emulated
-	// CPUs made a ping-pong 2 to 3 times as slow as C (BENCHMARKS.md).
-	WaitPark
-)
-
-// MaxThreadWaits is how many Waits of WaitAuto channels may block a thread
-// at once in the process; the others park in the netpoller.
-const MaxThreadWaits = 64
-
-// autoThreadWaits counts the Waits in progress on WaitAuto channels; the
-// first MaxThreadWaits of them block a thread.
-var autoThreadWaits atomic.Int64
-
-// yieldEvery: a Wait that blocks its thread yields every yieldEvery Waits.
-// Go's sysmon preempts a goroutine that has not been rescheduled for 10 ms
-// (runtime/proc.go retake, forcePreemptNS) and, finding it in a system
-// call, hands its P to another thread and goes back to polling every 20
-// µs; a loop of short Waits that never parks trips this every 10 ms.
-// Measured in the lab (rdma-pingpong -e, 6.12), the loop took 1.6 to 1.8
-// times as long without the yield.
-//
-// The yield is sys.Yield, which reschedules on the same thread, where
-// runtime.Gosched would often wake an idle one first: a futex wake-up, a
-// futex sleep and a thread switch (BENCHMARKS.md, "The wait path, fifth
-// round"). sys.Yield serves the global run queue only on every 61st
-// schedule, so with every P busy a goroutine waiting there can wait behind
-// 61*16 Waits, but only Waits that found their event at once: one that
-// blocks longer than sysmon's sleep has its P handed to that goroutine.
-const yieldEvery = 16
-
-// DefaultSpin is the number of non-blocking reads Wait tries before it
-// waits, unless SetSpin changes it: none. A Wait that blocks its thread
-// (WaitThread) is woken by the kernel as soon as the event comes, so reads
-// before it only add system calls; in the lab a spin of 2 to 8 reads made
-// rdma-pingpong -e slower, not faster (BENCHMARKS.md). For WaitPark a
-// spin can pay: an event that comes within a few reads (the ACK of a
-// loopback send) is taken without the netpoller's park and wake-up.
-const DefaultSpin = 0
 
 // NewCompChannel creates a completion channel (write() command
 // CREATE_COMP_CHANNEL).
@@ -138,13 +69,8 @@ func (c *Device) NewCompChannel() (*CompChannel, error) {
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
-	if err := ev.EnableThreadWait(); err != nil {
-		ev.Close()
-		return nil, &OpError{Op: op, Err: err}
-	}
 	ch := &CompChannel{ctx: c, h: newHandle(), ev: ev, reader: make(chan struct{}, 1), note: make(chan struct{})}
 	ch.buf = bytesOf(&ch.desc)
-	ch.spin.Store(DefaultSpin)
 	if err := r.add(op, ch.h, kindCompChannel, ch); err != nil {
 		ch.close(true)
 		return nil, err
@@ -153,12 +79,13 @@ func (c *Device) NewCompChannel() (*CompChannel, error) {
 }
 
 // FD returns the channel's file descriptor, for callers that multiplex it
-// with other files themselves and take its events with TryWait; each read
-// returns one 8-byte struct ib_uverbs_comp_event_desc. The file is in
-// non-blocking mode, except after a Wait that blocked its thread: such a
-// Wait leaves it in blocking mode, and TryWait and a Wait that parks switch
-// it back. It returns -1 once the channel is closed (the number may then
-// name another file).
+// with other files themselves (epoll, poll): it is readable when an event
+// is queued, and a Wait then returns that event without waiting (unless
+// another Wait takes it first). The file is in non-blocking mode for its
+// whole life and is registered with Go's netpoller; do not read it or
+// change its flags directly, since each read takes an event from the
+// channel's Waits. It returns -1 once the channel is closed (the number may
+// then name another file).
 func (ch *CompChannel) FD() int {
 	if ch == nil {
 		return -1
@@ -166,52 +93,24 @@ func (ch *CompChannel) FD() int {
 	return ch.ev.Raw()
 }
 
-// SetSpin sets how many non-blocking reads of the channel Wait tries
-// before it waits; 0 waits at once. The default is DefaultSpin. More reads
-// take more of the events that come soon without a wake-up, at the price
-// of a busy CPU while a Wait that has to wait anyway spins; it pays with
-// WaitPark.
-func (ch *CompChannel) SetSpin(reads int) {
-	if ch != nil {
-		ch.spin.Store(int64(max(reads, 0)))
-	}
-}
-
-// SetWaitMode sets how Wait waits once its spin found nothing: WaitAuto
-// (the default), WaitThread or WaitPark. It refuses any other value.
-func (ch *CompChannel) SetWaitMode(m WaitMode) error {
-	if m < WaitAuto || m > WaitPark {
-		return &OpError{Op: "set wait mode", Err: fmt.Errorf("wait mode %d: use WaitAuto, WaitThread or WaitPark", int32(m))}
-	}
-	if ch != nil {
-		ch.mode.Store(int32(m))
-	}
-	return nil
-}
-
-func (m WaitMode) String() string {
-	switch m {
-	case WaitAuto:
-		return "WaitAuto"
-	case WaitThread:
-		return "WaitThread"
-	case WaitPark:
-		return "WaitPark"
-	}
-	return fmt.Sprintf("WaitMode(%d)", int32(m))
-}
-
 // Wait waits until a CQ of this channel that was armed with ReqNotify gets
 // a completion, and returns that CQ. The notification is one-shot: call
 // cq.ReqNotify again before the next Wait, and poll the CQ after arming
 // (arm, poll, then wait only if the CQ was empty) so that no completion is
 // missed: CQ.PollWait is that loop. It returns ctx.Err() when ctx ends
-// first, and an error matching ErrClosed when the channel is closed. Waits
-// on one channel read it one at a time; one waiting for its turn also ends
-// with its ctx. Wait allocates nothing when ctx cannot be cancelled (ctx.Done() is
-// nil), nor, when it blocks its thread, when ctx is the context of the
-// previous Wait (its context.AfterFunc registration is kept); a parking
-// Wait under a cancellable ctx registers one per Wait.
+// first, and an error matching ErrClosed when the channel is closed. An
+// event that was read is returned even if ctx ended or Close came
+// meanwhile. Waits on one channel read it one at a time; one waiting for
+// its turn also ends with its ctx.
+//
+// Wait reads the channel at once and, when no event is queued, parks the
+// goroutine in Go's netpoller (the file is non-blocking; the kernel's poll
+// reports it readable when an event is queued, core/uverbs_main.c
+// ib_uverbs_event_poll). No thread is held while it waits. It allocates
+// nothing when ctx cannot be cancelled (ctx.Done() is nil) or shares the
+// Done channel of the previous Wait's context: that context.AfterFunc
+// registration is kept until a Wait under another context, or Close, and
+// keeps the channel reachable meanwhile.
 //
 // rdma-core: ibv_get_cq_event (no ibv_ack_cq_events is needed).
 func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
@@ -231,8 +130,9 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 	return ch.read(ctx)
 }
 
-// waitFor waits until an event of cq is read after its count of read
-// events was seq, by this call or by another Wait on the channel, and
+// waitFor is PollWait's wait: it waits until an event of cq is read after
+// its count of read events was seq, by this call or by another Wait on the
+// channel, and
 // returns nil then, or at once if that happened already or cq is not
 // armed. A call that finds another reading waits for its turn or for any
 // event to be read, and then looks again: so CQs sharing the channel can be
@@ -303,32 +203,11 @@ func (ch *CompChannel) turn(ctx context.Context, cq *CQ, seq uint64) (bool, erro
 
 const readEventOp = "read completion event"
 
-// read reads one event of a CQ of this channel, waiting as the mode says.
-// Call with the reader token held.
+// read reads one event of a CQ of this channel. Call with the reader
+// token held.
 func (ch *CompChannel) read(ctx context.Context) (*CQ, error) {
-	thread := false
-	switch WaitMode(ch.mode.Load()) {
-	case WaitThread:
-		thread = true
-	case WaitAuto:
-		if autoThreadWaits.Add(1) <= MaxThreadWaits {
-			thread = true
-		}
-		defer autoThreadWaits.Add(-1)
-	}
-	if thread {
-		if ch.threadWaits++; ch.threadWaits%yieldEvery == 0 {
-			sys.Yield()
-		}
-	}
 	for {
-		var n int
-		var err error
-		if thread {
-			n, err = ch.ev.ReadThread(ctx, ch.buf, int(ch.spin.Load()))
-		} else {
-			n, err = ch.ev.ReadSpin(ctx, ch.buf, int(ch.spin.Load()))
-		}
+		n, err := ch.ev.Read(ctx, ch.buf)
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return nil, err
@@ -336,35 +215,6 @@ func (ch *CompChannel) read(ctx context.Context) (*CQ, error) {
 			return nil, &OpError{Op: readEventOp, Err: err}
 		}
 		if cq, ok := ch.event(n, &ch.desc); ok {
-			return cq, nil
-		}
-	}
-}
-
-// TryWait returns the CQ of a queued notification without waiting, or nil
-// if none is queued or a Wait (or a CQ's WaitNotify) is reading the channel:
-// that read takes the event, and taking it here instead would leave it
-// waiting for another.
-func (ch *CompChannel) TryWait() (*CQ, error) {
-	if ch == nil {
-		return nil, closedErr(readEventOp)
-	}
-	select {
-	case ch.reader <- struct{}{}:
-	default:
-		return nil, nil
-	}
-	defer func() { <-ch.reader }()
-	for {
-		var desc abi.UverbsCompEventDesc
-		n, err := ch.ev.TryRead(bytesOf(&desc))
-		if err != nil {
-			return nil, &OpError{Op: readEventOp, Err: err}
-		}
-		if n == 0 {
-			return nil, nil
-		}
-		if cq, ok := ch.event(n, &desc); ok {
 			return cq, nil
 		}
 	}

@@ -64,7 +64,7 @@ type CQ struct {
 	depth  atomic.Int32
 	// armed is set by ReqNotify and cleared when the channel's event for
 	// the CQ is read, by whichever Wait reads it; events counts those
-	// reads. PollWait and WaitNotify rely on both.
+	// reads. PollWait relies on both.
 	armed  atomic.Bool
 	events atomic.Uint64
 
@@ -360,10 +360,12 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 //
 // Several goroutines may call PollWait on one CQ, and CQs sharing a
 // channel may be waited on at once: an event that one call reads for
-// another CQ is seen by that CQ's waiter. A CompChannel.Wait of your own
-// on the same channel is not: PollWait may read the event it waits for.
-// Use one or the other per channel. PollWait allocates nothing when
-// CompChannel.Wait would not.
+// another CQ is seen by that CQ's waiter, and a call whose CQ's event
+// another call read after its poll polls again rather than waiting. A
+// CompChannel.Wait of your own on the same channel is not: PollWait may
+// read the event it waits for. Use one or the other per channel. The wait
+// parks the goroutine in Go's netpoller, as CompChannel.Wait does, and
+// PollWait allocates nothing when CompChannel.Wait would not.
 //
 // rdma-core has no single call for this: it is the loop around
 // ibv_poll_cq, ibv_req_notify_cq and ibv_get_cq_event that its examples
@@ -392,57 +394,6 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
 			return 0, err
 		}
 	}
-}
-
-// WaitNotify waits until the notification requested with ReqNotify has
-// been delivered, read by this call or by another WaitNotify, PollWait or
-// CompChannel.Wait on the channel, and returns at once if the CQ is not
-// armed. It is the wait of PollWait for callers that poll under a lock of
-// their own: arm with ReqNotify, poll (what came before the arm raises no
-// event), and only if that found nothing, WaitNotify. It returns ctx.Err()
-// when ctx ends first, and an error matching ErrClosed when the channel is
-// closed. It allocates nothing when CompChannel.Wait would not.
-//
-// Goroutines that share a CQ but wait for different things (a reader and a
-// writer of one connection) need WaitNotifySince: another may read the
-// event and arm the CQ again between this one's poll and its wait.
-//
-// rdma-core: ibv_get_cq_event, for one CQ of a channel.
-func (cq *CQ) WaitNotify(ctx context.Context) error {
-	if cq == nil {
-		return closedErr(readEventOp)
-	}
-	return cq.WaitNotifySince(ctx, cq.events.Load())
-}
-
-// NotifySeq returns how many notifications of the CQ have been read from
-// its channel so far, by any Wait, WaitNotify or PollWait. Take it before
-// ReqNotify, for WaitNotifySince.
-func (cq *CQ) NotifySeq() uint64 {
-	if cq == nil {
-		return 0
-	}
-	return cq.events.Load()
-}
-
-// WaitNotifySince is WaitNotify for a CQ that goroutines waiting for
-// different things share, each polling under a lock of their own: it also
-// returns as soon as a notification of the CQ has been read since
-// NotifySeq returned seq. The loop is: seq := NotifySeq(), ReqNotify, poll,
-// and only if that found nothing for this goroutine, WaitNotifySince(ctx,
-// seq). Whoever reads the event raised by a completion that came after the
-// poll may also handle that completion, for this goroutine too, and arm
-// the CQ again; a WaitNotify that starts after that waits for the next
-// event, which may never come. WaitNotifySince returns instead, and the
-// caller looks at its state again.
-func (cq *CQ) WaitNotifySince(ctx context.Context, seq uint64) error {
-	if cq == nil {
-		return closedErr(readEventOp)
-	}
-	if cq.ch == nil {
-		return &OpError{Op: readEventOp, Err: fmt.Errorf("the CQ has no completion channel to wait on: create it with CQInit.Channel")}
-	}
-	return cq.ch.waitFor(ctx, cq, seq)
 }
 
 // waiting reports whether a wait that took seq goes on: the CQ is armed

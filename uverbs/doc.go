@@ -87,12 +87,18 @@
 //
 // A work completion's Status is data, not a Go error: WCStatus has rdma-core's
 // texts (String) and C names (Name), and WCStatus.Err gives an error when one
-// is wanted. CQ.ReqNotify arms a CQ and CompChannel.Wait waits for it with a
-// context.Context; CQ.PollWait does the whole poll, arm, poll, wait loop. Like rdma-core's ibv_get_cq_event it blocks its thread
-// in the kernel, which wakes it directly; past MaxThreadWaits waiting
-// threads, or with CompChannel.SetWaitMode(WaitPark), it parks the
-// goroutine in the netpoller instead. It allocates nothing, unless it parks
-// under a context that can be cancelled.
+// is wanted.
+//
+// # Waiting for completions
+//
+// CQ.Poll polls; CQ.ReqNotify arms a CQ, so that its next completion sends
+// an event to its completion channel; CompChannel.Wait waits for the next
+// event of any CQ of the channel (rdma-core: ibv_get_cq_event), and
+// CQ.PollWait does the whole loop for one CQ: poll, and while the CQ is
+// empty arm it, poll again and wait. Waits honour a context.Context and
+// park the goroutine in Go's netpoller (the channel's file is always
+// non-blocking), so a wait holds no OS thread. In steady state they
+// allocate nothing (see CompChannel.Wait).
 //
 // # Lifetimes
 //

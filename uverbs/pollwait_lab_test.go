@@ -11,10 +11,8 @@ import (
 	"time"
 )
 
-var waitModes = []WaitMode{WaitAuto, WaitThread, WaitPark}
-
 // PollWait refuses what it cannot do, ends with its context on an empty
-// CQ, and returns completions that come while it sleeps, in every mode.
+// CQ, and returns completions that come while it sleeps.
 func TestCQPollWait(t *testing.T) {
 	e := newVerbsEnv(t)
 	_, mr := e.memory(4096)
@@ -31,15 +29,12 @@ func TestCQPollWait(t *testing.T) {
 		t.Errorf("PollWait with no room: %v, want an error asking for a []WC of length 1", err)
 	}
 
-	for _, mode := range waitModes {
-		if err := ch.SetWaitMode(mode); err != nil {
-			t.Fatal(err)
-		}
+	for round := range 3 {
 		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
 		n, err := cq.PollWait(ctx, wcs)
 		cancel()
 		if n != 0 || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%v: PollWait on an empty CQ = %d, %v; want 0, deadline exceeded", mode, n, err)
+			t.Fatalf("round %d: PollWait on an empty CQ = %d, %v; want 0, deadline exceeded", round, n, err)
 		}
 		// The send is posted while PollWait sleeps (the CQ was armed by
 		// the call above and stays so).
@@ -56,11 +51,11 @@ func TestCQPollWait(t *testing.T) {
 		for len(got) < 2 {
 			n, err := cq.PollWait(ctx, wcs)
 			if err != nil {
-				t.Fatalf("%v: PollWait after %d completions: %v", mode, len(got), err)
+				t.Fatalf("round %d: PollWait after %d completions: %v", round, len(got), err)
 			}
 			for _, wc := range wcs[:n] {
 				if wc.Status != WCSuccess || got[wc.ID] {
-					t.Fatalf("%v: completion %+v (have %v)", mode, wc, got)
+					t.Fatalf("round %d: completion %+v (have %v)", round, wc, got)
 				}
 				got[wc.ID] = true
 			}
@@ -92,10 +87,7 @@ func TestCQPollWaitSharedChannel(t *testing.T) {
 		a, b := e.rcPair(cq, defaultCap)
 		sides[i] = &side{cq: cq, a: a, b: b, got: make(chan error)}
 	}
-	for _, mode := range waitModes {
-		if err := ch.SetWaitMode(mode); err != nil {
-			t.Fatal(err)
-		}
+	for round := range 2 {
 		ctx, cancel := context.WithCancel(context.Background())
 		var running sync.WaitGroup
 		for _, s := range sides {
@@ -129,25 +121,26 @@ func TestCQPollWaitSharedChannel(t *testing.T) {
 			select {
 			case err := <-s.got:
 				if err != nil {
-					t.Fatalf("%v, step %d: %v", mode, step, err)
+					t.Fatalf("round %d, step %d: %v", round, step, err)
 				}
 			case <-time.After(20 * time.Second):
-				t.Fatalf("%v, step %d: the receive's completion did not wake its waiter", mode, step)
+				t.Fatalf("round %d, step %d: the receive's completion did not wake its waiter", round, step)
 			}
 		}
-		// The next mode's waiters start once these have returned.
+		// The next round's waiters start once these have returned.
 		cancel()
 		running.Wait()
 	}
 }
 
-// The event-driven round trip through PollWait allocates nothing, in each
-// mode.
+// The event-driven round trip through PollWait allocates nothing, under a
+// context that cannot end and under one cancellable context kept from call
+// to call.
 func TestCQPollWaitAllocs(t *testing.T) {
 	w := newWakeupEnv(t)
-	bg := context.Background()
-	for _, mode := range waitModes {
-		w.ch.SetWaitMode(mode)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, ctx := range []context.Context{context.Background(), cctx} {
 		allocs := testing.AllocsPerRun(50, func() {
 			if err := w.b.PostRecv(w.recv); err != nil {
 				t.Fatal(err)
@@ -156,7 +149,7 @@ func TestCQPollWaitAllocs(t *testing.T) {
 				t.Fatal(err)
 			}
 			for got := 0; got < 2; {
-				n, err := w.cq.PollWait(bg, w.wcs)
+				n, err := w.cq.PollWait(ctx, w.wcs)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -164,114 +157,35 @@ func TestCQPollWaitAllocs(t *testing.T) {
 			}
 		})
 		if allocs != 0 {
-			t.Errorf("%v: %v allocations per round trip, want 0", mode, allocs)
+			t.Errorf("context %v: %v allocations per round trip, want 0", ctx, allocs)
 		}
 	}
 }
 
-// WaitNotify returns at once on a CQ that is not armed, ends with its
-// context on an armed CQ with nothing to report, and returns once a
-// completion that comes while it sleeps raises the event; two goroutines
-// asleep on one armed CQ both return with that one event. A CQ without a
-// channel is refused.
-func TestCQWaitNotify(t *testing.T) {
-	e := newVerbsEnv(t)
-	ch, cq, a, b, mr := e.notifyRig()
-	bg := context.Background()
-	noChannel := e.cq(4, nil)
-	for name, wait := range map[string]func() error{
-		"WaitNotify":      func() error { return noChannel.WaitNotify(bg) },
-		"WaitNotifySince": func() error { return noChannel.WaitNotifySince(bg, 0) },
-	} {
-		if err := wait(); err == nil || !strings.Contains(err.Error(), "CQInit.Channel") {
-			t.Errorf("%s on a CQ without a channel: %v, want an error naming CQInit.Channel", name, err)
-		}
-	}
-	wcs := make([]WC, 4)
-	for _, mode := range waitModes {
-		if err := ch.SetWaitMode(mode); err != nil {
-			t.Fatal(err)
-		}
-		// Not armed: nothing to wait for, even with a context that ended.
-		ended, cancel := context.WithCancel(bg)
-		cancel()
-		if err := cq.WaitNotify(ended); err != nil {
-			t.Fatalf("%v: WaitNotify on a CQ that is not armed: %v, want nil at once", mode, err)
-		}
-		if err := cq.ReqNotify(false); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
-		err := cq.WaitNotify(ctx)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%v: WaitNotify on an armed, idle CQ: %v, want deadline exceeded", mode, err)
-		}
-		// Still armed: the send posted now raises the event both wake on.
-		if err := b.PostRecv([]RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel = context.WithTimeout(bg, 20*time.Second)
-		woke := make(chan error, 2)
-		for range 2 {
-			go func() { woke <- cq.WaitNotify(ctx) }()
-		}
-		// Both asleep before the send, so that one reads the event and the
-		// other must learn of it.
-		for asleep := 0; asleep < 2; asleep = waitingIn("(*CQ).WaitNotify(") {
-			if ctx.Err() != nil {
-				t.Fatalf("%v: %d of 2 WaitNotify calls asleep", mode, asleep)
-			}
-			time.Sleep(time.Millisecond)
-		}
-		if err := a.PostSend([]SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{mr.SGE(1024, 64)}}}); err != nil {
-			t.Fatal(err)
-		}
-		for range 2 {
-			if err := <-woke; err != nil {
-				t.Fatalf("%v: WaitNotify with a completion coming: %v", mode, err)
-			}
-		}
-		cancel()
-		// Both completions are there to poll.
-		got := 0
-		for deadline := time.Now().Add(20 * time.Second); got < 2 && time.Now().Before(deadline); {
-			n, err := cq.Poll(wcs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got += n
-		}
-		if got != 2 {
-			t.Fatalf("%v: %d completions after the event, want 2", mode, got)
-		}
-	}
-}
-
-// A WaitNotify that finds its CQ armed and then gets the turn to read the
-// channel returns at once if another read the CQ's event in between: with
-// the CQ disarmed no event would end a read of its own. (Under load this
-// was an rsocket Read or Write asleep for good.) The other reader comes in
-// through testHookTurn, at that point of the first look.
-func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
+// A PollWait that found its CQ empty and armed, and then gets the turn to
+// read the channel, returns with the completions if another read the CQ's
+// event in between: with the CQ disarmed no event would end a read of its
+// own. (Under load this was an rsocket Read or Write asleep for good.) The
+// other reader comes in through testHookTurn, at that point of the first
+// look, and the completions are posted there too, so that the CQ was empty
+// when PollWait polled.
+func TestCQPollWaitTurnAfterEvent(t *testing.T) {
 	e := newVerbsEnv(t)
 	ch, cq, a, b, mr := e.notifyRig()
 	bg := context.Background()
 	t.Cleanup(func() { testHookTurn = nil })
-	for _, mode := range waitModes {
-		if err := ch.SetWaitMode(mode); err != nil {
-			t.Fatal(err)
-		}
+	wcs := make([]WC, 4)
+	for round := range 3 {
 		if err := cq.ReqNotify(false); err != nil {
 			t.Fatal(err)
 		}
-		sendOne(t, a, b, mr)
 		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
 		var other error
 		first := true
 		testHookTurn = func() {
 			if first {
 				first = false
+				sendOne(t, a, b, mr)
 				ch.reader <- struct{}{}
 				var got *CQ
 				if got, other = ch.read(ctx); other == nil && got != cq {
@@ -280,75 +194,61 @@ func TestCQWaitNotifyTurnAfterEvent(t *testing.T) {
 				<-ch.reader
 			}
 		}
-		err := cq.WaitNotify(ctx)
+		got := 0
+		for got < 2 {
+			n, err := cq.PollWait(ctx, wcs)
+			if err != nil {
+				t.Fatalf("round %d: PollWait after another read its CQ's event (%d of 2 completions): %v", round, got, err)
+			}
+			got += n
+		}
 		cancel()
 		testHookTurn = nil
+		if first {
+			t.Fatalf("round %d: PollWait never reached its wait", round)
+		}
 		if other != nil {
-			t.Fatalf("%v: the other read: %v", mode, other)
-		}
-		if err != nil {
-			t.Fatalf("%v: WaitNotify after another read its CQ's event: %v, want nil at once", mode, err)
-		}
-		if n := pollCount(t, cq, 2); n != 2 {
-			t.Fatalf("%v: %d completions, want 2", mode, n)
+			t.Fatalf("round %d: the other read: %v", round, other)
 		}
 	}
 }
 
-// WaitNotifySince returns at once when the CQ's event was read and the CQ
-// armed again by another since the caller took its NotifySeq, where
-// WaitNotify, which cannot tell, waits for the next event: the other's
-// poll may have taken what the caller waits for (an rsocket Read and Write
-// of one connection slept for good that way).
-func TestCQWaitNotifySince(t *testing.T) {
+// Close of the channel ends a PollWait in progress with ErrClosed, as it
+// ends a Wait (the CQ is closed first: the channel refuses to close under
+// it, and closing the CQ alone does not wake the wait).
+func TestCQPollWaitChannelClosed(t *testing.T) {
 	e := newVerbsEnv(t)
-	ch, cq, a, b, mr := e.notifyRig()
-	bg := context.Background()
-	for _, mode := range waitModes {
-		if err := ch.SetWaitMode(mode); err != nil {
-			t.Fatal(err)
+	ch := e.channel()
+	cq, err := e.ctx.CreateCQ(CQInit{Depth: 4, Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := cq.PollWait(context.Background(), make([]WC, 1)); done <- err }()
+	deadline := time.Now().Add(20 * time.Second)
+	for waitingIn("(*CQ).PollWait(") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("PollWait did not start to wait")
 		}
-		seq := cq.NotifySeq()
-		if err := cq.ReqNotify(false); err != nil {
-			t.Fatal(err)
+		time.Sleep(time.Millisecond)
+	}
+	if err := cq.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("PollWait after its channel closed: %v, want ErrClosed", err)
 		}
-		sendOne(t, a, b, mr)
-		// The other goroutine: reads the event, polls, arms again.
-		ctx, cancel := context.WithTimeout(bg, 20*time.Second)
-		if got, err := ch.Wait(ctx); err != nil || got != cq {
-			t.Fatalf("%v: Wait: %v, %v; want the CQ", mode, got, err)
-		}
-		if n := pollCount(t, cq, 2); n != 2 {
-			t.Fatalf("%v: %d completions, want 2", mode, n)
-		}
-		if err := cq.ReqNotify(false); err != nil {
-			t.Fatal(err)
-		}
-		if got := cq.NotifySeq(); got != seq+1 {
-			t.Errorf("%v: NotifySeq %d after one event, want %d", mode, got, seq+1)
-		}
-		if err := cq.WaitNotifySince(ctx, seq); err != nil {
-			t.Fatalf("%v: WaitNotifySince after another read the event: %v, want nil at once", mode, err)
-		}
-		cancel()
-		// WaitNotify cannot tell: armed, nothing coming, it waits.
-		ctx, cancel = context.WithTimeout(bg, 50*time.Millisecond)
-		err := cq.WaitNotify(ctx)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%v: WaitNotify on an armed, idle CQ: %v, want deadline exceeded", mode, err)
-		}
-		// And WaitNotifySince with the count of now waits as well.
-		ctx, cancel = context.WithTimeout(bg, 50*time.Millisecond)
-		err = cq.WaitNotifySince(ctx, cq.NotifySeq())
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%v: WaitNotifySince with the current count on an armed, idle CQ: %v, want deadline exceeded", mode, err)
-		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("closing the channel did not end the PollWait")
 	}
 }
 
-// notifyRig returns the set-up of the WaitNotify tests: a CQ with a
+// notifyRig returns the set-up of the PollWait tests: a CQ with a
 // completion channel, shared by a connected RC pair, and an MR to send from.
 func (e *verbsEnv) notifyRig() (*CompChannel, *CQ, *QP, *QP, *MR) {
 	_, mr := e.memory(4096)

@@ -123,24 +123,12 @@ func drain(b *testing.B, cq *CQ, wcs []WC) int {
 // BenchmarkCompChannelWakeup is the event-driven round trip: a SEND between
 // two QPs on one CQ, each op waiting for its two completions the way
 // rdma-core's ibv_rc_pingpong -e does (poll; if not done, wait for the
-// event, re-arm, poll again), with Wait blocking its thread (WaitThread, the
-// default's way) or parking in the netpoller (WaitPark), with and without a
-// spin of non-blocking reads first.
+// event, re-arm, poll again), the Wait parked in the netpoller.
 func BenchmarkCompChannelWakeup(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		mode WaitMode
-		spin int
-	}{{"thread", WaitThread, 0}, {"thread-spin=8", WaitThread, 8}, {"park", WaitPark, 0}, {"park-spin=8", WaitPark, 8}} {
-		b.Run(c.name, func(b *testing.B) {
-			w := newWakeupEnv(b)
-			w.ch.SetWaitMode(c.mode)
-			w.ch.SetSpin(c.spin)
-			b.ReportAllocs()
-			for b.Loop() {
-				w.roundTrip(b)
-			}
-		})
+	w := newWakeupEnv(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.roundTrip(b)
 	}
 }
 
@@ -152,6 +140,7 @@ type wakeupEnv struct {
 	recv []RecvWR
 	send []SendWR
 	wcs  []WC
+	ctx  context.Context // of the Waits
 }
 
 func newWakeupEnv(tb testing.TB) *wakeupEnv {
@@ -164,7 +153,7 @@ func newWakeupEnv(tb testing.TB) *wakeupEnv {
 	w := &wakeupEnv{ch: ch, cq: cq, a: qa, b: qb,
 		recv: []RecvWR{{ID: 2, SGEs: []SGE{mr.SGE(0, 64)}}},
 		send: []SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{mr.SGE(1024, 64)}}},
-		wcs:  make([]WC, 4)}
+		wcs:  make([]WC, 4), ctx: context.Background()}
 	if err := cq.ReqNotify(false); err != nil {
 		tb.Fatal(err)
 	}
@@ -194,7 +183,7 @@ func (w *wakeupEnv) roundTrip(tb testing.TB) {
 		}
 		// The CQ is armed, or an event is queued: one came since the
 		// last re-arm, and its completions were polled above or below.
-		if _, err := w.ch.Wait(context.Background()); err != nil {
+		if _, err := w.ch.Wait(w.ctx); err != nil {
 			tb.Fatal(err)
 		}
 		if err := w.cq.ReqNotify(false); err != nil {

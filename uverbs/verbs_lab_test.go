@@ -432,42 +432,29 @@ func TestVerbsCompChannel(t *testing.T) {
 	}
 	a, b := e.rcPair(cq, defaultCap)
 
-	// Nothing is queued yet: TryWait returns nil, a Wait ends with its
-	// context, whether it blocks its thread or parks.
-	if got, err := ch.TryWait(); got != nil || err != nil {
-		t.Fatalf("TryWait = %v, %v", got, err)
+	// Nothing is queued yet: a Wait ends with its context, for a deadline
+	// and for a cancellation while it is parked.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	if _, err := ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with a deadline: %v", err)
 	}
-	if err := ch.SetWaitMode(WaitMode(7)); err == nil || !strings.Contains(err.Error(), "WaitPark") {
-		t.Fatalf("SetWaitMode(7) = %v, want an error naming the modes", err)
-	}
-	modes := []WaitMode{WaitAuto, WaitThread, WaitPark}
-	for _, mode := range modes {
-		if err := ch.SetWaitMode(mode); err != nil {
-			t.Fatal(err)
+	cancel()
+	ctx, cancel = context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := ch.Wait(ctx); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Wait: %v", err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		if _, err := ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("%v: Wait with a deadline: %v", mode, err)
-		}
-		cancel()
-		ctx, cancel = context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { _, err := ch.Wait(ctx); done <- err }()
-		time.Sleep(50 * time.Millisecond)
-		cancel()
-		select {
-		case err := <-done:
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("%v: cancelled Wait: %v", mode, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%v: cancel did not end Wait", mode)
-		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel did not end Wait")
 	}
 
 	// Arm, post, wait: the event names the CQ.
-	for round := range 2 * len(modes) {
-		ch.SetWaitMode(modes[round%len(modes)])
+	for round := range 4 {
 		if err := cq.ReqNotify(false); err != nil {
 			t.Fatal(err)
 		}
@@ -502,18 +489,26 @@ func TestVerbsCompChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	pollN(t, cq, 1)
-	if got, err := ch.TryWait(); got != nil || err != nil {
+	ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+	if got, err := ch.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("unsolicited receive notified a solicited-only CQ: %v %v", got, err)
 	}
+	cancel()
 	if err := a.PostSend([]SendWR{{ID: 51, Op: OpSend, Flags: SendSolicited, SGEs: []SGE{mr.SGE(1024, 8)}}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if got, err := ch.Wait(ctx); err != nil || got != cq {
 		t.Fatalf("solicited receive: Wait = %v, %v", got, err)
 	}
 	pollN(t, cq, 1)
+
+	// After all those Waits the channel's file is still non-blocking
+	// (FD's doc).
+	if fl, err := unix.FcntlInt(uintptr(ch.FD()), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK == 0 {
+		t.Fatalf("channel file flags %#x, %v: want O_NONBLOCK set", fl, err)
+	}
 
 	// The channel refuses to close under its CQ.
 	if err := ch.Close(); !errors.Is(err, ErrBusy) {
@@ -522,27 +517,27 @@ func TestVerbsCompChannel(t *testing.T) {
 }
 
 // The event-driven round trip (post, poll, Wait, re-arm) allocates
-// nothing, whether Wait blocks its thread, parks or spins.
+// nothing, under a context that cannot end and under one cancellable
+// context kept from Wait to Wait.
 func TestCompChannelWaitAllocs(t *testing.T) {
 	w := newWakeupEnv(t)
-	for _, c := range []struct {
-		mode WaitMode
-		spin int
-	}{{WaitThread, 0}, {WaitThread, 4}, {WaitPark, 0}, {WaitPark, 1 << 30}} {
-		w.ch.SetWaitMode(c.mode)
-		w.ch.SetSpin(c.spin)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, ctx := range []context.Context{context.Background(), cctx} {
+		w.ctx = ctx
 		if allocs := testing.AllocsPerRun(50, func() { w.roundTrip(t) }); allocs != 0 {
-			t.Errorf("%v, spin %d: %v allocations per round trip, want 0", c.mode, c.spin, allocs)
+			t.Errorf("context %v: %v allocations per round trip, want 0", ctx, allocs)
 		}
 	}
 }
 
-// Past MaxThreadWaits Waits blocking a thread, WaitAuto channels park in
-// the netpoller instead (exactly MaxThreadWaits threads are found in a
-// read of one completion event); all of them still end with their context.
-func TestCompChannelAutoThreadLimit(t *testing.T) {
+// Waits park in the netpoller: many channels waited on at once hold no
+// thread in read(2) of a completion event (the kernel shows each thread's
+// current system call and its arguments in /proc/self/task/*/syscall), and
+// all of them end with their context.
+func TestCompChannelWaitsPark(t *testing.T) {
 	e := newVerbsEnv(t)
-	const n = MaxThreadWaits + 8
+	const n = 72
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, n)
@@ -551,37 +546,22 @@ func TestCompChannelAutoThreadLimit(t *testing.T) {
 		go func() { _, err := ch.Wait(ctx); done <- err }()
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for autoThreadWaits.Load() < n && time.Now().Before(deadline) {
+	for waitingIn("(*CompChannel).Wait(") < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d Waits parked", waitingIn("(*CompChannel).Wait("), n)
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := autoThreadWaits.Load(); got != n {
-		t.Fatalf("%d Waits counted, want %d", got, n)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Exactly MaxThreadWaits threads sit in read(2) of 8 bytes, one event
-	// (the kernel shows each thread's current system call and its
-	// arguments in /proc/self/task/*/syscall); the others parked.
-	inRead := func() int {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			t.Fatal(err)
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+		f := strings.Fields(string(b))
+		if err == nil && len(f) > 3 && f[0] == strconv.Itoa(unix.SYS_READ) && f[3] == "0x8" {
+			t.Fatalf("thread %s is blocked in a read of 8 bytes (%s): a Wait holds a thread", task.Name(), b)
 		}
-		k := 0
-		for _, task := range tasks {
-			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
-			f := strings.Fields(string(b))
-			if err == nil && len(f) > 3 && f[0] == strconv.Itoa(unix.SYS_READ) && f[3] == "0x8" {
-				k++
-			}
-		}
-		return k
-	}
-	blocked := inRead()
-	for blocked < MaxThreadWaits && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		blocked = inRead()
-	}
-	if blocked != MaxThreadWaits {
-		t.Fatalf("%d threads blocked in read for %d Waits, want %d", blocked, n, MaxThreadWaits)
 	}
 	select {
 	case err := <-done:
@@ -598,9 +578,6 @@ func TestCompChannelAutoThreadLimit(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("cancel did not end every Wait")
 		}
-	}
-	if got := autoThreadWaits.Load(); got != 0 {
-		t.Fatalf("%d Waits still counted after they returned", got)
 	}
 }
 
@@ -881,8 +858,8 @@ func TestVerbsUseAfterClose(t *testing.T) {
 	closed("Device.AllocPD", err)
 	_, err = c.CreateCQ(CQInit{Depth: 1})
 	closed("Device.CreateCQ", err)
-	_, err = ch.TryWait()
-	closed("CompChannel.TryWait", err)
+	_, err = ch.Wait(context.Background())
+	closed("CompChannel.Wait", err)
 	for what, f := range map[string]func() error{"QP": qp.Close, "SRQ": srq.Close, "MR": mr.Close, "CQ": cq.Close, "channel": ch.Close, "PD": pd.Close, "Device": c.Close} {
 		if err := f(); err != nil {
 			t.Errorf("%s.Close after Device.Close: %v", what, err)

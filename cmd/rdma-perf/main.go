@@ -5,7 +5,6 @@ import (
 	"flag"
 	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -78,15 +77,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // start runs one side with parsed options.
 func start(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if o.events && runtime.GOMAXPROCS(0) < 2 {
-		// With one P (one CPU, e.g. under taskset), Go's sysmon takes
-		// the P of a thread blocked in a system call after 20 µs and
-		// hands it to another thread (runtime/proc.go retake): every
-		// CompChannel.Wait then pays a hand-off and sysmon polls every
-		// 20 µs. A second P lets the blocked thread keep its own; the
-		// program still runs on the CPUs it is given.
-		runtime.GOMAXPROCS(2)
-	}
 	return perf(ctx, o, stdout, stderr)
 }
 

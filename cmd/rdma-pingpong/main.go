@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"runtime"
 
 	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/uverbs"
@@ -140,12 +139,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseArgs(args)
 	if err != nil {
 		return err
-	}
-	if o.events && runtime.GOMAXPROCS(0) < 2 {
-		// With one P, Go's sysmon takes the P of a thread blocked in
-		// CompChannel.Wait after 20 µs and hands it on: a hand-off per
-		// Wait (uverbs.WaitThread). A second P avoids it.
-		runtime.GOMAXPROCS(2)
 	}
 	return pingpong(ctx, o, stdout)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -159,9 +158,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rstream: %v\n", err)
 		fmt.Fprintf(stdout, usageText, "rstream")
 		return 1
-	}
-	if !o.busy && runtime.GOMAXPROCS(0) < 2 {
-		runtime.GOMAXPROCS(2)
 	}
 	t := &tester{o: o, out: stdout, errOut: stderr}
 	if err := t.run(ctx); err != nil {

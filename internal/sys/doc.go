@@ -9,13 +9,10 @@
 //     operation;
 //   - Mapping, an mmap'd region (a driver ring or an off-heap buffer) with an
 //     idempotent Unmap;
-//   - EventFile, an event fd (completion channel, async events, rdma_cm)
-//     read through Go's netpoller with a context, or (ReadThread) with the
-//     calling thread blocked in read(2), as a C program waits;
+//   - EventFile, an event fd (completion channel, async events, rdma_cm),
+//     always non-blocking, read through Go's netpoller with a context;
 //   - a leak tracer: with tracing on, every FD, Mapping and EventFile records
 //     where it was made, and Leaks lists the ones still open.
-//   - what the waits need of the runtime: Yield (a reschedule that normally
-//     stays on its thread).
 //
 // Everything else in the module reaches the kernel through this package.
 package sys

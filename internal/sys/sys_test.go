@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -168,152 +165,21 @@ func closeUnderReader(t *testing.T, ef *EventFile, read func() error) {
 	}
 }
 
-// A context that ends while ReadThread is about to wait again (after a
-// wake-up that brought no event) must still end the read. The first
-// wake-up here is an interrupt with neither Close nor the context behind
-// it; the context ends in the hook, when its callback finds no read to
-// interrupt.
-func TestReadThreadCancelWhileWaitingAgain(t *testing.T) {
-	w, ef := pipeEventFile(t)
-	require.NoError(t, ef.EnableThreadWait())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	again := 0
-	testHookWaitAgain = func() {
-		if again++; again == 1 {
-			cancel()
-			<-ef.cancelled // the context's callback has run
-			ef.cancelled <- struct{}{}
-		}
-	}
-	defer func() { testHookWaitAgain = nil }()
-	done := make(chan error, 1)
-	go func() {
-		_, err := ef.ReadThread(ctx, make([]byte, 8), 0)
-		done <- err
-	}()
-	for !ef.reading.Load() {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(10 * time.Millisecond) // into the read
-	ef.interrupt()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, context.Canceled)
-		require.Equal(t, 1, again)
-	case <-time.After(5 * time.Second):
-		unix.Write(w.Raw(), []byte{1}) // let the reader go
-		<-done
-		t.Fatal("the context ended while ReadThread was about to wait again, and it waited on")
-	}
-}
-
-// Close and a context's end each end a ReadThread blocked in read(2), and
-// the file reads normally after the context's end: the descriptor the read
-// used is pointed back at the file. TryRead takes the file out of blocking
-// mode again.
-func TestReadThreadInterrupted(t *testing.T) {
-	w, ef := pipeEventFile(t)
-	require.NoError(t, ef.EnableThreadWait())
+// Every read of a closed file fails with ErrClosed, and leaves no context
+// registered.
+func TestEventFileReadAfterClose(t *testing.T) {
+	_, ef := pipeEventFile(t)
 	buf := make([]byte, 8)
-	inRead := func() {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !ef.reading.Load() {
-			require.True(t, time.Now().Before(deadline), "ReadThread did not start its read")
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for range 3 {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			_, err := ef.ReadThread(ctx, buf, 0)
-			done <- err
-		}()
-		inRead()
-		cancel()
-		select {
-		case err := <-done:
-			require.ErrorIs(t, err, context.Canceled)
-		case <-time.After(5 * time.Second):
-			unix.Write(w.Raw(), []byte{1})
-			t.Fatal("the context's end did not end the read")
-		}
-		require.True(t, ef.blocking)
-		_, err := unix.Write(w.Raw(), []byte("x"))
-		require.NoError(t, err)
-		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n, err := ef.ReadThread(wctx, buf, 0)
-		wcancel()
-		require.NoError(t, err, "the read after an interrupted one")
-		require.Equal(t, "x", string(buf[:n]))
-		require.False(t, ef.swapped.Load())
-	}
-	n, err := ef.TryRead(buf)
-	require.NoError(t, err)
-	require.Zero(t, n)
-	require.False(t, ef.blocking)
-
-	// Close under a reader whose context is watched: the read ends and
-	// the registration with it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := ef.ReadThread(ctx, buf, 0)
-		done <- err
-	}()
-	inRead()
-	var cerr error
-	if !within(5*time.Second, func() { cerr = ef.Close() }) {
-		unix.Write(w.Raw(), []byte{1})
-		t.Fatal("Close did not end the read")
-	}
-	require.NoError(t, cerr)
-	require.ErrorIs(t, <-done, ErrClosed)
-	require.Nil(t, ef.regStop, "Close left the context registered")
-}
-
-// With SIGURG blocked on the reader's thread (a program started with it
-// blocked and run with GODEBUG=asyncpreemptoff=1, where Go leaves the mask
-// as it found it), interrupt's signal would stay pending: sigBlocked reads
-// the mask, and ReadThread then parks, so its context still ends it.
-func TestReadThreadSIGURGBlocked(t *testing.T) {
-	w, ef := pipeEventFile(t)
-	require.NoError(t, ef.EnableThreadWait())
-	require.False(t, sigBlocked(unix.SIGURG))
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var set, old unix.Sigset_t
-	n, bits := uint(unix.SIGURG)-1, uint(unsafe.Sizeof(set.Val[0]))*8
-	set.Val[n/bits] |= 1 << (n % bits)
-	require.NoError(t, unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old))
-	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	require.True(t, sigBlocked(unix.SIGURG))
-	saved := urgBlocked
-	urgBlocked = true // as start-up would have found it on such a thread
-	defer func() { urgBlocked = saved }()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	freed := time.AfterFunc(5*time.Second, func() { unix.Write(w.Raw(), []byte{1}) })
-	_, err := ef.ReadThread(ctx, make([]byte, 8), 0)
-	if !freed.Stop() {
-		t.Fatal("the context's end did not end ReadThread on a thread with SIGURG blocked")
-	}
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-}
-
-// staleInterrupt leaves priv pointed at dead with no read in progress, as
-// an interrupt does that found reading set just before the read returned.
-func staleInterrupt(ef *EventFile) {
-	ef.tid.Store(int32(unix.Gettid()))
-	ef.reading.Store(true)
-	ef.interrupt()
-	ef.reading.Store(false)
+	require.NoError(t, ef.Close())
+	_, err := ef.Read(ctx, buf)
+	require.ErrorIs(t, err, ErrClosed)
+	require.Nil(t, ef.regStop, "a read after Close registered its context")
+	_, err = ef.TryRead(buf)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = ef.Read(nil, buf) //nolint:staticcheck // the nil context is the point
+	require.ErrorContains(t, err, "context.Background()")
 }
 
 // within reports whether f returned within d.
@@ -326,121 +192,4 @@ func within(d time.Duration, f func()) bool {
 	case <-time.After(d):
 		return false
 	}
-}
-
-// What an interrupt leaves behind (priv pointed at dead) must not change
-// the mode of dead instead of the file's: a parked Read after it still
-// ends with its deadline, TryRead does not block, and a later interrupt
-// still ends a ReadThread.
-func TestReadThreadStaleInterrupt(t *testing.T) {
-	w, ef := pipeEventFile(t)
-	require.NoError(t, ef.EnableThreadWait())
-	buf := make([]byte, 8)
-	readOne := func() {
-		t.Helper()
-		unix.Write(w.Raw(), []byte{1})
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		n, err := ef.ReadThread(ctx, buf, 0)
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
-	}
-	free := func() { unix.Write(w.Raw(), []byte{9}) } // a reader stuck on the pipe
-
-	readOne()
-	staleInterrupt(ef)
-	var err error
-	ok := within(2*time.Second, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		_, err = ef.Read(ctx, buf)
-	})
-	if !ok {
-		free()
-		t.Fatal("a parked Read with a 100 ms deadline did not return: the file was left in blocking mode")
-	}
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-
-	readOne()
-	staleInterrupt(ef)
-	var n int
-	if !within(2*time.Second, func() { n, err = ef.TryRead(buf) }) {
-		free()
-		t.Fatal("TryRead blocked")
-	}
-	require.NoError(t, err)
-	require.Zero(t, n)
-
-	readOne()
-	staleInterrupt(ef)
-	readOne()
-	fl, err := unix.FcntlInt(uintptr(ef.dead.Raw()), unix.F_GETFL, 0)
-	require.NoError(t, err)
-	require.NotZero(t, fl&unix.O_NONBLOCK, "the eventfd that ends reads was put in blocking mode")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := ef.ReadThread(ctx, buf, 0)
-		done <- err
-	}()
-	for !ef.reading.Load() {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(10 * time.Millisecond)
-	cancel()
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		free()
-		t.Fatal("the context's end did not end ReadThread")
-	}
-}
-
-// Every read of a closed file fails with ErrClosed, before it touches the
-// numbers that Close freed.
-func TestEventFileReadAfterClose(t *testing.T) {
-	_, ef := pipeEventFile(t)
-	require.NoError(t, ef.EnableThreadWait())
-	buf := make([]byte, 8)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	require.NoError(t, ef.Close())
-	_, err := ef.ReadThread(ctx, buf, 0)
-	require.ErrorIs(t, err, ErrClosed)
-	require.Nil(t, ef.regStop, "a read after Close registered its context")
-	_, err = ef.Read(ctx, buf)
-	require.ErrorIs(t, err, ErrClosed)
-	_, err = ef.TryRead(buf)
-	require.ErrorIs(t, err, ErrClosed)
-}
-
-// With SIGURG ignored (signal.Ignore) the signal that ends a blocking read
-// would be discarded, so ReadThread parks instead, and its context and
-// Close still end it. Run in a process of its own: ignoring SIGURG also
-// turns off the runtime's preemption.
-func TestReadThreadSIGURGIgnored(t *testing.T) {
-	if os.Getenv("GOVERBS_SIGURG_IGNORED") == "" {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReadThreadSIGURGIgnored$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GOVERBS_SIGURG_IGNORED=1")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		require.Contains(t, string(out), "PASS")
-		return
-	}
-	signal.Ignore(unix.SIGURG)
-	_, ef := pipeEventFile(t)
-	require.NoError(t, ef.EnableThreadWait())
-	buf := make([]byte, 8)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	var err error
-	require.True(t, within(5*time.Second, func() { _, err = ef.ReadThread(ctx, buf, 0) }), "the context's end did not end ReadThread")
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	closeUnderReader(t, ef, func() error {
-		_, err := ef.ReadThread(context.Background(), buf, 0)
-		return err
-	})
 }

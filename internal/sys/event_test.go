@@ -3,7 +3,6 @@ package sys
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -156,37 +155,12 @@ func contains(s, sub string) bool {
 	return false
 }
 
-// ReadSpin under a writer with jitter and contexts that end at random, with
-// and without a spin: every byte written is read exactly once, a context
-// that ends never leaves a deadline behind (only ctx errors or data come
-// back), and Close wakes a spinning or parked reader with ErrClosed.
-func TestEventFileSpinStress(t *testing.T) {
-	t.Run("park", func(t *testing.T) { eventFileStress(t, false) })
-	t.Run("thread", func(t *testing.T) { eventFileStress(t, true) })
-}
-
-// eventFileStress is TestEventFileSpinStress with ReadSpin (thread false)
-// or ReadThread: for ReadThread, Close must end a thread blocked in read.
-func eventFileStress(t *testing.T, thread bool) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	w := NewFD(p[1], "pipe w")
-	defer w.Close()
-	ef, err := NewEventFile(p[0], "pipe r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ef.Close()
-	readFn := ef.ReadSpin
-	if thread {
-		if err := ef.EnableThreadWait(); err != nil {
-			t.Fatal(err)
-		}
-		readFn = ef.ReadThread
-	}
-
+// Reads under a writer with jitter and contexts that end at random: every
+// byte written is read exactly once, and a context that ends never leaves
+// a deadline behind (only ctx errors or data come back). The file stays in
+// non-blocking mode throughout.
+func TestEventFileStress(t *testing.T) {
+	w, ef := pipeEventFile(t)
 	stop := make(chan struct{})
 	written := make(chan int, 1)
 	go func() {
@@ -204,7 +178,6 @@ func eventFileStress(t *testing.T, thread bool) {
 			time.Sleep(time.Duration(i%60) * time.Microsecond)
 		}
 	}()
-	spins := []int{0, 1, 20}
 	buf := make([]byte, 64)
 	read, ctxErrs := 0, 0
 	end := time.Now().Add(1500 * time.Millisecond)
@@ -217,7 +190,7 @@ func eventFileStress(t *testing.T, thread bool) {
 			ctx, cancel = context.WithCancel(ctx)
 			go func(d time.Duration) { time.Sleep(d); cancel() }(time.Duration(i%50) * time.Microsecond)
 		}
-		n, err := readFn(ctx, buf, spins[i%len(spins)])
+		n, err := ef.Read(ctx, buf)
 		cancel()
 		switch {
 		case err == nil:
@@ -231,7 +204,7 @@ func eventFileStress(t *testing.T, thread bool) {
 	close(stop)
 	total := <-written
 	for read < total {
-		n, err := readFn(context.Background(), buf, 10)
+		n, err := ef.Read(context.Background(), buf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,98 +214,164 @@ func eventFileStress(t *testing.T, thread bool) {
 		t.Fatalf("read %d bytes (and %d more queued), wrote %d", read, n, total)
 	}
 	t.Logf("%d bytes, %d context ends", total, ctxErrs)
-
-	// The last case closes the file under a reader: a spinning one, or
-	// for ReadThread one blocked in read.
-	closeSpin := math.MaxInt
-	if thread {
-		closeSpin = 0
-	}
-	for i, spin := range []int{0, 100, closeSpin} {
-		last := i == 2
-		done := make(chan error, 1)
-		go func() {
-			_, err := readFn(context.Background(), buf, spin)
-			done <- err
-		}()
-		time.Sleep(5 * time.Millisecond)
-		if last {
-			ef.Close()
-		} else {
-			// The reader still waits.
-			select {
-			case err := <-done:
-				t.Fatalf("spin %d: read returned %v with nothing written", spin, err)
-			default:
-			}
-			unix.Write(w.Raw(), []byte{1})
-		}
-		select {
-		case err := <-done:
-			if last && !errors.Is(err, ErrClosed) {
-				t.Fatalf("Close during a read: %v, want ErrClosed", err)
-			}
-			if !last && err != nil {
-				t.Fatalf("spin %v: %v", spin, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("spin %v: the reader did not return", spin)
-		}
-	}
+	requireNonblocking(t, ef)
 }
 
-// A Read whose context cannot end allocates nothing, spinning or not.
-func TestEventFileReadAllocs(t *testing.T) {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		t.Fatal(err)
-	}
-	w := NewFD(p[1], "pipe w")
-	defer w.Close()
-	ef, err := NewEventFile(p[0], "pipe r")
+// requireNonblocking fails unless ef's file is in non-blocking mode.
+func requireNonblocking(t *testing.T, ef *EventFile) {
+	t.Helper()
+	fl, err := unix.FcntlInt(uintptr(ef.Raw()), unix.F_GETFL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ef.Close()
-	if err := ef.EnableThreadWait(); err != nil {
-		t.Fatal(err)
+	if fl&unix.O_NONBLOCK == 0 {
+		t.Fatal("the event file left non-blocking mode")
 	}
-	one, buf := []byte{1}, make([]byte, 1)
-	for _, thread := range []bool{false, true} {
-		for _, spin := range []int{0, 20} {
-			allocs := testing.AllocsPerRun(200, func() {
-				unix.Write(w.Raw(), one)
-				var err error
-				if thread {
-					_, err = ef.ReadThread(context.Background(), buf, spin)
-				} else {
-					_, err = ef.ReadSpin(context.Background(), buf, spin)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			})
-			if allocs != 0 {
-				t.Errorf("thread %v, spin %v: %v allocations per Read, want 0", thread, spin, allocs)
-			}
-		}
-	}
-	// ReadThread keeps its context registration from one read to the next:
-	// a loop under one cancellable context allocates nothing either.
+}
+
+// A context that ends while a Read is parked ends it with ctx.Err(), for
+// cancellation and for a deadline, and the next Read under another
+// context waits for its event as usual.
+func TestEventFileCancelParked(t *testing.T) {
+	w, ef := pipeEventFile(t)
+	buf := make([]byte, 8)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	allocs := testing.AllocsPerRun(200, func() {
-		unix.Write(w.Raw(), one)
-		if _, err := ef.ReadThread(ctx, buf, 0); err != nil {
+	done := make(chan error, 1)
+	go func() { _, err := ef.Read(ctx, buf); done <- err }()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Read returned %v with nothing written", err)
+	default:
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Read after cancel: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelling the context did not end the parked Read")
+	}
+	// The same context again: refused at once.
+	if _, err := ef.Read(ctx, buf); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read under the cancelled context: %v", err)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer dcancel()
+	if _, err := ef.Read(dctx, buf); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Read past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		unix.Write(w.Raw(), []byte{7})
+	}()
+	if n, err := ef.Read(context.Background(), buf); n != 1 || err != nil || buf[0] != 7 {
+		t.Fatalf("Read after the ended contexts: %d, %v, %d", n, err, buf[0])
+	}
+}
+
+// Close racing a Read that is parked, about to park, or reading: the Read
+// ends with its byte or with ErrClosed, never hangs, and no byte is lost: a
+// second descriptor of the pipe's read end finds every byte the Read did
+// not return.
+func TestEventFileCloseRace(t *testing.T) {
+	for round := range 300 {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 			t.Fatal(err)
 		}
-	})
-	if allocs != 0 {
-		t.Errorf("ReadThread under one cancellable context: %v allocations per Read, want 0", allocs)
+		w := NewFD(p[1], "pipe w")
+		spare, err := unix.FcntlInt(uintptr(p[0]), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ef, err := NewEventFile(p[0], "pipe r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		got := make([]byte, 1)
+		var n int
+		go func() {
+			var err error
+			n, err = ef.Read(context.Background(), got)
+			done <- err
+		}()
+		if round%3 != 0 {
+			unix.Write(w.Raw(), []byte{1})
+		}
+		if round%5 == 0 {
+			time.Sleep(time.Duration(round%40) * time.Microsecond)
+		}
+		ef.Close()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, ErrClosed) {
+				t.Fatalf("round %d: Read ended with %v, want its byte or ErrClosed", round, err)
+			}
+			if err == nil && n != 1 {
+				t.Fatalf("round %d: Read returned %d bytes", round, n)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Close did not end the Read", round)
+		}
+		left, _ := unix.Read(spare, make([]byte, 8)) // non-blocking: the flag is the open file's
+		left = max(left, 0)
+		written := 0
+		if round%3 != 0 {
+			written = 1
+		}
+		if n+left != written {
+			t.Fatalf("round %d: wrote %d byte(s), the Read returned %d and %d remained", round, written, n, left)
+		}
+		unix.Close(spare)
+		w.Close()
 	}
-	// That registration still ends a later read when the context ends.
+}
+
+// A Read allocates nothing when its context cannot end, nor under one
+// cancellable context kept from Read to Read, whether the byte is there
+// or the Read parks for it; that registration still ends a later Read when
+// the context ends.
+func TestEventFileReadAllocs(t *testing.T) {
+	w, ef := pipeEventFile(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A writer that writes a byte some time after each request, so that
+	// the Read parks first.
+	req := make(chan struct{})
+	defer close(req)
+	go func() {
+		one := []byte{1}
+		for range req {
+			time.Sleep(200 * time.Microsecond)
+			unix.Write(w.Raw(), one)
+		}
+	}()
+	one, buf := []byte{1}, make([]byte, 1)
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		park bool
+	}{{"background", context.Background(), false}, {"background, parked", context.Background(), true}, {"cancellable", ctx, false}, {"cancellable, parked", ctx, true}} {
+		allocs := testing.AllocsPerRun(100, func() {
+			if c.park {
+				req <- struct{}{}
+			} else {
+				unix.Write(w.Raw(), one)
+			}
+			if _, err := ef.Read(c.ctx, buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Read, want 0", c.name, allocs)
+		}
+	}
 	cancel()
-	if _, err := ef.ReadThread(ctx, buf, 0); !errors.Is(err, context.Canceled) {
-		t.Fatalf("ReadThread after cancel: %v", err)
+	if _, err := ef.Read(ctx, buf); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read after cancel: %v", err)
 	}
+	requireNonblocking(t, ef)
 }
