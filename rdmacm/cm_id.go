@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -65,7 +66,9 @@ type ID struct {
 	kid uint32
 	ps  PortSpace
 
-	logf func(format string, args ...any)
+	// The channel's reader logs the ID's events while its owner may call
+	// SetLogf.
+	logf atomic.Pointer[func(format string, args ...any)]
 
 	qmu     sync.Mutex
 	queue   []Event
@@ -129,7 +132,7 @@ func newID(ch *EventChannel, ps PortSpace) *ID {
 func (ch *EventChannel) newRequestID(listener *ID, kid uint32) (*ID, error) {
 	id := newID(ch, listener.ps)
 	id.kid = kid
-	id.logf = listener.logf
+	id.logf.Store(listener.logf.Load())
 	id.state = stateRequest
 	if err := ch.register(id); err != nil {
 		return nil, err
@@ -139,11 +142,18 @@ func (ch *EventChannel) newRequestID(listener *ID, kid uint32) (*ID, error) {
 
 // SetLogf makes the ID report each CM step (command, event, QP transition)
 // through logf; IDs of connection requests inherit it from the listener.
-func (id *ID) SetLogf(logf func(format string, args ...any)) { id.logf = logf }
+// It may be called at any time, also while events arrive.
+func (id *ID) SetLogf(logf func(format string, args ...any)) {
+	if logf == nil {
+		id.logf.Store(nil)
+		return
+	}
+	id.logf.Store(&logf)
+}
 
 func (id *ID) log(format string, args ...any) {
-	if id.logf != nil {
-		id.logf(format, args...)
+	if logf := id.logf.Load(); logf != nil {
+		(*logf)(format, args...)
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 
 // Faults, deadlines, close and leaks. What must happen is waited for up to
 // faultWait; no test passes or fails on how fast it happens.
-const faultWait = 60 * time.Second
+const faultWait = 60 * time.Second * testutil.RaceSlowdown
 
 // The process TestFaultPeerKilled kills is the test binary run again with
 // these set: its role ("client" or "server") and the address to dial or

@@ -38,7 +38,7 @@ func labListen(t *testing.T, lc *ListenConfig) (*Listener, string) {
 func pair(t *testing.T, d *Dialer, lc *ListenConfig) (client, server *Conn) {
 	t.Helper()
 	l, addr := labListen(t, lc)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second*testutil.RaceSlowdown)
 	defer cancel()
 	if d == nil {
 		d = &Dialer{}

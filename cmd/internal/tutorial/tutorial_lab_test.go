@@ -450,7 +450,10 @@ func TestSequentialConnections(t *testing.T) {
 	if after.maps > base.maps+16 {
 		t.Errorf("the server has %d mappings, %d before the 100 connections", after.maps, base.maps)
 	}
-	if after.rssKB > base.rssKB+16*1024 {
+	// Under -race the race detector's own memory (shadow and history of
+	// every goroutine and allocation) grows with the work done, by more than
+	// the slack; the other checks still hold there.
+	if after.rssKB > base.rssKB+16*1024 && !testutil.RaceEnabled {
 		t.Errorf("the server's RSS grew from %d kB to %d kB", base.rssKB, after.rssKB)
 	}
 	for k, v := range baseRes {
