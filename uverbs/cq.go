@@ -28,10 +28,10 @@ type CQInit struct {
 	// and the CQ then takes no lock: Poll, ReqNotify and PollWait cost a
 	// few nanoseconds less (BENCHMARKS.md, "Ring locks"). The caller
 	// promises that no two of these overlap: the CQ's own calls (Poll,
-	// ReqNotify, PollWait, WaitNotify, Resize, Close), creating or closing
-	// a QP that uses the CQ or moving one to RESET (these touch the CQ's
-	// state), and Device.Close while the CQ is open. Calls made in turn from several goroutines, each
-	// after the last has returned as seen through the caller's own
+	// ReqNotify, PollWait, Resize, Close), creating or closing a QP that
+	// uses the CQ or moving one to RESET (these touch the CQ's state), and
+	// Device.Close while the CQ is open. Calls made in turn from several
+	// goroutines, each after the last has returned as seen through the caller's own
 	// synchronisation (a mutex, a channel), keep the promise. Overlapping
 	// calls corrupt the ring; race builds (go test -race) panic on those
 	// they catch, naming this option.

@@ -81,9 +81,10 @@
 // run on a ConnectX yet. Other drivers are refused with ErrNotSupported.
 //
 // Posts, polls and arms are safe from any goroutine: each ring has its
-// own lock. A ring used by one goroutine, the common case, costs that
-// goroutine no locked instruction: the lock is biased to it until another
-// goroutine takes it (docs/architecture.md §3).
+// own lock, a plain spin lock (docs/architecture.md §3). A program that
+// uses a queue from one goroutine at a time may say so at creation
+// (CQInit, QPInit and SRQInit SingleGoroutine), and that queue then takes
+// no lock, as an rdma-core queue created in a thread domain does.
 //
 // A work completion's Status is data, not a Go error: WCStatus has rdma-core's
 // texts (String) and C names (Name), and WCStatus.Err gives an error when one
