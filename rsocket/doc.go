@@ -16,8 +16,8 @@
 // A Conn is safe for one reader and one writer at a time (more are
 // serialized). Read, Write, ReadFrom and WriteTo take completions
 // themselves, as rsocket's calls do; after a short spin (Options.Spin) they
-// arm the CQ and sleep on its completion channel, the kernel waking their
-// thread as it wakes a C caller blocked in ibv_get_cq_event. A goroutine
+// arm the CQ and sleep on its completion channel, parked in Go's netpoller
+// (no thread is held) until the kernel's event comes. A goroutine
 // per connection watches the CM for the end of the connection. Deadlines
 // behave as in package net.
 //

@@ -45,7 +45,7 @@ type Options struct {
 	// they sleep; default 256, about the 10 µs rsocket polls for
 	// (polling_time) on a current x86 core, where one round costs about
 	// 35 ns (an empty poll and the connection's checks). A sleep costs
-	// more than that: arming the CQ, blocking the thread, the wake-up.
+	// more than that: arming the CQ, parking the goroutine, the wake-up.
 	// Negative: never spin.
 	Spin int
 

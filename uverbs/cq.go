@@ -30,8 +30,11 @@ type CQInit struct {
 	// promises that no two of these overlap: the CQ's own calls (Poll,
 	// ReqNotify, PollWait, Resize, Close), creating or closing a QP that
 	// uses the CQ or moving one to RESET (these touch the CQ's state), and
-	// Device.Close while the CQ is open. Calls made in turn from several
-	// goroutines, each after the last has returned as seen through the caller's own
+	// Device.Close while the CQ is open. Reading the CQ's events counts
+	// too (CompChannel.Wait, or PollWait of any CQ sharing the channel):
+	// on mlx5 the reader counts the event in the CQ's arm sequence
+	// (mlx5_cq_event). Calls made in turn from several goroutines, each
+	// after the last has returned as seen through the caller's own
 	// synchronisation (a mutex, a channel), keep the promise. Overlapping
 	// calls corrupt the ring; race builds (go test -race) panic on those
 	// they catch, naming this option.

@@ -14,7 +14,7 @@ import (
 // whose posts named its lkey. MR.Close looks through their rings only.
 //
 //   - Each ring (a QP's send queue, its receive queue, an SRQ) has an
-//     lkeyCache of the last two lkeys its posts named, under the ring's
+//     lkeyCache of the last four lkeys its posts named, under the ring's
 //     lock, which the post holds anyway. A post compares each SGE's lkey
 //     with it (inline SGEs excepted: their bytes are copied at post time
 //     and the device never sees their lkey).
@@ -64,20 +64,25 @@ import (
 //     (usesLKey reports nothing) and no post can add it again (posts check
 //     closed first), so taking it out of the users at the end of Close is
 //     final; an MR.Close that copied it before finds nothing on it.
-type lkeyCache [2]uint64
+//
+// Four entries: a ring whose posts cycle through a few MRs (rping's send
+// queue names three) would otherwise miss on every post and take the PD's
+// usersMu, which all the connections of a device share under rdmacm.
+type lkeyCache [4]uint64
 
 // lkeyCached marks a filled cache entry; an lkey is 32 bits, so 0 is free.
 const lkeyCached = 1 << 32
 
 // has reports whether the ring's posts recorded lkey (under the ring's
-// lock). A compare or two: the hot path's whole cost.
+// lock). A compare or four: the hot path's whole cost.
 func (c *lkeyCache) has(lkey uint32) bool {
 	k := uint64(lkey) | lkeyCached
-	return c[0] == k || c[1] == k
+	return c[0] == k || c[1] == k || c[2] == k || c[3] == k
 }
 
+// add puts lkey first and drops the oldest entry.
 func (c *lkeyCache) add(lkey uint32) {
-	c[1], c[0] = c[0], uint64(lkey)|lkeyCached
+	c[3], c[2], c[1], c[0] = c[2], c[1], c[0], uint64(lkey)|lkeyCached
 }
 
 func (c *lkeyCache) forget(lkey uint32) {

@@ -44,23 +44,24 @@ func TestLKeyReusedBeforeForget(t *testing.T) {
 	}
 }
 
-// A ring's cache holds the last two lkeys recorded; 0 is an lkey too.
+// A ring's cache holds the last four lkeys recorded; 0 is an lkey too.
 func TestLKeyCache(t *testing.T) {
 	var c lkeyCache
 	if c.has(0) {
 		t.Fatal("an empty cache has lkey 0")
 	}
-	c.add(0)
-	c.add(7)
-	if !c.has(0) || !c.has(7) || c.has(8) {
-		t.Fatalf("cache %x: want 0 and 7", c)
+	for _, k := range []uint32{0, 7, 8, 9} {
+		c.add(k)
 	}
-	c.add(8)
-	if c.has(0) || !c.has(7) || !c.has(8) {
-		t.Fatalf("cache %x after a third: want 7 and 8", c)
+	if !c.has(0) || !c.has(7) || !c.has(8) || !c.has(9) || c.has(10) {
+		t.Fatalf("cache %x: want 0, 7, 8 and 9", c)
+	}
+	c.add(10)
+	if c.has(0) || !c.has(7) || !c.has(10) {
+		t.Fatalf("cache %x after a fifth: want 7 to 10, the oldest (0) dropped", c)
 	}
 	c.forget(8)
-	if c.has(8) || !c.has(7) {
-		t.Fatalf("cache %x after forgetting 8: want 7", c)
+	if c.has(8) || !c.has(7) || !c.has(9) || !c.has(10) {
+		t.Fatalf("cache %x after forgetting 8: want 7, 9 and 10", c)
 	}
 }
