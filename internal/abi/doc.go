@@ -8,7 +8,7 @@
 // # Generated code
 //
 // zabi_linux.go is generated from the UAPI headers of one pinned Debian
-// linux-libc-dev version (6.1.192-2, see internal/gen) with
+// linux-libc-dev version (6.1.192-3, see internal/gen) with
 // `go tool cgo -godefs` on internal/gen/godefs_input.go.in (a .go file only in a temporary copy), the way
 // golang.org/x/sys/unix is: cgo runs at generation time only, and the
 // package is plain Go. To regenerate, from the module root:

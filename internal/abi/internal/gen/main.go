@@ -23,7 +23,7 @@ import (
 // pinnedVersion is the Debian linux-libc-dev version whose UAPI headers
 // package abi is generated from (Debian 12 "bookworm" security update of
 // Linux 6.1). Changing it means regenerating and reviewing the diff.
-const pinnedVersion = "6.1.192-2"
+const pinnedVersion = "6.1.192-3"
 
 const (
 	debPackage = "linux-libc-dev"
@@ -376,6 +376,7 @@ func isAnon(c string) bool {
 type member struct {
 	id  *ast.Ident
 	typ ast.Expr
+	f   *ast.Field
 }
 
 // members flattens the members of a struct.
@@ -383,10 +384,27 @@ func members(st *ast.StructType) []member {
 	var ms []member
 	for _, f := range st.Fields.List {
 		for _, id := range f.Names {
-			ms = append(ms, member{id, f.Type})
+			ms = append(ms, member{id, f.Type, f})
 		}
 	}
 	return ms
+}
+
+// kernelPointer reports whether e is a pointer to a C struct that user space
+// never sees (struct ib_qp * in the union of struct siw_cqe): its value is a
+// kernel address, which Go holds as a uint64 so that no Go pointer type lies
+// over memory the kernel writes.
+func kernelPointer(e ast.Expr, anon map[string]string) bool {
+	star, ok := e.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	id, ok := star.X.(*ast.Ident)
+	if !ok || !strings.HasPrefix(id.Name, "_Ctype_struct_") {
+		return false
+	}
+	_, known := anon[id.Name]
+	return !known
 }
 
 // ctypeIdent returns the first identifier naming a cgo C type in e.
@@ -611,6 +629,13 @@ func (g *generator) fixType(ts *ast.TypeSpec, in inputType, anon map[string]stri
 		// A member whose type is an anonymous C struct: the two cgo runs
 		// number anonymous structs differently, so take the type from the
 		// plain run's member at the same position.
+		if kernelPointer(m.typ, anon) {
+			if len(m.f.Names) != 1 {
+				return fmt.Errorf("type %s member %s: a kernel pointer declared with other members", in.goName, id.Name)
+			}
+			m.f.Type = ast.NewIdent("uint64")
+			continue
+		}
 		gt := ctypeIdent(m.typ)
 		if gt == nil {
 			continue

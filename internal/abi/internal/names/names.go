@@ -20,7 +20,7 @@ var words = map[string]string{
 	"pd": "PD", "pkey": "PKey", "pkeys": "PKeys", "ps": "PS", "psn": "PSN", "qkey": "QKey", "qp": "QP",
 	"qpn": "QPN", "rc": "RC", "rd": "RD", "rdd": "RDD", "rdma": "RDMA", "rkey": "RKey",
 	"rnr": "RNR", "rq": "RQ", "rss": "RSS", "rwq": "RWQ", "sge": "SGE", "sgid": "SGID",
-	"sl": "SL", "slid": "SLID", "sm": "SM", "sq": "SQ", "sqd": "SQD", "srq": "SRQ",
+	"sl": "SL", "sqe": "SQE", "rqe": "RQE", "stag": "STag", "slid": "SLID", "sm": "SM", "sq": "SQ", "sqd": "SQD", "srq": "SRQ",
 	"srqn": "SRQN", "ssn": "SSN", "tcp": "TCP", "tm": "TM", "uc": "UC", "ud": "UD",
 	"udp": "UDP", "uid": "UID", "va": "VA", "vl": "VL", "vlan": "VLAN", "wc": "WC",
 	"wq": "WQ", "wqe": "WQE", "wr": "WR", "xrc": "XRC", "xrcd": "XRCD", "xsrq": "XSRQ",
@@ -30,7 +30,7 @@ var words = map[string]string{
 
 // Type returns the Go name of the C struct, union or typedef name c (without
 // the "struct " keyword): ib_uverbs_X -> UverbsX, rdma_ucm_X -> UcmX,
-// rxe_X -> RxeX, mlx5_ib_X -> Mlx5X, mminfo -> RxeMminfo, anything else
+// rxe_X -> RxeX, mlx5_ib_X -> Mlx5X, siw_X -> SiwX, mminfo -> RxeMminfo, anything else
 // CamelCased (ib_user_path_rec -> IBUserPathRec, __kernel_sockaddr_storage ->
 // KernelSockaddrStorage).
 func Type(c string) string {
@@ -44,6 +44,8 @@ func Type(c string) string {
 		return "Ucm" + Camel(strings.TrimPrefix(c, "rdma_ucm_"))
 	case strings.HasPrefix(c, "rxe_"):
 		return "Rxe" + Camel(strings.TrimPrefix(c, "rxe_"))
+	case strings.HasPrefix(c, "siw_"):
+		return "Siw" + Camel(strings.TrimPrefix(c, "siw_"))
 	case strings.HasPrefix(c, "mlx5_ib_"):
 		return "Mlx5" + Camel(strings.TrimPrefix(c, "mlx5_ib_"))
 	}
