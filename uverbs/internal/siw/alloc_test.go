@@ -12,7 +12,7 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 	rq, rr := newRQ(t, 8, 2)
 	cq, cr := newCQ(t, 8)
 	sges := []SGE{{Addr: addrOf(src), Length: 32, LKey: 1}, {Addr: addrOf(src[64:]), Length: 16, LKey: 1}}
-	send := &SendWR{ID: 1, Op: OpRDMAWrite, Flags: SendSignaled, RemoteAddr: 0x1000, RKey: 2, SGEs: sges}
+	send := &SendWR{ID: 1, Op: OpWrite, Flags: SendSignaled, RemoteAddr: 0x1000, RKey: 2, SGEs: sges}
 	inline := &SendWR{ID: 2, Op: OpSend, Flags: SendInline, SGEs: sges}
 	recv := &RecvWR{ID: 3, SGEs: sges}
 	wcs := make([]WC, 4)

@@ -10,7 +10,7 @@ import (
 
 // wcStatus maps enum siw_wc_status to enum ib_wc_status (kernel: siw_cq.c
 // map_cqe_status; libsiw map_cqe_status).
-var wcStatus = [abi.SIW_NUM_WC_STATUS]uint32{
+var wcStatus = [abi.SIW_NUM_WC_STATUS]WCStatus{
 	abi.SIW_WC_SUCCESS:         WCSuccess,
 	abi.SIW_WC_LOC_LEN_ERR:     WCLocalLengthError,
 	abi.SIW_WC_LOC_PROT_ERR:    WCLocalProtectionError,
@@ -26,7 +26,7 @@ var wcStatus = [abi.SIW_NUM_WC_STATUS]uint32{
 // wcOpcode maps enum siw_opcode to enum ib_wc_opcode (kernel: siw_cq.c
 // map_wc_opcode; libsiw map_cqe_opcode), WCOpUnknown for what has no
 // completion opcode.
-var wcOpcode = [256]uint8{}
+var wcOpcode = [256]WCOpcode{}
 
 func init() {
 	for i := range wcOpcode {
@@ -50,7 +50,7 @@ func init() {
 // it is not success.
 func decodeCQE(e unsafe.Pointer, w uint32, wc *WC) {
 	st := uint16(w >> 16)
-	status := uint32(WCGeneralError)
+	status := WCGeneralError
 	if int(st) < len(wcStatus) {
 		status = wcStatus[st]
 	}
@@ -58,7 +58,8 @@ func decodeCQE(e unsafe.Pointer, w uint32, wc *WC) {
 	if st != abi.SIW_WC_SUCCESS {
 		vendor = uint32(st)
 	}
-	var flags, inval uint32
+	var flags WCFlags
+	var inval uint32
 	if w&abi.SIW_WQE_REM_INVAL != 0 {
 		flags = WCWithInvalidate
 		inval = get32(e, cqeInvalSTag)
@@ -66,7 +67,7 @@ func decodeCQE(e unsafe.Pointer, w uint32, wc *WC) {
 	*wc = WC{
 		ID:              get64(e, cqeID),
 		Status:          status,
-		Opcode:          uint32(wcOpcode[uint8(w>>8)]),
+		Opcode:          wcOpcode[uint8(w>>8)],
 		VendorErr:       vendor,
 		ByteLen:         get32(e, cqeBytes),
 		InvalidatedRKey: inval,

@@ -33,10 +33,12 @@
 //
 // # Types
 //
-// SendWR, RecvWR, SGE and WC have the fields, names and layouts of
-// uverbs.SendWR, RecvWR, SGE and WC, so that the caller's values convert
-// without a copy. The opcodes and flags the caller gives are the verbs'
-// values (enum ib_wr_opcode, ib_send_flags); completions carry enum
+// SendWR, RecvWR, SGE and WC, the opcodes (WROpcode), flags (SendFlags)
+// and completion values (WCStatus, WCOpcode, WCFlags) have the names,
+// values and layouts of uverbs' types and of the provider vocabulary
+// uverbs speaks, so that the caller's values convert without a copy
+// (TestTypesMatchUverbs). The opcodes and flags the caller gives are the
+// verbs' values (enum ib_wr_opcode, ib_send_flags); completions carry enum
 // ib_wc_status, ib_wc_opcode and ib_wc_flags values, mapped from siw's.
 //
 // The hot path (SQ.Write and Post, RQ.Write and Post, CQ.Poll, CheckSend

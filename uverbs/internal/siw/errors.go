@@ -52,7 +52,7 @@ var (
 	ErrInlineNotAllowed = invalid("siw: the inline flag is valid only for SEND and RDMA WRITE work requests")
 	ErrReadSGE          = invalid("siw (iWARP): an RDMA READ writes into exactly one local buffer: give it one SGE")
 	ErrReadFence        = invalid("siw cannot fence an RDMA READ: post it without the fence flag (fence the request after it instead)")
-	ErrBadSendFlags     = invalid("siw: unknown send flags (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)")
+	ErrBadSendFlags     = invalid("siw: send flags siw does not have (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8; siw has no IP_CSUM 16)")
 	ErrLengthOverflow   = invalid("siw: total scatter/gather length does not fit in 32 bits")
 	ErrUDAddress        = invalid("siw: RC QPs take no UD address (AH, remote QPN, Q_Key)")
 )

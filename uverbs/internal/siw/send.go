@@ -32,15 +32,15 @@ func CheckQPType(t QPType, device string) error {
 // siwOpcode maps an ib_wr_opcode that siw accepts to enum siw_opcode
 // (providers/siw/siw.c map_send_opcode; kernel: siw_verbs.c siw_post_send),
 // with ok false for the others.
-func siwOpcode(op SendOpcode) (code uint8, ok bool) {
+func siwOpcode(op WROpcode) (code uint8, ok bool) {
 	switch op {
-	case OpRDMAWrite:
+	case OpWrite:
 		return abi.SIW_OP_WRITE, true
 	case OpSend:
 		return abi.SIW_OP_SEND, true
-	case OpRDMARead:
+	case OpRead:
 		return abi.SIW_OP_READ, true
-	case OpSendWithInv:
+	case OpSendInv:
 		return abi.SIW_OP_SEND_REMOTE_INV, true
 	}
 	return 0, false
@@ -55,15 +55,15 @@ func siwOpcode(op SendOpcode) (code uint8, ok bool) {
 func CheckSend(wr *SendWR, lim *SendLimits) error {
 	if _, ok := siwOpcode(wr.Op); !ok {
 		switch wr.Op {
-		case OpRDMAWriteWithImm, OpSendWithImm:
+		case OpWriteImm, OpSendImm:
 			return fmt.Errorf("%w (device %s, opcode %d)", ErrNoImmediate, lim.Device, wr.Op)
-		case OpAtomicCmpAndSwp, OpAtomicFetchAndAdd:
+		case OpAtomicCmpSwap, OpAtomicFetchAdd:
 			return fmt.Errorf("%w (device %s, opcode %d)", ErrNoAtomics, lim.Device, wr.Op)
 		}
 		return fmt.Errorf("%w (device %s, opcode %d)", ErrOpcodeNotSupported, lim.Device, wr.Op)
 	}
-	if wr.Flags&^sendFlagsKnown != 0 {
-		return fmt.Errorf("%w (device %s, flags %#x)", ErrBadSendFlags, lim.Device, uint32(wr.Flags&^sendFlagsKnown))
+	if wr.Flags&^siwFlags != 0 {
+		return fmt.Errorf("%w (device %s, flags %#x)", ErrBadSendFlags, lim.Device, uint32(wr.Flags&^siwFlags))
 	}
 	sges := wr.SGEs
 	if len(sges) > lim.MaxSGE {
@@ -76,7 +76,7 @@ func CheckSend(wr *SendWR, lim *SendLimits) error {
 	if length > math.MaxUint32 {
 		return fmt.Errorf("%w (device %s, %d bytes)", ErrLengthOverflow, lim.Device, length)
 	}
-	if wr.Op == OpRDMARead {
+	if wr.Op == OpRead {
 		// Kernel: siw_verbs.c siw_post_send (iWARP reads into one SGE);
 		// siw_qp.c siw_activate_tx_from_sq forces num_sge to 1 and
 		// refuses a fenced READ.
@@ -90,7 +90,7 @@ func CheckSend(wr *SendWR, lim *SendLimits) error {
 	if wr.Flags&SendInline != 0 {
 		// Kernel: siw_qp.c siw_activate_tx_from_sq takes inline data only
 		// for SIW_OP_SEND and SIW_OP_WRITE.
-		if wr.Op != OpSend && wr.Op != OpRDMAWrite {
+		if wr.Op != OpSend && wr.Op != OpWrite {
 			return fmt.Errorf("%w (device %s, opcode %d)", ErrInlineNotAllowed, lim.Device, wr.Op)
 		}
 		if length > uint64(lim.MaxInline) {
@@ -129,7 +129,7 @@ func encodeSQE(e unsafe.Pointer, wr *SendWR, sigAll bool) uint32 {
 	code, _ := siwOpcode(wr.Op)
 	put64(e, sqeID, wr.ID)
 	rkey := wr.RKey
-	if wr.Op == OpSendWithInv {
+	if wr.Op == OpSendInv {
 		// The rkey to invalidate travels in the SQE's rkey (kernel:
 		// siw_verbs.c siw_post_send sets it from ex.invalidate_rkey).
 		rkey = wr.Imm

@@ -65,20 +65,20 @@ func TestEncodeSQE(t *testing.T) {
 		inline  []byte
 		sgeList []SGE
 	}{
-		{name: "write", wr: SendWR{ID: 1, Op: OpRDMAWrite, Flags: SendSignaled, SGEs: sges, RemoteAddr: 0xabc000, RKey: 0x77},
+		{name: "write", wr: SendWR{ID: 1, Op: OpWrite, Flags: SendSignaled, SGEs: sges, RemoteAddr: 0xabc000, RKey: 0x77},
 			opcode: abi.SIW_OP_WRITE, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_SIGNALLED, numSGE: 2, rkey: 0x77, raddr: 0xabc000, sgeList: sges},
 		{name: "send unsignaled, solicited, fenced", wr: SendWR{ID: 2, Op: OpSend, Flags: SendSolicited | SendFence, SGEs: sges[:1]},
 			opcode: abi.SIW_OP_SEND, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_SOLICITED | abi.SIW_WQE_READ_FENCE, numSGE: 1, sgeList: sges[:1]},
 		{name: "send with sq_sig_all", wr: SendWR{ID: 3, Op: OpSend}, sigAll: true,
 			opcode: abi.SIW_OP_SEND, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_SIGNALLED},
-		{name: "read", wr: SendWR{ID: 4, Op: OpRDMARead, Flags: SendSignaled, SGEs: sges[1:], RemoteAddr: 0x5000, RKey: 9},
+		{name: "read", wr: SendWR{ID: 4, Op: OpRead, Flags: SendSignaled, SGEs: sges[1:], RemoteAddr: 0x5000, RKey: 9},
 			opcode: abi.SIW_OP_READ, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_SIGNALLED, numSGE: 1, rkey: 9, raddr: 0x5000, sgeList: sges[1:]},
-		{name: "send with invalidate", wr: SendWR{ID: 5, Op: OpSendWithInv, Imm: 0x1234, RKey: 0x9999, SGEs: sges},
+		{name: "send with invalidate", wr: SendWR{ID: 5, Op: OpSendInv, Imm: 0x1234, RKey: 0x9999, SGEs: sges},
 			opcode: abi.SIW_OP_SEND_REMOTE_INV, flags: abi.SIW_WQE_VALID, numSGE: 2, rkey: 0x1234, sgeList: sges},
 		{name: "inline send", wr: SendWR{ID: 6, Op: OpSend, Flags: SendInline | SendSignaled, SGEs: sges},
 			opcode: abi.SIW_OP_SEND, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_INLINE | abi.SIW_WQE_SIGNALLED, numSGE: 1,
 			inline: append(append([]byte(nil), src[:30]...), src[100:120]...)},
-		{name: "inline write of 80 bytes", wr: SendWR{ID: 7, Op: OpRDMAWrite, Flags: SendInline, RemoteAddr: 8, RKey: 1,
+		{name: "inline write of 80 bytes", wr: SendWR{ID: 7, Op: OpWrite, Flags: SendInline, RemoteAddr: 8, RKey: 1,
 			SGEs: []SGE{{Addr: addrOf(src), Length: 80}}},
 			opcode: abi.SIW_OP_WRITE, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_INLINE, numSGE: 1, rkey: 1, raddr: 8, inline: src[:80]},
 	}
@@ -128,7 +128,7 @@ func TestSendRefusals(t *testing.T) {
 	src := mapAnon(t, 4096)
 	one := []SGE{{Addr: addrOf(src), Length: 8, LKey: 1}}
 	big := []SGE{{Addr: addrOf(src), Length: 0xffffffff}, {Addr: addrOf(src), Length: 2}}
-	var ah byte
+	var ah AH
 	cases := []struct {
 		name  string
 		wr    SendWR
@@ -137,24 +137,24 @@ func TestSendRefusals(t *testing.T) {
 		errno syscall.Errno
 		text  string
 	}{
-		{"send with imm", SendWR{Op: OpSendWithImm, SGEs: one}, rcLimits, ErrNoImmediate, syscall.EOPNOTSUPP, "no immediate data"},
-		{"write with imm", SendWR{Op: OpRDMAWriteWithImm, SGEs: one}, rcLimits, ErrNoImmediate, syscall.EOPNOTSUPP, "RDMA_WRITE_WITH_IMM"},
-		{"cmp and swap", SendWR{Op: OpAtomicCmpAndSwp, SGEs: one}, rcLimits, ErrNoAtomics, syscall.EOPNOTSUPP, "atomic"},
-		{"fetch and add", SendWR{Op: OpAtomicFetchAndAdd, SGEs: one}, rcLimits, ErrNoAtomics, syscall.EOPNOTSUPP, "atomic"},
+		{"send with imm", SendWR{Op: OpSendImm, SGEs: one}, rcLimits, ErrNoImmediate, syscall.EOPNOTSUPP, "no immediate data"},
+		{"write with imm", SendWR{Op: OpWriteImm, SGEs: one}, rcLimits, ErrNoImmediate, syscall.EOPNOTSUPP, "RDMA_WRITE_WITH_IMM"},
+		{"cmp and swap", SendWR{Op: OpAtomicCmpSwap, SGEs: one}, rcLimits, ErrNoAtomics, syscall.EOPNOTSUPP, "atomic"},
+		{"fetch and add", SendWR{Op: OpAtomicFetchAdd, SGEs: one}, rcLimits, ErrNoAtomics, syscall.EOPNOTSUPP, "atomic"},
 		{"local inv", SendWR{Op: OpLocalInv}, rcLimits, ErrOpcodeNotSupported, syscall.EOPNOTSUPP, "opcode 7"},
 		{"bind mw", SendWR{Op: OpBindMW}, rcLimits, ErrOpcodeNotSupported, syscall.EOPNOTSUPP, "opcode 8"},
 		{"opcode 200", SendWR{Op: 200}, rcLimits, ErrOpcodeNotSupported, syscall.EOPNOTSUPP, "opcode 200"},
 		{"ip csum flag", SendWR{Op: OpSend, Flags: 16}, rcLimits, ErrBadSendFlags, syscall.EINVAL, "0x10"},
 		{"too many sges", SendWR{Op: OpSend, SGEs: []SGE{{}, {}, {}}}, SendLimits{MaxSGE: 2, Device: "siw0"}, ErrTooManySGEs, syscall.EINVAL, "3 SGEs"},
-		{"length overflow", SendWR{Op: OpRDMAWrite, SGEs: big}, rcLimits, ErrLengthOverflow, syscall.EINVAL, "4294967297"},
-		{"read without sge", SendWR{Op: OpRDMARead}, rcLimits, ErrReadSGE, syscall.EINVAL, "0 SGEs"},
-		{"read with two sges", SendWR{Op: OpRDMARead, SGEs: []SGE{{}, {}}}, rcLimits, ErrReadSGE, syscall.EINVAL, "2 SGEs"},
-		{"fenced read", SendWR{Op: OpRDMARead, Flags: SendFence, SGEs: one}, rcLimits, ErrReadFence, syscall.EINVAL, "fence"},
-		{"inline read", SendWR{Op: OpRDMARead, Flags: SendInline, SGEs: one}, rcLimits, ErrInlineNotAllowed, syscall.EINVAL, "opcode 4"},
-		{"inline send with inv", SendWR{Op: OpSendWithInv, Flags: SendInline, SGEs: one}, rcLimits, ErrInlineNotAllowed, syscall.EINVAL, "opcode 9"},
+		{"length overflow", SendWR{Op: OpWrite, SGEs: big}, rcLimits, ErrLengthOverflow, syscall.EINVAL, "4294967297"},
+		{"read without sge", SendWR{Op: OpRead}, rcLimits, ErrReadSGE, syscall.EINVAL, "0 SGEs"},
+		{"read with two sges", SendWR{Op: OpRead, SGEs: []SGE{{}, {}}}, rcLimits, ErrReadSGE, syscall.EINVAL, "2 SGEs"},
+		{"fenced read", SendWR{Op: OpRead, Flags: SendFence, SGEs: one}, rcLimits, ErrReadFence, syscall.EINVAL, "fence"},
+		{"inline read", SendWR{Op: OpRead, Flags: SendInline, SGEs: one}, rcLimits, ErrInlineNotAllowed, syscall.EINVAL, "opcode 4"},
+		{"inline send with inv", SendWR{Op: OpSendInv, Flags: SendInline, SGEs: one}, rcLimits, ErrInlineNotAllowed, syscall.EINVAL, "opcode 9"},
 		{"inline too long", SendWR{Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: addrOf(src), Length: 81}}}, rcLimits, ErrInlineTooLong, syscall.EINVAL, "81 bytes"},
 		{"inline over the QP's max", SendWR{Op: OpSend, Flags: SendInline, SGEs: one}, SendLimits{MaxSGE: 1, MaxInline: 4, Device: "siw0"}, ErrInlineTooLong, syscall.EINVAL, "max_inline_data 4"},
-		{"AH on RC", SendWR{Op: OpSend, AH: unsafe.Pointer(&ah)}, rcLimits, ErrUDAddress, syscall.EINVAL, "UD address"},
+		{"AH on RC", SendWR{Op: OpSend, AH: &ah}, rcLimits, ErrUDAddress, syscall.EINVAL, "UD address"},
 		{"remote QPN on RC", SendWR{Op: OpSend, RemoteQPN: 5}, rcLimits, ErrUDAddress, syscall.EINVAL, "UD address"},
 	}
 	for _, c := range cases {
@@ -269,7 +269,7 @@ func TestSQPendingUsesLKey(t *testing.T) {
 	for _, wr := range []SendWR{
 		{Op: OpSend, SGEs: []SGE{{Addr: addrOf(src), Length: 1, LKey: 5}, {Addr: addrOf(src), Length: 1, LKey: 6}}},
 		{Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: addrOf(src), Length: 4, LKey: 7}}},
-		{Op: OpRDMARead, SGEs: []SGE{{Addr: addrOf(src), Length: 4, LKey: 8}}},
+		{Op: OpRead, SGEs: []SGE{{Addr: addrOf(src), Length: 4, LKey: 8}}},
 	} {
 		if err := q.Post(&wr); err != nil {
 			t.Fatal(err)

@@ -25,22 +25,25 @@ var (
 	_ [unsafe.Offsetof(abi.SiwSGE{}.LKey) - unsafe.Offsetof(SGE{}.LKey)]byte
 )
 
-// SendOpcode is a send work-request opcode with the values of enum
+// WROpcode is a send work-request opcode with the values of enum
 // ib_wr_opcode (rdma-core: enum ibv_wr_opcode), as the caller gives it;
-// the encoder maps it to enum siw_opcode (docs/siw.md §5).
-type SendOpcode uint32
+// the encoder maps it to enum siw_opcode (docs/siw.md §5). The names and
+// values are those of the provider vocabulary uverbs speaks.
+type WROpcode uint32
 
 const (
-	OpRDMAWrite         SendOpcode = 0
-	OpRDMAWriteWithImm  SendOpcode = 1
-	OpSend              SendOpcode = 2
-	OpSendWithImm       SendOpcode = 3
-	OpRDMARead          SendOpcode = 4
-	OpAtomicCmpAndSwp   SendOpcode = 5
-	OpAtomicFetchAndAdd SendOpcode = 6
-	OpLocalInv          SendOpcode = 7
-	OpBindMW            SendOpcode = 8
-	OpSendWithInv       SendOpcode = 9
+	OpWrite          WROpcode = 0  // IBV_WR_RDMA_WRITE
+	OpWriteImm       WROpcode = 1  // IBV_WR_RDMA_WRITE_WITH_IMM
+	OpSend           WROpcode = 2  // IBV_WR_SEND
+	OpSendImm        WROpcode = 3  // IBV_WR_SEND_WITH_IMM
+	OpRead           WROpcode = 4  // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  WROpcode = 5  // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd WROpcode = 6  // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpLocalInv       WROpcode = 7  // IBV_WR_LOCAL_INV
+	OpBindMW         WROpcode = 8  // IBV_WR_BIND_MW
+	OpSendInv        WROpcode = 9  // IBV_WR_SEND_WITH_INV
+	OpFlush          WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
+	OpAtomicWrite    WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
 )
 
 // SendFlags are IB_SEND_* flags (enum ib_send_flags).
@@ -51,15 +54,29 @@ const (
 	SendSignaled  SendFlags = 2
 	SendSolicited SendFlags = 4
 	SendInline    SendFlags = 8
+	SendIPCsum    SendFlags = 16
 
-	sendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline
+	SendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline | SendIPCsum
+
+	// siwFlags are the flags siw has an SQE flag for (docs/siw.md §5):
+	// not IP_CSUM, a checksum offload of Ethernet devices.
+	siwFlags = SendFlagsKnown &^ SendIPCsum
 )
+
+// AVSize and AH mirror the provider vocabulary's address handle, which
+// SendWR points at; siw has no UD QPs, so an RC request has none.
+const AVSize = 48
+
+type AH struct {
+	Data [AVSize]byte
+	Num  uint32
+}
 
 // SendWR is a send work request with the fields, names and layout of
 // uverbs.SendWR, so that a caller's request can be read in place.
 type SendWR struct {
 	ID    uint64 // returned in the completion; never a Go pointer
-	Op    SendOpcode
+	Op    WROpcode
 	Flags SendFlags
 	// SGEs are the local buffers. With SendInline their bytes are copied
 	// into the ring element at post time, from the addresses in Addr: they
@@ -75,7 +92,7 @@ type SendWR struct {
 	Swap       uint64
 
 	// The UD destination, which an RC QP must leave empty.
-	AH         unsafe.Pointer
+	AH         *AH
 	RemoteQPN  uint32
 	RemoteQKey uint32
 }
@@ -100,8 +117,8 @@ const (
 // ib_wc_opcode and ib_wc_flags, mapped from siw's own (docs/siw.md §6).
 type WC struct {
 	ID        uint64
-	Status    uint32
-	Opcode    uint32
+	Status    WCStatus
+	Opcode    WCOpcode
 	VendorErr uint32 // siw's own status (enum siw_wc_status) when Status is not success
 	ByteLen   uint32
 	Imm       uint32 // always 0: iWARP has no immediate data
@@ -109,7 +126,7 @@ type WC struct {
 	InvalidatedRKey uint32
 	QPN             uint32
 	SrcQP           uint32 // always 0 (RC only)
-	Flags           uint32
+	Flags           WCFlags
 	PKeyIndex       uint16 // always 0
 	SLID            uint16 // always 0
 	SL              uint8  // always 0
@@ -117,32 +134,39 @@ type WC struct {
 	Port            uint8  // always 0: the CQE does not carry it
 }
 
-// Values of enum ib_wc_status, enum ib_wc_opcode and enum ib_wc_flags that
-// siw completions carry.
+// WCStatus, WCOpcode and WCFlags have the values of enum ib_wc_status,
+// ib_wc_opcode and ib_wc_flags; the constants are those siw completions
+// carry, with the names of the provider vocabulary.
+type (
+	WCStatus uint32
+	WCOpcode uint32
+	WCFlags  uint32
+)
+
 const (
-	WCSuccess                   = 0
-	WCLocalLengthError          = 1
-	WCLocalQPOpError            = 2
-	WCLocalProtectionError      = 4
-	WCFlushError                = 5
-	WCBadResponseError          = 7
-	WCLocalAccessError          = 8
-	WCRemoteInvalidRequestError = 9
-	WCRemoteAccessError         = 10
-	WCGeneralError              = 21
+	WCSuccess                   WCStatus = 0
+	WCLocalLengthError          WCStatus = 1
+	WCLocalQPOpError            WCStatus = 2
+	WCLocalProtectionError      WCStatus = 4
+	WCFlushError                WCStatus = 5
+	WCBadResponseError          WCStatus = 7
+	WCLocalAccessError          WCStatus = 8
+	WCRemoteInvalidRequestError WCStatus = 9
+	WCRemoteAccessError         WCStatus = 10
+	WCGeneralError              WCStatus = 21
 
-	WCOpSend      = 0
-	WCOpRDMAWrite = 1
-	WCOpRDMARead  = 2
-	WCOpCompSwap  = 3
-	WCOpFetchAdd  = 4
-	WCOpLocalInv  = 6
-	WCOpRecv      = 128
-	// WCOpUnknown is the opcode of a completion whose siw opcode this
-	// package does not know; it is no ib_wc_opcode value.
-	WCOpUnknown = 0xff
+	WCOpSend      WCOpcode = 0
+	WCOpRDMAWrite WCOpcode = 1
+	WCOpRDMARead  WCOpcode = 2
+	WCOpCompSwap  WCOpcode = 3
+	WCOpFetchAdd  WCOpcode = 4
+	WCOpLocalInv  WCOpcode = 6
+	WCOpRecv      WCOpcode = 128
+	// WCOpUnknown is the opcode of a completion whose siw opcode has no
+	// completion opcode; it is no ib_wc_opcode value.
+	WCOpUnknown WCOpcode = 0xff
 
-	WCWithInvalidate = 4
+	WCWithInvalidate WCFlags = 4
 )
 
 // Sizes of the ring elements (include/uapi/rdma/siw-abi.h).
