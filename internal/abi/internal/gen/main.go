@@ -176,9 +176,9 @@ func headers(tmp string) (incs []string, source string, err error) {
 	if installed == "" {
 		installed = "none"
 	}
-	return nil, "", fmt.Errorf("cannot get the headers of %s %s: apt-get download failed (%v) and the installed version is %s; "+
-		"fetch %s_%s_<arch>.deb (for example from snapshot.debian.org) and run again with %s=/path/to/it.deb, "+
-		"or install that exact version (apt-get install %s=%s)",
+	return nil, "", fmt.Errorf("cannot get the headers of %s %s: apt-get download failed (%v) and the installed version is %s.\n"+
+		"Fetch %s_%s_<arch>.deb (for example from snapshot.debian.org) and run again with %s=/path/to/it.deb,\n"+
+		"or install that exact version (apt-get install %s=%s).",
 		debPackage, pinnedVersion, downloadErr, installed,
 		debPackage, pinnedVersion, debEnv, debPackage, pinnedVersion)
 }
@@ -360,10 +360,10 @@ func (g *generator) plainStruct(c string) (*ast.StructType, string, error) {
 		case *ast.Ident:
 			name = t.Name
 		default:
-			return nil, "", fmt.Errorf("the C type %s is not a struct", c)
+			return nil, "", fmt.Errorf("C type %s is not a struct", c)
 		}
 	}
-	return nil, "", fmt.Errorf("the C type %s: typedef chain too long", c)
+	return nil, "", fmt.Errorf("C type %s: typedef chain too long", c)
 }
 
 // isAnon reports whether cgo named a member anonN because it has no C name.
