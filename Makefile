@@ -297,7 +297,8 @@ dist:
 		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$$ldflags" -o $(DIST)/$$name/ $(DIST_PROGRAMS); \
 		cp README.md LICENSE CHANGELOG.md $(DIST)/$$name/; \
 		tar -C $(DIST) --sort=name --owner=0 --group=0 --numeric-owner --mode=go-w \
-			--mtime=@$(SOURCE_DATE_EPOCH) -cf - $$name | gzip -9n > $(DIST)/$$name.tar.gz; \
+			--mtime=@$(SOURCE_DATE_EPOCH) -cf $(DIST)/$$name.tar $$name; \
+		gzip -9nf $(DIST)/$$name.tar; \
 		rm -rf $(DIST)/$$name; \
 	done; \
 	cd $(DIST) && sha256sum goverbs-$$v-linux-*.tar.gz > SHA256SUMS && cat SHA256SUMS
