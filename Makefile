@@ -31,6 +31,8 @@
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test
+#   make dist          release archives: the programs, static, for linux/amd64
+#                      and linux/arm64, in dist/ with SHA256SUMS
 #
 # Nothing needs installing by hand: Go modules come through the module proxy,
 # and the lab installs QEMU, the Debian kernels and rdma-core's tools itself.
@@ -55,7 +57,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet staticcheck dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -64,6 +66,13 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# staticcheck, pinned, run through the module proxy (nothing to install):
+# the whole module with its tests, and examples/grpc.
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
+	cd examples/grpc && $(GO) run $(STATICCHECK) ./...
 
 # No Go file may use cgo, not even one left out of the build: the module must
 # build and run without a C toolchain. (The cgo -godefs input of
@@ -107,7 +116,7 @@ inlining:
 
 # GOVERBS_LAB_SELFTEST=1: the lab's own tests (test/rxelab) must run, never
 # skip, so a run without root fails instead of passing without them.
-unit: nocgo vet build static inlining race-cc
+unit: nocgo vet staticcheck build static inlining race-cc
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
 	# Once more with the race detector (docs/testing.md §8); the lab's
 	# self-tests, which boot VMs, run only above.
@@ -257,7 +266,42 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
+
+# Release archives: every program of cmd/ and test/rxelab (for users' CI),
+# static (CGO_ENABLED=0 above), built with -trimpath and without the symbol
+# table and DWARF (-s -w: a panic still prints its stack), for each of
+# DIST_ARCHS, with README.md, LICENSE and CHANGELOG.md, as
+# $(DIST)/goverbs-VERSION-linux-ARCH.tar.gz, and their $(DIST)/SHA256SUMS.
+# VERSION is the release tag (v*) when HEAD has one, else the first version
+# CHANGELOG.md names with -dev; the programs print it, with REVISION and
+# MODIFIED, for -version (internal/version). make builds with -buildvcs=false,
+# so these come from git here, and stay empty where git cannot answer. The
+# archives' file times are the commit's (SOURCE_DATE_EPOCH), so that the
+# same commit gives the same bytes. test/static's TestDist checks the result.
+DIST       ?= dist
+DIST_ARCHS ?= amd64 arm64
+VERSION    ?= $(or $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null),$(shell sed -n 's/^## \(v[0-9][^ ]*\).*/\1/p' CHANGELOG.md | head -n 1)-dev)
+REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED   ?= $(if $(REVISION),$(if $(shell git status --porcelain 2>/dev/null),true,false))
+SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
+DIST_PROGRAMS = $(shell $(GO) list -f '{{if eq .Name "main"}}{{.ImportPath}}{{end}}' ./cmd/... ./test/rxelab)
+VERSION_PKG   = github.com/goverbs/rdma/internal/version
+dist:
+	@set -e; v='$(VERSION)'; \
+	ldflags="-s -w -X $(VERSION_PKG).version=$$v -X $(VERSION_PKG).revision=$(REVISION) -X $(VERSION_PKG).modified=$(MODIFIED)"; \
+	mkdir -p $(DIST); rm -f $(DIST)/goverbs-*-linux-*.tar.gz $(DIST)/SHA256SUMS; \
+	for arch in $(DIST_ARCHS); do \
+		name=goverbs-$$v-linux-$$arch; rm -rf $(DIST)/$$name; mkdir $(DIST)/$$name; \
+		echo "$(DIST)/$$name.tar.gz"; \
+		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$$ldflags" -o $(DIST)/$$name/ $(DIST_PROGRAMS); \
+		cp README.md LICENSE CHANGELOG.md $(DIST)/$$name/; \
+		tar -C $(DIST) --sort=name --owner=0 --group=0 --numeric-owner --mode=go-w \
+			--mtime=@$(SOURCE_DATE_EPOCH) -cf $(DIST)/$$name.tar $$name; \
+		gzip -9nf $(DIST)/$$name.tar; \
+		rm -rf $(DIST)/$$name; \
+	done; \
+	cd $(DIST) && sha256sum goverbs-$$v-linux-*.tar.gz > SHA256SUMS && cat SHA256SUMS
 
 # The mlx5 data path against rdma-core's own libmlx5 code (docs/mlx5.md §7):
 # builds test/mlx5diff's harness from rdma-core's sources (RDMA_CORE_TAG,

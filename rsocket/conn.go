@@ -373,13 +373,6 @@ func (c *Conn) keepAlive(ctx context.Context) {
 	}
 }
 
-// fail records a fatal error and ends the connection.
-func (c *Conn) fail(err error) {
-	c.mu.Lock()
-	c.failLocked(err)
-	c.mu.Unlock()
-}
-
 func (c *Conn) failLocked(err error) {
 	if c.err == nil && !c.closed {
 		c.err = err

@@ -243,14 +243,6 @@ func dialHostile(t *testing.T, ctx context.Context, addr string) *hostilePeer {
 	return p
 }
 
-// send posts wrs, all signalled, and waits until each has completed
-// successfully: the messages are in our side's memory and queue.
-func (p *hostilePeer) send(ctx context.Context, wrs []uverbs.SendWR) {
-	p.t.Helper()
-	p.post(wrs)
-	p.waitSent(ctx, len(wrs))
-}
-
 // post posts wrs, each signalled.
 func (p *hostilePeer) post(wrs []uverbs.SendWR) {
 	p.t.Helper()

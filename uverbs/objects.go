@@ -262,19 +262,6 @@ func (ch *children) drop(o any) {
 	ch.mu.Unlock()
 }
 
-// snapshot returns the live children of kind k.
-func (ch *children) snapshot(k objKind) []any {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	var out []any
-	for o, kk := range ch.set {
-		if kk == k {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // beginClose marks the parent closed, unless it still has children (and
 // force is false): then it returns an error matching ErrBusy that names
 // them. It returns closed=true if the parent was already closed.
@@ -311,13 +298,6 @@ func (ch *children) reopen() {
 	ch.mu.Lock()
 	ch.closed = false
 	ch.mu.Unlock()
-}
-
-// isClosed reports whether beginClose succeeded.
-func (ch *children) isClosed() bool {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	return ch.closed
 }
 
 func plural(n int, what string) string {

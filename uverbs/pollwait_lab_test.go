@@ -270,22 +270,6 @@ func sendOne(t *testing.T, a, b *QP, mr *MR) {
 	}
 }
 
-// pollCount polls cq until want completions came or 20 s passed, and
-// returns how many came.
-func pollCount(t *testing.T, cq *CQ, want int) int {
-	t.Helper()
-	wcs := make([]WC, 4)
-	got := 0
-	for deadline := time.Now().Add(20 * time.Second); got < want && time.Now().Before(deadline); {
-		n, err := cq.Poll(wcs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got += n
-	}
-	return got
-}
-
 // waitingIn counts the goroutines asleep in fn: blocked in a system call
 // (read), parked in the netpoller, or in a select (waiting for another's
 // read of the channel).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
 )
 
 const usageText = `usage: cmtime
@@ -57,6 +58,7 @@ func parse(args []string) (options, error) {
 }
 
 func main() {
+	version.Handle("cmtime")
 	// Two Ps at least: with one (a process pinned to one CPU), every command
 	// that blocks in the kernel hands the P to another thread and back,
 	// which costs more than the command under emulation.

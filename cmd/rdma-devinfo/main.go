@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/goverbs/rdma/internal/version"
 	"github.com/goverbs/rdma/uverbs"
 )
 
 func main() {
+	version.Handle("rdma-devinfo")
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goverbs/rdma/internal/version"
 	"github.com/goverbs/rdma/netlinkrdma"
 )
 
@@ -24,6 +25,7 @@ const (
 )
 
 func main() {
+	version.Handle("rdma-link")
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -9,9 +9,13 @@ import (
 	"strings"
 
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
 )
 
-func main() { cmdline.Run(profiled) }
+func main() {
+	version.Handle("rdma-perf")
+	cmdline.Run(profiled)
+}
 
 // profiled is the program, with a CPU profile when RDMA_PERF_CPUPROFILE
 // names a file for one (where BENCHMARKS.md's profiles come from).

@@ -6,10 +6,12 @@ import (
 	"os"
 
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
 	"github.com/goverbs/rdma/uverbs"
 )
 
 func main() {
+	version.Handle("rdma-pingpong")
 	cmdline.Run(func(ctx context.Context) int {
 		return cmdline.Status("rdma-pingpong", usageText, run(ctx, os.Args[1:], os.Stdout))
 	})

@@ -9,10 +9,12 @@ import (
 	"strconv"
 
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
 	"github.com/goverbs/rdma/uverbs"
 )
 
 func main() {
+	version.Handle("rping")
 	cmdline.Run(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Stdout, os.Stderr) })
 }
 

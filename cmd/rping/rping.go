@@ -278,7 +278,7 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 		case uverbs.WCOpRecv:
 			s.debugf("recv completion")
 			if wc.ByteLen != infoLen {
-				return wc, fmt.Errorf("Received bogus data, size %d (the rping messages are %d bytes)", wc.ByteLen, infoLen)
+				return wc, fmt.Errorf("received bogus data, size %d (the rping messages are %d bytes)", wc.ByteLen, infoLen)
 			}
 		default:
 			return wc, fmt.Errorf("unexpected completion %v", wc.Opcode)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
 )
 
 const usageText = `usage: %s
@@ -145,6 +146,7 @@ func atoi(s string, p *int) error {
 }
 
 func main() {
+	version.Handle("rstream")
 	cmdline.Run(func(ctx context.Context) int {
 		return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	})

@@ -1,10 +1,6 @@
 package sys
 
-import (
-	"errors"
-
-	"golang.org/x/sys/unix"
-)
+import "errors"
 
 // OpError is the error of a failed kernel operation. Op names the command in
 // the kernel's terms ("create_qp", "resolve_addr", "mmap cq ring") and Err is
@@ -33,11 +29,3 @@ func Wrap(op string, err error) error {
 
 // ErrClosed is returned by any call on an object that was closed.
 var ErrClosed = errors.New("object is closed")
-
-// errnoOf maps the zero errno to nil.
-func errnoOf(e unix.Errno) error {
-	if e == 0 {
-		return nil
-	}
-	return e
-}

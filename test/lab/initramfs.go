@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 )
@@ -64,15 +63,15 @@ func guestInitHash(goarch string) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// goTool finds the go command: the toolchain of $GOROOT or of the build of
-// this program first, so that an older distribution Go earlier in PATH does
-// not build the guest's /init; then PATH and /usr/local/go.
+// goTool finds the go command: the toolchain of $GOROOT first, then PATH's
+// and /usr/local/go's. Under go test -exec, PATH already starts with the
+// GOROOT/bin of the go command that runs the tests (cmd/go has put it there
+// for test subprocesses since Go 1.19), so an older distribution Go later
+// in PATH does not build the guest's /init.
 func goTool() (string, error) {
 	var cands []string
-	for _, root := range []string{os.Getenv("GOROOT"), runtime.GOROOT()} {
-		if root != "" {
-			cands = append(cands, filepath.Join(root, "bin", "go"))
-		}
+	if root := os.Getenv("GOROOT"); root != "" {
+		cands = append(cands, filepath.Join(root, "bin", "go"))
 	}
 	if p, err := exec.LookPath("go"); err == nil {
 		cands = append(cands, p)

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/goverbs/rdma/internal/version"
 	"github.com/goverbs/rdma/test/lab"
 	"github.com/goverbs/rdma/test/lab/peer"
 )
 
 func main() {
+	version.Handle("rxelab")
 	os.Exit(run())
 }
 

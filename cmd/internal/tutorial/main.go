@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
 )
 
 // Exit codes of rdma-server and rdma-client.
@@ -59,5 +60,10 @@ func (e system) main(ctx context.Context, server bool, args []string, stdout, st
 // Run is the whole program: Main with the process's arguments, standard
 // streams and a context that SIGINT and SIGTERM end, then exit.
 func Run(server bool) {
+	if server {
+		version.Handle("rdma-server")
+	} else {
+		version.Handle("rdma-client")
+	}
 	cmdline.Run(func(ctx context.Context) int { return Main(ctx, server, os.Args[1:], os.Stdout, os.Stderr) })
 }

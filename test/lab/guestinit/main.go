@@ -29,10 +29,9 @@ const newRoot = "/newroot"
 const sanePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 var (
-	start   = time.Now()
-	ctl     *os.File
-	host    *proto.Writer // frames to the host on ctl
-	verbose bool
+	start = time.Now()
+	ctl   *os.File
+	host  *proto.Writer // frames to the host on ctl
 )
 
 func main() {
@@ -87,7 +86,6 @@ func run() error {
 	case <-time.After(10 * time.Minute):
 		return errors.New("no request from the host within 10 minutes")
 	}
-	verbose = req.Verbose
 	logf("modules loaded after %.2fs; request received", modulesDone.Seconds())
 	if err := mountRoot(req); err != nil {
 		return err

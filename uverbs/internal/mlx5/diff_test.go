@@ -106,14 +106,6 @@ func firstDiff(a, b string) string {
 	return "no difference"
 }
 
-func digest(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-	}
-	return fmt.Sprintf("%x", h.Sum(nil)[:12])
-}
-
 func TestDifferential(t *testing.T) {
 	fixed := fixedCases()
 	random := randomCases(*randomSeed, *randomN)
