@@ -1,3 +1,8 @@
+//go:build !race
+
+// TestDist builds the release archives with make; it runs in the plain
+// pass of make test only: the race detector adds nothing to it.
+
 package main
 
 import (

@@ -163,6 +163,5 @@ func (r *ring) forPending(f func(e unsafe.Pointer) bool) bool {
 
 func put32(p unsafe.Pointer, off int, v uint32) { *(*uint32)(unsafe.Add(p, off)) = v }
 func put64(p unsafe.Pointer, off int, v uint64) { *(*uint64)(unsafe.Add(p, off)) = v }
-func get16(p unsafe.Pointer, off int) uint16    { return *(*uint16)(unsafe.Add(p, off)) }
 func get32(p unsafe.Pointer, off int) uint32    { return *(*uint32)(unsafe.Add(p, off)) }
 func get64(p unsafe.Pointer, off int) uint64    { return *(*uint64)(unsafe.Add(p, off)) }
