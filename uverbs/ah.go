@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // AH is an address handle: the destination of UD send work requests
@@ -18,17 +18,14 @@ import (
 //
 // rdma-core: struct ibv_ah.
 type AH struct {
-	// av is the address vector mlx5 UD WQEs carry (mlx5ah.go); zero on
-	// rxe. It comes first: a *AH is the encoder's *mlx5.AddressVector
-	// (mlx5.go, mlx5SendWRs).
-	av     mlx5.AddressVector
+	// drv is what the providers read of the AH when they encode a UD
+	// send: rxe its AH number, mlx5 its address vector (mlx5ah.go) and a
+	// non-zero stand-in number, so that the checks both share accept the
+	// AH. It comes first: a *AH is a *provider.AH (provider.go, sendWRs).
+	drv    provider.AH
 	pd     *PD
 	h      uint64
 	handle uint32
-	// num is rxe's AH number, which UD WQEs carry; on mlx5, whose sends
-	// carry the address vector instead, a non-zero stand-in, so that the
-	// validation both providers share accepts the AH.
-	num    uint32
 	attr   AHAttr
 	mu     sync.Mutex
 	closed atomic.Bool
@@ -75,8 +72,8 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 			pd.kids.unhold()
 			return nil, err
 		}
-		ah.handle, ah.num = resp.core.AHHandle, resp.drv.AHNum
-		if ah.num == 0 && c.dev.DriverID == DriverRXE {
+		ah.handle, ah.drv.Num = resp.core.AHHandle, resp.drv.AHNum
+		if ah.drv.Num == 0 && c.dev.DriverID == DriverRXE {
 			ah.destroy()
 			pd.kids.unhold()
 			return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", ErrNotSupported)}

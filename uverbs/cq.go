@@ -8,6 +8,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -213,7 +214,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 			cq.mu.Unlock()
 			return 0, nil
 		}
-		n := q.Take(rxeWCs(wcs))
+		n := q.Take(rxe.WCs(wcs))
 		cq.mu.storeUnlock(q.IndexStore())
 		return n, nil
 	}
@@ -226,7 +227,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 			cq.mu.Unlock()
 			return 0, nil
 		}
-		n, err := m.q.Poll(mlx5WCs(wcs))
+		n, err := m.q.Poll(mlx5.WCs(wcs))
 		cq.mu.Unlock()
 		if err != nil {
 			return n, mlx5PollError(err)
@@ -257,31 +258,9 @@ func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 			m, err := cq.mx.poll(cq.ctx.mlx, wcs[n:])
 			return n + m, err
 		}
-		n += cq.q.Poll(rxeWCs(wcs[n:]))
+		n += cq.q.Poll(rxe.WCs(wcs[n:]))
 	}
 	return n, nil
-}
-
-// WC has the field order and types of the provider's decoded completion, so
-// Poll decodes into the caller's []WC directly (checked again in
-// TestWCLayout).
-var (
-	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(rxe.WC{})]byte
-	_ [unsafe.Sizeof(rxe.WC{}) - unsafe.Sizeof(WC{})]byte
-	_ [unsafe.Offsetof(WC{}.Imm) - unsafe.Offsetof(rxe.WC{}.ImmData)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.ImmData) - unsafe.Offsetof(WC{}.Imm)]byte
-	_ [unsafe.Offsetof(WC{}.QPN) - unsafe.Offsetof(rxe.WC{}.QPNum)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.QPNum) - unsafe.Offsetof(WC{}.QPN)]byte
-	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(rxe.WC{}.Flags)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
-	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(rxe.WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(WC{}.Port) - unsafe.Offsetof(rxe.WC{}.PortNum)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.PortNum) - unsafe.Offsetof(WC{}.Port)]byte
-)
-
-func rxeWCs(w []WC) []rxe.WC {
-	return unsafe.Slice((*rxe.WC)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
 }
 
 // pull moves every completion in the ring to the pending list, for
@@ -298,13 +277,11 @@ func (cq *CQ) pull() bool {
 	if cq.q == nil {
 		return false
 	}
-	var w rxe.WC
+	var w [1]WC
 	for !cq.q.Empty() {
-		rxe.DecodeCQE(cq.q.Peek(), &w)
+		rxe.DecodeCQE(cq.q.Peek(), &rxe.WCs(w[:])[0])
 		cq.q.Consume()
-		var wc WC
-		wc.fromRXE(&w)
-		cq.pending = append(cq.pending, wc)
+		cq.pending = append(cq.pending, w[0])
 	}
 	return true
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // The mlx5 seam on the host, without a ConnectX: the commands' driver data
@@ -547,7 +548,7 @@ func TestMLX5UDSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ah := &AH{pd: f.pd, av: av, num: mlx5AHNum}
+	ah := &AH{pd: f.pd, drv: provider.AH{Data: av, Num: mlx5AHNum}}
 	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
 	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
 		t.Fatal(err)
@@ -617,7 +618,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 			for s, r := uint64(0), uint64(0); s < n || r < n; runtime.Gosched() {
 				var err error
 				if s < n {
-					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, num: mlx5AHNum}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
+					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, drv: provider.AH{Num: mlx5AHNum}}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
 						s++
 					}
 				}
@@ -694,7 +695,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 }
 
 // Send lists go to the mlx5 encoder and completions come from its decoder
-// as they are (mlx5SendWRs, mlx5WCs), so the opcodes, flags and statuses
+// as they are (sendWRs, mlx5.SendWRs, mlx5.WCs), so the opcodes, flags and statuses
 // must have the provider's values, and an AH must read as its address
 // vector.
 func TestMLX5SharedValues(t *testing.T) {
@@ -739,11 +740,11 @@ func TestMLX5SharedValues(t *testing.T) {
 	}
 
 	ah := &AH{}
-	ah.av[0], ah.av[47] = 1, 2
+	ah.drv.Data[0], ah.drv.Data[47] = 1, 2
 	w := []SendWR{{ID: 3, Op: OpSendImm, Flags: SendSignaled, SGEs: []SGE{{Addr: 4, Length: 5, LKey: 6}}, Imm: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AH: ah, RemoteQPN: 12, RemoteQKey: 13}}
-	got := mlx5SendWRs(w)[0]
-	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: &ah.av, RemoteQPN: 12, RemoteQKey: 13}
-	if !reflect.DeepEqual(got, want) || got.AV != &ah.av {
+	got := mlx5.SendWRs(sendWRs(w))[0]
+	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: (*mlx5.AddressVector)(&ah.drv.Data), RemoteQPN: 12, RemoteQKey: 13}
+	if !reflect.DeepEqual(got, want) || got.AV != (*mlx5.AddressVector)(&ah.drv.Data) {
 		t.Errorf("the encoder reads %+v, want %+v", got, want)
 	}
 }

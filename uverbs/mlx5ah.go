@@ -6,6 +6,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // createMLX5 builds the AH's address vector as libmlx5 does (verbs.c
@@ -51,8 +52,7 @@ func (ah *AH) createMLX5(op string, c *Device, req *abi.UverbsCreateAH) error {
 		ah.destroy()
 		return &OpError{Op: op, Err: err}
 	}
-	ah.av = av
-	ah.num = mlx5AHNum
+	ah.drv = provider.AH{Data: av, Num: mlx5AHNum}
 	return nil
 }
 

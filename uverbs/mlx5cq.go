@@ -75,7 +75,7 @@ func (m *mlx5CQ) poll(mc *mlx5Context, wcs []WC) (int, error) {
 		mc.srqMu.Lock()
 		defer mc.srqMu.Unlock()
 	}
-	n, err := m.q.Poll(mlx5WCs(wcs))
+	n, err := m.q.Poll(mlx5.WCs(wcs))
 	if err != nil {
 		return n, mlx5PollError(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // mlx5QP is the mlx5 state of a QP: one buffer with the receive queue at 0
@@ -111,7 +111,7 @@ func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConf
 	m.reg = mlx5.QP{SQ: m.sq, RQ: m.rq}
 	sendWR, recvWR, recvSGE, inline := mlx5.QPCaps(sqCfg, rqCfg)
 	inline = max(inline, 0) // libmlx5 may report −4 (docs/mlx5.md §2)
-	qp.lim = rxe.SendLimits{QPType: rxe.QPType(qp.typ), MaxSGE: sqCfg.MaxSGE, MaxInline: inline}
+	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: sqCfg.MaxSGE, MaxInline: inline}
 	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
 	if init.SRQ != nil {
 		srq := init.SRQ
@@ -139,50 +139,13 @@ func (m *mlx5QP) sendError(op string, wrs []SendWR, i int, err error) error {
 
 // mlx5PostError is the error of a post the provider refused at request i
 // (ID id) of n. A full queue (the provider checks room request by request)
-// says how much room there was.
+// says how much room there was; a refusal is mlx5's error, which matches
+// ErrInvalidWR and the error of the same check on any device.
 func mlx5PostError(op string, i int, id uint64, n, maxPost int, err error) error {
 	if errors.Is(err, mlx5.ErrQueueFull) {
 		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
-	} else if same := mlx5SameError(err); same != nil {
-		err = &mlx5WRError{err: err, same: same}
 	}
 	return &PostError{Op: op, Index: i, ID: id, Err: err}
-}
-
-// mlx5WRError is a refusal of the mlx5 encoder as PostSend and PostRecv
-// return it: libmlx5's message and errno, matching also ErrInvalidWR and
-// the error of the same check on rxe, so that callers test one set of
-// errors whatever the device.
-type mlx5WRError struct{ err, same error }
-
-func (e *mlx5WRError) Error() string { return e.err.Error() }
-func (e *mlx5WRError) Unwrap() error { return e.err }
-func (e *mlx5WRError) Is(target error) bool {
-	return target == e.same || target == ErrInvalidWR
-}
-
-// mlx5SameError returns the rxe-path error of the check that refused an
-// mlx5 request (ErrInvalidWR for a refusal it does not know), or nil for
-// an error that is no refusal.
-func mlx5SameError(err error) error {
-	for _, p := range [...]struct{ mlx5, same error }{
-		{mlx5.ErrBadOpcode, ErrOpcodeNotSupported},
-		{mlx5.ErrAtomicsDisabled, ErrOpcodeNotSupported}, // atomics are an opcode the QP does not take
-		{mlx5.ErrBadSendFlags, ErrBadSendFlags},
-		{mlx5.ErrTooManySGEs, ErrTooManySGEs},
-		{mlx5.ErrTooManyRecvSGEs, ErrTooManySGEs},
-		{mlx5.ErrInlineTooLong, ErrInlineTooLong},
-		{mlx5.ErrInlineNotAllowed, ErrInlineNotAllowed},
-		{mlx5.ErrUDAddress, ErrUDAddress},
-	} {
-		if errors.Is(err, p.mlx5) {
-			return p.same
-		}
-	}
-	if errors.Is(err, mlx5.ErrInvalidWR) {
-		return ErrInvalidWR
-	}
-	return nil
 }
 
 // postRecv validates and posts receives on the QP's receive queue
@@ -196,21 +159,22 @@ func (m *mlx5QP) postRecv(op string, wrs []RecvWR) error {
 	if err := validateRecvs(op, wrs, rq.MaxSGE()); err != nil {
 		return err
 	}
-	if i, err := rq.Post(mlx5RecvWRs(wrs)); err != nil {
+	if i, err := rq.Post(wrs); err != nil {
 		return mlx5PostError(op, i, wrs[i].ID, len(wrs), rq.Config().MaxPost, err)
 	}
 	return nil
 }
 
-// validateRecvs checks every receive as the rxe path does (rxe.CheckRecv),
-// so both providers refuse bad input with the same errors.
+// validateRecvs checks every receive as the rxe path does
+// (provider.CheckRecv), so both providers refuse bad input with the same
+// errors.
 func validateRecvs(op string, wrs []RecvWR, maxSGE int) error {
 	for i := range wrs {
 		// One SGE within the limit cannot fail (its length is one u32).
 		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
 			continue
 		}
-		if err := rxe.CheckRecv(rxeSGEs(wrs[i].SGEs), maxSGE); err != nil {
+		if err := provider.CheckRecv(wrs[i].SGEs, maxSGE); err != nil {
 			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
 		}
 	}

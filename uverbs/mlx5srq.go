@@ -69,7 +69,7 @@ func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
 		return err
 	}
 	mc.srqMu.Lock()
-	i, err := m.q.Post(mlx5RecvWRs(wrs))
+	i, err := m.q.Post(wrs)
 	mc.srqMu.Unlock()
 	if err != nil {
 		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.q.Config().WQECount-1, err)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -209,7 +210,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	}
 
 	r.write, r.list, r.inl, r.recv, r.recvList = nativeWRs(buf)
-	r.udSend = nativeUDSend(&AH{pd: pd, num: 1})
+	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Num: 1}})
 	return r
 }
 

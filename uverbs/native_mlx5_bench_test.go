@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -241,7 +242,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.udSend = nativeUDSend(&AH{pd: pd, av: av, num: mlx5AHNum})
+	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Data: av, Num: mlx5AHNum}})
 	return r
 }
 
@@ -349,7 +350,7 @@ func nativeMLX5Cases(tb testing.TB, ms int) string {
 			for _, w := range sends {
 				av := "-"
 				if w.AH != nil {
-					av = fmt.Sprintf("%x", w.AH.av[:])
+					av = fmt.Sprintf("%x", w.AH.drv.Data[:])
 				}
 				fmt.Fprintf(&b, "wr %#x %d %d %#x %#x %#x %#x %#x %#x %#x %s %d\n", w.ID, w.Op, w.Flags, w.Imm, w.RemoteAddr, w.RKey, w.CompareAdd, w.Swap,
 					w.RemoteQPN, w.RemoteQKey, av, len(w.SGEs))

@@ -2,9 +2,11 @@ package uverbs
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // The data path (posting work requests, polling completions) is driver
@@ -49,4 +51,45 @@ func (c *Device) mmapRing(op string, mi abi.RxeMminfo, what string) (*sys.Mappin
 		return nil, &OpError{Op: op, Err: err}
 	}
 	return m, nil
+}
+
+// SendWR has provider.SendWR's layout, with a *AH where the provider's
+// request has a *provider.AH: an AH starts with its provider.AH (AH.drv),
+// so the providers read the caller's requests where they lie; a copy cost
+// a post about 2.5 ns (BENCHMARKS.md, rxe item 31). Checked here at
+// compile time: a negative array length does not compile.
+var (
+	_ [unsafe.Sizeof(SendWR{}) - unsafe.Sizeof(provider.SendWR{})]byte
+	_ [unsafe.Sizeof(provider.SendWR{}) - unsafe.Sizeof(SendWR{})]byte
+	_ [unsafe.Offsetof(SendWR{}.Op) - unsafe.Offsetof(provider.SendWR{}.Op)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.Op) - unsafe.Offsetof(SendWR{}.Op)]byte
+	_ [unsafe.Offsetof(SendWR{}.Flags) - unsafe.Offsetof(provider.SendWR{}.Flags)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.Flags) - unsafe.Offsetof(SendWR{}.Flags)]byte
+	_ [unsafe.Offsetof(SendWR{}.SGEs) - unsafe.Offsetof(provider.SendWR{}.SGEs)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.SGEs) - unsafe.Offsetof(SendWR{}.SGEs)]byte
+	_ [unsafe.Offsetof(SendWR{}.Imm) - unsafe.Offsetof(provider.SendWR{}.Imm)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.Imm) - unsafe.Offsetof(SendWR{}.Imm)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteAddr) - unsafe.Offsetof(provider.SendWR{}.RemoteAddr)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.RemoteAddr) - unsafe.Offsetof(SendWR{}.RemoteAddr)]byte
+	_ [unsafe.Offsetof(SendWR{}.RKey) - unsafe.Offsetof(provider.SendWR{}.RKey)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.RKey) - unsafe.Offsetof(SendWR{}.RKey)]byte
+	_ [unsafe.Offsetof(SendWR{}.CompareAdd) - unsafe.Offsetof(provider.SendWR{}.CompareAdd)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.CompareAdd) - unsafe.Offsetof(SendWR{}.CompareAdd)]byte
+	_ [unsafe.Offsetof(SendWR{}.Swap) - unsafe.Offsetof(provider.SendWR{}.Swap)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.Swap) - unsafe.Offsetof(SendWR{}.Swap)]byte
+	_ [unsafe.Offsetof(SendWR{}.AH) - unsafe.Offsetof(provider.SendWR{}.AH)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.AH) - unsafe.Offsetof(SendWR{}.AH)]byte
+	_ [unsafe.Offsetof(AH{}.drv)]byte // 0: an array of no bytes
+	_ [unsafe.Offsetof(SendWR{}.RemoteQPN) - unsafe.Offsetof(provider.SendWR{}.RemoteQPN)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.RemoteQPN) - unsafe.Offsetof(SendWR{}.RemoteQPN)]byte
+	_ [unsafe.Offsetof(SendWR{}.RemoteQKey) - unsafe.Offsetof(provider.SendWR{}.RemoteQKey)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.RemoteQKey) - unsafe.Offsetof(SendWR{}.RemoteQKey)]byte
+)
+
+// sendWR is wr as the providers read it.
+func sendWR(wr *SendWR) *provider.SendWR { return (*provider.SendWR)(unsafe.Pointer(wr)) }
+
+// sendWRs is a send list as the providers read it.
+func sendWRs(wrs []SendWR) []provider.SendWR {
+	return unsafe.Slice((*provider.SendWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -112,7 +113,7 @@ type QP struct {
 	sqMap    *sys.Mapping
 	db       *doorbell    // in dbMap
 	dbMap    *sys.Mapping // off-heap page holding the doorbell command and its response
-	lim      rxe.SendLimits
+	lim      provider.SendLimits
 	// The Buffer the last inline source was found in, and the list it
 	// was found on (plainSends; under sendMu): a source inside it, while
 	// that list is still the one published, needs no search.
@@ -319,7 +320,7 @@ func (qp *QP) mapRings(op string, core *abi.UverbsCreateQPResp, drv *abi.RxeCrea
 	if qp.sqMap, err = c.mmapRing(op, drv.SQMI, "sq ring"); err != nil {
 		return err
 	}
-	qp.lim = rxe.SendLimits{QPType: rxe.QPType(qp.typ), MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
+	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
 	if qp.sq, err = rxe.NewSQ(qp.sqMap.Bytes(), qp.lim); err != nil {
 		return &OpError{Op: op, Err: err}
 	}

@@ -1,0 +1,15 @@
+// Package provider is the vocabulary every user-space data path of uverbs
+// speaks: the work requests a caller posts (SGE, SendWR, RecvWR), the
+// completions it polls (WC with its status, opcode and flags), the opcode
+// and flag values (libibverbs' enum ibv_wr_opcode and ibv_send_flags, which
+// equal the kernel's enum ib_wr_opcode and ib_send_flags), the checks
+// every ibv_post_send and ibv_post_recv makes whatever the driver
+// (CheckSend, PlainSend, CheckRecv), and the errors of a refused post.
+//
+// Package uverbs aliases these names in its public API (uverbs.WC is
+// provider.WC). Each driver package (uverbs/internal/rxe,
+// uverbs/internal/mlx5) imports this one and translates the vocabulary
+// into its own ring format; no driver package imports another, and none
+// imports uverbs. A driver's own refusals are errors of its own that match
+// the errors here through errors.Is.
+package provider
