@@ -190,11 +190,18 @@ func (mc *mlx5Context) layBFRegs(pages [][]byte, perPage, size, lowLatFrom int) 
 			return fmt.Errorf("mlx5 bfreg %d at %#x+%d lies outside its %d-byte UAR page: %w", n, off, size, len(reg), ErrNotSupported)
 		}
 		// bfreg 0 is shared by every QP that gets it and takes only the
-		// 8-byte doorbell (Dedicated false); libmlx5 gives it no halves.
-		mc.bfregs[n].bf = mlx5.BlueFlame{Reg: reg[off : off+size : off+size], BufSize: size / 2, Dedicated: n != 0, PreferBF: true}
-		// bfreg 0 stays locked where libmlx5 takes no lock: it gives that
-		// one no halves to flip, and this package does. Slots 2 and 3 are
-		// never given to a QP.
+		// 8-byte doorbell (Dedicated false); libmlx5 gives it no halves
+		// (buf_size 0, mlx5.c mlx5_init_context), so its doorbells all
+		// land in the register's first 8 bytes, and so do ours.
+		half := size / 2
+		if n == 0 {
+			half = 0
+		}
+		mc.bfregs[n].bf = mlx5.BlueFlame{Reg: reg[off : off+size : off+size], BufSize: half, Dedicated: n != 0, PreferBF: true}
+		// bfreg 0 stays locked where libmlx5 takes no lock (mlx5.c
+		// need_uuar_lock): every doorbell stores the register's offset,
+		// which QPs sharing it would race on. Slots 2 and 3 are never
+		// given to a QP.
 		if n == 0 || slot >= mlx5NonFPBfregsPerUAR || n/mlx5BfregsPerUAR*mlx5NonFPBfregsPerUAR+slot < lowLatFrom {
 			mc.bfregs[n].bf.Lock = &mc.bfregs[n].mu
 		}

@@ -93,7 +93,11 @@ type SQConfig struct {
 // BlueFlame is a QP's UAR register pair (struct mlx5_bf): Reg is the
 // mapped register area, two halves of BufSize bytes each (bf_reg_size / 2),
 // starting BFRegOffset into a UAR page. Dedicated is false for the bfreg
-// every context shares (uuarn 0), which takes only 8-byte doorbells. Reg
+// every context shares (uuarn 0), which takes only 8-byte doorbells and
+// has no halves: libmlx5 leaves its buf_size 0 (mlx5.c mlx5_init_context
+// sets buf_size only for bfi != 0), so post_send_db's offset ^= buf_size
+// never moves and every doorbell lands at the register's start. BufSize
+// is 0 there too. Reg
 // and BufSize must not change once NewSQ has checked them: the doorbell
 // writes the register through a pointer on their word.
 type BlueFlame struct {
@@ -152,8 +156,8 @@ func NewSQ(ring, dbrec []byte, bf *BlueFlame, cfg SQConfig) (*SQ, error) {
 	if err := mmio.CheckView(dbrec, 0, 8); err != nil {
 		return nil, fmt.Errorf("mlx5: QP doorbell record: %w", err)
 	}
-	if bf == nil || bf.BufSize <= 0 || bf.BufSize%SendWQEBB != 0 || bf.BufSize > len(bf.Reg)/2 { // (2*BufSize could overflow)
-		return nil, fmt.Errorf("mlx5: BlueFlame register area must hold two halves of a non-zero multiple of 64 bytes")
+	if bf == nil || bf.BufSize < 0 || bf.BufSize == 0 && bf.Dedicated || bf.BufSize%SendWQEBB != 0 || bf.BufSize > len(bf.Reg)/2 { // (2*BufSize could overflow)
+		return nil, fmt.Errorf("mlx5: BlueFlame register area must hold two halves of a non-zero multiple of 64 bytes (no halves only on the shared bfreg)")
 	}
 	if err := mmio.CheckView(bf.Reg, 0, 8); err != nil {
 		return nil, fmt.Errorf("mlx5: BlueFlame register: %w", err)
