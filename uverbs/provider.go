@@ -9,19 +9,28 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// The data path (posting work requests, polling completions) is driver
-// specific: each driver shares its queues with user space in its own format.
-// Two are implemented: soft-RoCE (rxe, uverbs/internal/rxe), whose rings the
-// kernel allocates and the process maps, and mlx5 (uverbs/internal/mlx5),
-// whose rings the process allocates and whose doorbells are device
-// registers (docs/mlx5.md §1). Control commands (PD, MR, QP state changes)
-// are driver-agnostic.
+// The provider seam. The data path (posting work requests, polling
+// completions) is driver specific: each driver shares its queues with user
+// space in its own format. Two are implemented: soft-RoCE
+// (uverbs/internal/rxe), whose rings the kernel allocates and the process
+// maps, and mlx5 (uverbs/internal/mlx5), whose rings the process allocates
+// and whose doorbells are device registers (docs/mlx5.md §1). Control
+// commands (PD, MR, QP state changes) are driver-agnostic.
 //
-// The seam is chosen once, when an object is created: a CQ, QP or SRQ on an
-// mlx5 device carries a non-nil pointer to its mlx5 state (CQ.mx, QP.mx,
-// SRQ.mx) and the rxe fields stay nil, and the other way round. Post and
-// poll test that one pointer first, so the rxe path pays a predictable
-// branch and nothing else. Other drivers are refused with ErrNotSupported.
+// What callers pass and get back is the providers' shared vocabulary,
+// uverbs/internal/provider: SGE, RecvWR, WC and their values are aliases of
+// its types, and SendWR has provider.SendWR's layout with a *AH in place of
+// a *provider.AH (an AH starts with one), so this file converts a send list
+// for the providers without a copy (sendWR, sendWRs; docs/architecture.md
+// §3). The driver packages import provider and nothing of each other or of
+// uverbs.
+//
+// Each CQ, QP and SRQ holds its provider's state, chosen once when it is
+// created: an object on an mlx5 device carries a non-nil pointer to its
+// mlx5 state (CQ.mx, QP.mx, SRQ.mx) and the rxe fields stay nil, and the
+// other way round. Post and poll test that one pointer first, so the rxe
+// path pays a predictable branch and nothing else. Other drivers are
+// refused with ErrNotSupported when such an object is created.
 
 // requireDataPath fails with ErrNotSupported unless the device's driver has
 // a data path here (rxe, or mlx5 with its context mapped).
