@@ -451,7 +451,7 @@ func (cq *CQ) close(force bool) error {
 		cq.ring.Unmap()
 	}
 	if cq.mx != nil {
-		cq.mx.mem.unmap()
+		cq.mx.mem.Unmap()
 	}
 	cq.ring, cq.q, cq.mx, cq.pending = nil, nil, nil, nil
 	cq.mu.Unlock()

@@ -30,115 +30,15 @@ import (
 
 var be = binary.BigEndian
 
-func TestMLX5AllocUcontextReq(t *testing.T) {
-	for _, c := range []struct {
-		page, tot, lowLat int
-	}{
-		// mlx5.c get_total_uuars: max(page/4096 × 2, 16) aligned to 2;
-		// get_num_low_lat_uuars: max(4, total − 12).
-		{4096, 16, 4},
-		{16384, 16, 4},
-		{65536, 32, 20},
-	} {
-		req := mlx5AllocUcontextReq(c.page)
-		b := bytesOf(&req)
-		if len(b) != 32 {
-			t.Fatalf("mlx5_ib_alloc_ucontext_req_v2 is %d bytes, want 32", len(b))
-		}
-		// Offsets of struct mlx5_ib_alloc_ucontext_req_v2: total_num_bfregs
-		// 0, num_low_latency_bfregs 4, flags 8, comp_mask 12,
-		// max_cqe_version 16, lib_caps 24.
-		le := binary.LittleEndian
-		if got := le.Uint32(b[0:]); got != uint32(c.tot) {
-			t.Errorf("page %d: total_num_bfregs %d, want %d", c.page, got, c.tot)
-		}
-		if got := le.Uint32(b[4:]); got != uint32(c.lowLat) {
-			t.Errorf("page %d: num_low_latency_bfregs %d, want %d", c.page, got, c.lowLat)
-		}
-		if got := le.Uint32(b[8:]); got != 0 {
-			t.Errorf("page %d: flags %#x, want 0 (no DEVX)", c.page, got)
-		}
-		if b[16] != 1 {
-			t.Errorf("page %d: max_cqe_version %d, want 1", c.page, b[16])
-		}
-		if got := le.Uint64(b[24:]); got != abi.MLX5_LIB_CAP_4K_UAR {
-			t.Errorf("page %d: lib_caps %#x, want MLX5_LIB_CAP_4K_UAR alone", c.page, got)
-		}
-		for _, i := range []int{12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23} {
-			if b[i] != 0 {
-				t.Errorf("page %d: byte %d is %#x, want 0", c.page, i, b[i])
-			}
-		}
-	}
-}
-
-func TestMLX5UARPages(t *testing.T) {
-	for _, c := range []struct {
-		tot, perPage, logSize uint32
-		pages, uarsPerPage    int
-	}{
-		{16, 1, 12, 8, 1},
-		{32, 16, 12, 1, 16}, // 64 KiB pages, 4 KiB UARs
-		{16, 0, 0, 8, 1},    // a kernel that reports neither: one UAR a page
-		{16, 0, 12, 0, 0},
-	} {
-		r := abi.Mlx5AllocUcontextResp{TotBfregs: c.tot, NumUarsPerPage: c.perPage, LogUarSize: c.logSize}
-		pages, per := mlx5UARPages(&r)
-		if pages != c.pages || per != c.uarsPerPage {
-			t.Errorf("%+v: %d pages of %d UARs, want %d of %d", c, pages, per, c.pages, c.uarsPerPage)
-		}
-	}
-	// (MLX5_IB_MMAP_REGULAR_PAGE << 8 | index) pages.
-	if got := mlx5UARMmapOffset(3, 4096); got != 3*4096 {
-		t.Errorf("UAR page 3: mmap offset %#x, want %#x", got, 3*4096)
-	}
-}
-
-func TestMLX5BFRegLayout(t *testing.T) {
-	pages := [][]byte{make([]byte, 16384), make([]byte, 16384)}
-	mc := &mlx5Context{}
-	// 16 bfregs for QPs (two a UAR), the top 4 of them low-latency.
-	if err := mc.layBFRegs(pages, 4, 512, 12); err != nil {
-		t.Fatal(err)
-	}
-	if len(mc.bfregs) != 2*4*4 {
-		t.Fatalf("%d bfregs, want 32", len(mc.bfregs))
-	}
-	for n := range mc.bfregs {
-		page, sub, slot := n/16, n/4%4, n%4
-		want := &pages[page][4096*sub+0x800+slot*512]
-		bf := &mc.bfregs[n].bf
-		// bfreg 0 has no halves (libmlx5: buf_size 0, mlx5.c
-		// mlx5_init_context): its doorbell always lands at its start.
-		wantHalf := 256
-		if n == 0 {
-			wantHalf = 0
-		}
-		if &bf.Reg[0] != want || len(bf.Reg) != 512 || bf.BufSize != wantHalf || bf.Dedicated != (n != 0) {
-			t.Errorf("bfreg %d: register at page %d offset %#x, %d bytes, halves %d, dedicated %v",
-				n, page, uintptr(unsafe.Pointer(&bf.Reg[0]))-uintptr(unsafe.Pointer(&pages[page][0])), len(bf.Reg), bf.BufSize, bf.Dedicated)
-		}
-		// The kernel's numbers 12-15 (mlx5_ib_alloc_ucontext's
-		// low-latency ones) are slots 0 and 1 of UARs 6 and 7.
-		lowLat := n == 24 || n == 25 || n == 28 || n == 29
-		if shared := bf.Lock != nil; shared == lowLat {
-			t.Errorf("bfreg %d: locked %v, want %v", n, shared, !lowLat)
-		}
-	}
-	if err := (&mlx5Context{}).layBFRegs([][]byte{make([]byte, 4096)}, 2, 512, 12); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("bfregs past the page: %v, want ErrNotSupported", err)
-	}
-}
-
 func TestMLX5CreateCommands(t *testing.T) {
 	page := os.Getpagesize()
-	q, err := newMLX5Queue(3*64+5, "test queue")
+	q, err := mlx5.NewQueue(3*64+5, "test queue")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.unmap()
-	if q.ringAddr()%uint64(page) != 0 || q.dbrecAddr()%uint64(page) != 0 || q.dbrecAddr() <= q.ringAddr() {
-		t.Fatalf("ring at %#x, doorbell record at %#x: both must be page-aligned, the record after the ring", q.ringAddr(), q.dbrecAddr())
+	defer q.Unmap()
+	if q.RingAddr()%uint64(page) != 0 || q.DBRecAddr()%uint64(page) != 0 || q.DBRecAddr() <= q.RingAddr() {
+		t.Fatalf("ring at %#x, doorbell record at %#x: both must be page-aligned, the record after the ring", q.RingAddr(), q.DBRecAddr())
 	}
 	le := binary.LittleEndian
 
@@ -146,13 +46,13 @@ func TestMLX5CreateCommands(t *testing.T) {
 	cq := struct {
 		core abi.UverbsCreateCQ
 		drv  abi.Mlx5CreateCQ
-	}{abi.UverbsCreateCQ{CQE: 7}, mlx5.CreateCQCmd(q.ringAddr(), q.dbrecAddr())}
+	}{abi.UverbsCreateCQ{CQE: 7}, mlx5.CreateCQCmd(q.RingAddr(), q.DBRecAddr())}
 	b := bytesOf(&cq)
 	if len(b) != 32+32 {
 		t.Fatalf("CREATE_CQ command is %d bytes, want 64", len(b))
 	}
 	d := b[32:]
-	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() || le.Uint32(d[16:]) != 64 || !zero(d[20:]) {
+	if le.Uint64(d[0:]) != q.RingAddr() || le.Uint64(d[8:]) != q.DBRecAddr() || le.Uint32(d[16:]) != 64 || !zero(d[20:]) {
 		t.Errorf("mlx5_ib_create_cq: % x", d)
 	}
 
@@ -162,7 +62,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	qp := struct {
 		core abi.UverbsCreateQP
 		drv  abi.Mlx5CreateQP
-	}{abi.UverbsCreateQP{}, mlx5.CreateQPCmd(q.ringAddr(), q.dbrecAddr(), sq, rq, 0x1234)}
+	}{abi.UverbsCreateQP{}, mlx5.CreateQPCmd(q.RingAddr(), q.DBRecAddr(), sq, rq, 0x1234)}
 	b = bytesOf(&qp)
 	if len(b) != 56+56 {
 		t.Fatalf("CREATE_QP command is %d bytes, want 112", len(b))
@@ -171,7 +71,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	// mlx5_ib_create_qp: buf_addr 0, db_addr 8, sq_wqe_count 16,
 	// rq_wqe_count 20, rq_wqe_shift 24, flags 28, uidx 32, bfreg_index 36,
 	// sq_buf_addr 40, ece_options 48.
-	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() ||
+	if le.Uint64(d[0:]) != q.RingAddr() || le.Uint64(d[8:]) != q.DBRecAddr() ||
 		le.Uint32(d[16:]) != 16 || le.Uint32(d[20:]) != 8 || le.Uint32(d[24:]) != 5 ||
 		le.Uint32(d[28:]) != 0 || le.Uint32(d[32:]) != 0x1234 || !zero(d[36:]) {
 		t.Errorf("mlx5_ib_create_qp: % x", d)
@@ -182,13 +82,13 @@ func TestMLX5CreateCommands(t *testing.T) {
 	srq := struct {
 		core abi.UverbsCreateSRQ
 		drv  abi.Mlx5CreateSRQ
-	}{abi.UverbsCreateSRQ{}, mlx5.CreateSRQCmd(q.ringAddr(), q.dbrecAddr())}
+	}{abi.UverbsCreateSRQ{}, mlx5.CreateSRQCmd(q.RingAddr(), q.DBRecAddr())}
 	b = bytesOf(&srq)
 	if len(b) != 32+32 {
 		t.Fatalf("CREATE_SRQ command is %d bytes, want 64", len(b))
 	}
 	d = b[32:]
-	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() || !zero(d[16:]) {
+	if le.Uint64(d[0:]) != q.RingAddr() || le.Uint64(d[8:]) != q.DBRecAddr() || !zero(d[16:]) {
 		t.Errorf("mlx5_ib_create_srq: % x", d)
 	}
 }
@@ -200,26 +100,6 @@ func zero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func TestMLX5UserIndex(t *testing.T) {
-	mc := &mlx5Context{cqeVersion: 1, uidxUsed: map[uint32]bool{}}
-	a, _ := mc.allocUIDX()
-	b, _ := mc.allocUIDX()
-	if a == b {
-		t.Fatalf("two QPs got user index %d", a)
-	}
-	mc.freeUIDX(a)
-	mc.uidxNext = mlx5DefaultUIDX - 1
-	c, _ := mc.allocUIDX()
-	d, _ := mc.allocUIDX()
-	if c != mlx5DefaultUIDX-1 || d != a {
-		t.Errorf("after %#x came %#x, want the free index %#x (never %#x)", c, d, a, mlx5DefaultUIDX)
-	}
-	v0 := &mlx5Context{}
-	if u, _ := v0.allocUIDX(); u != mlx5DefaultUIDX {
-		t.Errorf("CQE version 0: user index %#x, want MLX5_IB_DEFAULT_UIDX", u)
-	}
 }
 
 // fakeMLX5 is a Device with an mlx5 context over a plain-memory UAR page.
@@ -239,13 +119,9 @@ func newFakeMLX5V(tb testing.TB, v int) *fakeMLX5 {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { m.Unmap() })
-	mc := &mlx5Context{
-		lim:        mlx5.DeviceLimits{MaxSQDescSize: 512, MaxRQDescSize: 512, MaxSendWQEBB: 1 << 16, MaxRecvWR: 1 << 15, MaxSRQRecvWR: 1 << 15},
-		cqeVersion: v,
-		uidxUsed:   map[uint32]bool{},
-	}
+	mc := mlx5.NewContextState(mlx5.DeviceLimits{MaxSQDescSize: 512, MaxRQDescSize: 512, MaxSendWQEBB: 1 << 16, MaxRecvWR: 1 << 15, MaxSRQRecvWR: 1 << 15}, v)
 	// One UAR: bfreg 1 is low-latency (unlocked), 2 and 3 are shared.
-	if err := mc.layBFRegs([][]byte{m.Bytes()}, 1, 512, 1); err != nil {
+	if err := mc.LayBFRegs([][]byte{m.Bytes()}, 1, 512, 1, func() sync.Locker { return new(ringLock) }); err != nil {
 		tb.Fatal(err)
 	}
 	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, mlx: mc}
@@ -259,12 +135,12 @@ func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	mem, err := newMLX5Queue(entries*mlx5.CQESize, "fake cq")
+	mem, err := mlx5.NewQueue(entries*mlx5.CQESize, "fake cq")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(mem.unmap)
-	mlx5.InitCQRing(mem.ring)
+	tb.Cleanup(mem.Unmap)
+	mlx5.InitCQRing(mem.Ring)
 	cq := &CQ{ctx: f.c, ch: &CompChannel{}}
 	if err := cq.attachMLX5(mem, entries, cqn); err != nil {
 		tb.Fatal(err)
@@ -275,23 +151,23 @@ func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
 func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
 	tb.Helper()
 	mc := f.c.mlx
-	sq, sqBytes, err := mlx5.SQSize(&mc.lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
+	sq, sqBytes, err := mlx5.SQSize(&mc.Lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var rq mlx5.RQConfig
 	rqBytes := 0
 	if init.SRQ == nil {
-		if rq, rqBytes, err = mlx5.RQSize(&mc.lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
+		if rq, rqBytes, err = mlx5.RQSize(&mc.Lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	mem, err := newMLX5Queue(rqBytes+sqBytes, "fake qp")
+	mem, err := mlx5.NewQueue(rqBytes+sqBytes, "fake qp")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(mem.unmap)
-	uidx, err := mc.allocUIDX()
+	tb.Cleanup(mem.Unmap)
+	uidx, err := mc.AllocUIDX()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -306,16 +182,16 @@ func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
 func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 	tb.Helper()
 	mc := f.c.mlx
-	cfg, n, err := mlx5.SRQSize(&mc.lim, maxWR, maxSGE)
+	cfg, n, err := mlx5.SRQSize(&mc.Lim, maxWR, maxSGE)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	mem, err := newMLX5Queue(n, "fake srq")
+	mem, err := mlx5.NewQueue(n, "fake srq")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(mem.unmap)
-	q, err := mlx5.NewSRQ(mem.ring, mem.dbrec[:4], cfg)
+	tb.Cleanup(mem.Unmap)
+	q, err := mlx5.NewSRQ(mem.Ring, mem.DBRec[:4], cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -327,7 +203,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 // WQE opcode and QPN in sop_drop_qpn, byte_cnt and wqe_counter
 // (docs/mlx5.md §5).
 func putCQE(cq *CQ, n int, opcode, wqeOpcode uint8, qpn, uidx uint32, counter uint16, byteCnt uint32) {
-	ring := cq.mx.mem.ring
+	ring := cq.mx.mem.Ring
 	entries := len(ring) / 64
 	e := ring[(n&(entries-1))*64:][:64]
 	clear(e)
@@ -369,10 +245,10 @@ func TestMLX5DataPath(t *testing.T) {
 	if be.Uint32(w[16:]) != 100 || be.Uint32(w[20:]) != 0xabcd || be.Uint64(w[24:]) != 0x1000 {
 		t.Errorf("data segment % x", w[16:32])
 	}
-	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
+	if got := be.Uint32(m.mem.DBRec[4:]); got != 1 {
 		t.Errorf("send doorbell record %d, want 1", got)
 	}
-	reg := f.c.mlx.bfregs[1].bf.Reg
+	reg := f.c.mlx.BFRegs[1].BF.Reg
 	if string(reg[:64]) != string(w[:64]) {
 		t.Errorf("BlueFlame register holds % x, want the WQE", reg[:64])
 	}
@@ -381,8 +257,8 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostRecv([]RecvWR{{ID: 9, SGEs: []SGE{{Addr: 0x2000, Length: 256, LKey: 0x11}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if be.Uint32(m.rqRing[0:]) != 256 || be.Uint32(m.rqRing[4:]) != 0x11 || be.Uint32(m.mem.dbrec[0:]) != 1 {
-		t.Errorf("receive WQE % x, doorbell record %d", m.rqRing[:16], be.Uint32(m.mem.dbrec[0:]))
+	if be.Uint32(m.rqRing[0:]) != 256 || be.Uint32(m.rqRing[4:]) != 0x11 || be.Uint32(m.mem.DBRec[0:]) != 1 {
+		t.Errorf("receive WQE % x, doorbell record %d", m.rqRing[:16], be.Uint32(m.mem.DBRec[0:]))
 	}
 	putCQE(cq, 0, 0, 0x0a, 0x123, m.uidx, 0, 0) // REQ, SEND
 	putCQE(cq, 1, 2, 0, 0x123, m.uidx, 0, 42)   // RESP_SEND
@@ -405,7 +281,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if wcs[1].ID != 9 || wcs[1].Status != WCSuccess || wcs[1].Opcode != WCOpRecv || wcs[1].ByteLen != 42 {
 		t.Errorf("receive completion %+v", wcs[1])
 	}
-	if got := be.Uint32(cq.mx.mem.dbrec[0:]); got != 2 {
+	if got := be.Uint32(cq.mx.mem.DBRec[0:]); got != 2 {
 		t.Errorf("consumer index in the CQ doorbell record %d, want 2", got)
 	}
 	if s, r := qp.pendingNow(); s != 0 || r != 0 {
@@ -428,7 +304,7 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	word := uint32(1<<24 | 2)
-	if got := be.Uint32(cq.mx.mem.dbrec[4:]); got != word {
+	if got := be.Uint32(cq.mx.mem.DBRec[4:]); got != word {
 		t.Errorf("arm word %#x, want %#x", got, word)
 	}
 	if got := be.Uint64(f.uar[0x20:]); got != uint64(word)<<32|0x77 {
@@ -458,7 +334,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostRecv(rfull); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 3 {
 		t.Errorf("5 receives on a 4-entry queue holding one: %v, want ErrQueueFull at index 3", err)
 	}
-	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
+	if got := be.Uint32(m.mem.DBRec[4:]); got != 1 {
 		t.Errorf("refused posts moved the send doorbell record to %d", got)
 	}
 }
@@ -475,7 +351,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv([]RecvWR{{ID: 31, SGEs: []SGE{{Addr: 0x3000, Length: 64, LKey: 5}}}, {ID: 32}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := be.Uint32(srq.mx.mem.dbrec[0:]); got != 2 {
+		if got := be.Uint32(srq.mx.mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d, want 2", got)
 		}
 		// libmlx5 reports max_wr = the free list's tail, roundup_pow2(4+1)
@@ -512,7 +388,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv(make([]RecvWR, 7)); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 6 {
 			t.Errorf("seven receives on an SRQ with room for six: %v, want ErrQueueFull at index 6", err)
 		}
-		if got := be.Uint32(srq.mx.mem.dbrec[0:]); got != 2 {
+		if got := be.Uint32(srq.mx.mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d after a refused list, want 2", got)
 		}
 	}
@@ -604,7 +480,7 @@ func TestMLX5NoReceiveQueue(t *testing.T) {
 // request comes back once, in order.
 func TestMLX5PostBesidePoll(t *testing.T) {
 	f := newFakeMLX5(t)
-	if f.c.mlx.bfregs[1].bf.Lock != nil || f.c.mlx.bfregs[2].bf.Lock == nil {
+	if f.c.mlx.BFRegs[1].BF.Lock != nil || f.c.mlx.BFRegs[2].BF.Lock == nil {
 		t.Fatal("the fake's bfreg 1 should be its QP's own and bfreg 2 shared")
 	}
 	cq := f.cq(t, 255, 0x7b)
@@ -657,8 +533,8 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 		}
 		for k, qp := range qps {
 			m, s := qp.mx, &st[k]
-			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 0)))
-			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 4)))
+			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.DBRec, 0)))
+			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.DBRec, 4)))
 			for ; s.sent&0xffff != sendDB; s.sent += 2 {
 				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.uidx, uint16(s.sent), 0)
 				cqe++

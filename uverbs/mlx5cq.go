@@ -11,7 +11,7 @@ import (
 // and doorbell record this process allocated. Guarded by CQ.mu.
 type mlx5CQ struct {
 	q   *mlx5.CQ
-	mem *mlx5Queue
+	mem *mlx5.Queue
 	// srqs is set once a QP with an SRQ completes here: polls then take
 	// the Device's SRQ lock, since they return entries to the SRQ.
 	srqs bool
@@ -27,38 +27,38 @@ func (cq *CQ) createMLX5(op string, req *abi.UverbsCreateCQ, depth int) error {
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	mem, err := newMLX5Queue(entries*mlx5.CQESize, "cq ring "+c.dev.Name)
+	mem, err := mlx5.NewQueue(entries*mlx5.CQESize, "cq ring "+c.dev.Name)
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	mlx5.InitCQRing(mem.ring)
+	mlx5.InitCQRing(mem.Ring)
 	req.CQE = uint32(entries - 1)
 	cmd := struct {
 		core abi.UverbsCreateCQ
 		drv  abi.Mlx5CreateCQ
-	}{*req, mlx5.CreateCQCmd(mem.ringAddr(), mem.dbrecAddr())}
+	}{*req, mlx5.CreateCQCmd(mem.RingAddr(), mem.DBRecAddr())}
 	var resp struct {
 		core abi.UverbsCreateCQResp
 		drv  abi.Mlx5CreateCQResp
 	}
 	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&cmd), bytesOf(&resp)); err != nil {
-		mem.unmap()
+		mem.Unmap()
 		return err
 	}
 	cq.handle = resp.core.CQHandle
 	if err := cq.attachMLX5(mem, entries, resp.drv.Cqn); err != nil {
 		cq.destroy()
-		mem.unmap()
+		mem.Unmap()
 		return &OpError{Op: op, Err: err}
 	}
 	return nil
 }
 
 // attachMLX5 builds the decoder of a created CQ over its ring.
-func (cq *CQ) attachMLX5(mem *mlx5Queue, entries int, cqn uint32) error {
+func (cq *CQ) attachMLX5(mem *mlx5.Queue, entries int, cqn uint32) error {
 	mc := cq.ctx.mlx
 	// ClearWC: the fields a completion does not fill are zero in a WC.
-	q, err := mlx5.NewCQ(mem.ring, mem.dbrec[:8], mc.cqUAR, mlx5.CQConfig{CQN: cqn, Entries: entries, CQEVersion: mc.cqeVersion, ClearWC: true})
+	q, err := mlx5.NewCQ(mem.Ring, mem.DBRec[:8], mc.CQUAR, mlx5.CQConfig{CQN: cqn, Entries: entries, CQEVersion: mc.CQEVersion, ClearWC: true})
 	if err != nil {
 		return err
 	}
@@ -70,10 +70,10 @@ func (cq *CQ) attachMLX5(mem *mlx5Queue, entries int, cqn uint32) error {
 
 // poll decodes up to len(wcs) completions into wcs. The caller holds
 // CQ.mu.
-func (m *mlx5CQ) poll(mc *mlx5Context, wcs []WC) (int, error) {
+func (m *mlx5CQ) poll(mc *mlx5.Context, wcs []WC) (int, error) {
 	if m.srqs {
-		mc.srqMu.Lock()
-		defer mc.srqMu.Unlock()
+		mc.SRQMu.Lock()
+		defer mc.SRQMu.Unlock()
 	}
 	n, err := m.q.Poll(mlx5.WCs(wcs))
 	if err != nil {
@@ -89,7 +89,7 @@ func mlx5PollError(err error) error {
 // pull moves every completion in the ring to pending, skipping entries
 // that name no queue of the CQ (a QP closed before). The caller holds
 // CQ.mu.
-func (m *mlx5CQ) pull(mc *mlx5Context, pending *[]WC) {
+func (m *mlx5CQ) pull(mc *mlx5.Context, pending *[]WC) {
 	var w [1]WC
 	for {
 		n, err := m.poll(mc, w[:])

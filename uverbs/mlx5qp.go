@@ -17,11 +17,11 @@ import (
 // under QP.recvMu, and their CQs' polls retire their requests under the
 // CQ's lock; the two sides share only what mlx5.SQ and mlx5.RQ order.
 type mlx5QP struct {
-	mem            *mlx5Queue
-	rqRing, sqRing []byte // in mem.ring
+	mem            *mlx5.Queue
+	rqRing, sqRing []byte // in mem.Ring
 	sq             *mlx5.SQ
 	rq             *mlx5.RQ // nil with an SRQ
-	bf             *mlx5BFReg
+	bf             *mlx5.BFReg
 	reg            mlx5.QP
 	key            uint32 // what completions name the QP by: QPN or user index
 	uidx           uint32
@@ -33,38 +33,38 @@ type mlx5QP struct {
 func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 	c := qp.ctx
 	mc := c.mlx
-	sqCfg, sqBytes, err := mlx5.SQSize(&mc.lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
+	sqCfg, sqBytes, err := mlx5.SQSize(&mc.Lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
 	if err != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
 	}
 	var rqCfg mlx5.RQConfig
 	rqBytes := 0
 	if init.SRQ == nil {
-		if rqCfg, rqBytes, err = mlx5.RQSize(&mc.lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
+		if rqCfg, rqBytes, err = mlx5.RQSize(&mc.Lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
 			return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
 		}
 	}
-	uidx, err := mc.allocUIDX()
+	uidx, err := mc.AllocUIDX()
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
 	// libmlx5 passes the send queue's inline size, not the caller's
 	// (docs/mlx5.md §10).
 	req.MaxInlineData = mlx5.CoreMaxInline(sqCfg)
-	mem, err := newMLX5Queue(rqBytes+sqBytes, "qp buffer "+c.dev.Name)
+	mem, err := mlx5.NewQueue(rqBytes+sqBytes, "qp buffer "+c.dev.Name)
 	if err != nil {
-		mc.freeUIDX(uidx)
+		mc.FreeUIDX(uidx)
 		return &OpError{Op: op, Err: err}
 	}
 	fail := func(err error) error {
-		mem.unmap()
-		mc.freeUIDX(uidx)
+		mem.Unmap()
+		mc.FreeUIDX(uidx)
 		return err
 	}
 	cmd := struct {
 		core abi.UverbsCreateQP
 		drv  abi.Mlx5CreateQP
-	}{*req, mlx5.CreateQPCmd(mem.ringAddr(), mem.dbrecAddr(), sqCfg, rqCfg, uidx)}
+	}{*req, mlx5.CreateQPCmd(mem.RingAddr(), mem.DBRecAddr(), sqCfg, rqCfg, uidx)}
 	var resp struct {
 		core abi.UverbsCreateQPResp
 		drv  abi.Mlx5CreateQPResp
@@ -82,29 +82,29 @@ func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error
 
 // attachMLX5 builds the queues of a created QP over its buffer and
 // registers them with the CQs (and the SRQ's in the receive CQ).
-func (qp *QP) attachMLX5(mem *mlx5Queue, uidx uint32, bfi int, sqCfg mlx5.SQConfig, rqCfg mlx5.RQConfig, init *QPInit) error {
+func (qp *QP) attachMLX5(mem *mlx5.Queue, uidx uint32, bfi int, sqCfg mlx5.SQConfig, rqCfg mlx5.RQConfig, init *QPInit) error {
 	c := qp.ctx
 	mc := c.mlx
 	rqBytes := rqCfg.WQECount << rqCfg.WQEShift
 	var err error
-	m := &mlx5QP{mem: mem, uidx: uidx, key: qp.qpn, rqRing: mem.ring[:rqBytes], sqRing: mem.ring[rqBytes:]}
-	if mc.cqeVersion == 1 {
+	m := &mlx5QP{mem: mem, uidx: uidx, key: qp.qpn, rqRing: mem.Ring[:rqBytes], sqRing: mem.Ring[rqBytes:]}
+	if mc.CQEVersion == 1 {
 		m.key = uidx
 	}
-	if bfi >= len(mc.bfregs) {
-		return fmt.Errorf("the kernel gave the QP bfreg %d, but the context has %d", bfi, len(mc.bfregs))
+	if bfi >= len(mc.BFRegs) {
+		return fmt.Errorf("the kernel gave the QP bfreg %d, but the context has %d", bfi, len(mc.BFRegs))
 	}
-	m.bf = &mc.bfregs[bfi]
+	m.bf = &mc.BFRegs[bfi]
 	sqCfg.QPN = qp.qpn
 	sqCfg.SignalAll = init.SignalAll
 	if a := c.deviceLimits(); a != nil {
 		sqCfg.Atomics = a.AtomicCap != AtomicNone
 	}
-	if m.sq, err = mlx5.NewSQ(m.sqRing, mem.dbrec[:8], &m.bf.bf, sqCfg); err != nil {
+	if m.sq, err = mlx5.NewSQ(m.sqRing, mem.DBRec[:8], &m.bf.BF, sqCfg); err != nil {
 		return err
 	}
 	if rqBytes > 0 {
-		if m.rq, err = mlx5.NewRQ(m.rqRing, mem.dbrec[:8], rqCfg); err != nil {
+		if m.rq, err = mlx5.NewRQ(m.rqRing, mem.DBRec[:8], rqCfg); err != nil {
 			return err
 		}
 	}
@@ -196,17 +196,17 @@ func (m *mlx5QP) outstanding() (send, recv int) {
 // words zeroed). Modify refuses the move while requests are outstanding,
 // so the CQs hold no completion of the QP. The caller holds both QP locks.
 func (m *mlx5QP) reset(qp *QP) {
-	sq, err := mlx5.NewSQ(m.sqRing, m.mem.dbrec[:8], &m.bf.bf, m.sq.Config())
+	sq, err := mlx5.NewSQ(m.sqRing, m.mem.DBRec[:8], &m.bf.BF, m.sq.Config())
 	if err != nil {
 		panic("uverbs: mlx5 send queue rebuilt with its own configuration: " + err.Error())
 	}
 	var rq *mlx5.RQ
 	if m.rq != nil {
-		if rq, err = mlx5.NewRQ(m.rqRing, m.mem.dbrec[:8], m.rq.Config()); err != nil {
+		if rq, err = mlx5.NewRQ(m.rqRing, m.mem.DBRec[:8], m.rq.Config()); err != nil {
 			panic("uverbs: mlx5 receive queue rebuilt with its own configuration: " + err.Error())
 		}
 	}
-	clear(m.mem.dbrec[:8]) // polls never touch a QP's doorbell record
+	clear(m.mem.DBRec[:8]) // polls never touch a QP's doorbell record
 	// One CQ lock at a time: the CQs' polls read the queues through reg.
 	qp.sendCQ.mu.Lock()
 	m.sq, m.reg.SQ = sq, sq
@@ -235,6 +235,6 @@ func (m *mlx5QP) release(qp *QP) {
 	if qp.recvCQ != qp.sendCQ {
 		qp.recvCQ.unregisterMLX5(m.key)
 	}
-	qp.ctx.mlx.freeUIDX(m.uidx)
-	m.mem.unmap()
+	qp.ctx.mlx.FreeUIDX(m.uidx)
+	m.mem.Unmap()
 }

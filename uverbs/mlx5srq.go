@@ -14,7 +14,7 @@ import (
 // Device's srqMu; polls that free entries hold srqMu.
 type mlx5SRQ struct {
 	q   *mlx5.SRQ
-	mem *mlx5Queue
+	mem *mlx5.Queue
 }
 
 // createMLX5 sizes the SRQ as libmlx5 does (srq.c mlx5_alloc_srq_buf),
@@ -25,22 +25,22 @@ type mlx5SRQ struct {
 func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
 	c := srq.ctx
 	mc := c.mlx
-	if err := mlx5.CheckSRQAttr(&mc.lim, init.MaxWR, init.MaxSGE); err != nil {
+	if err := mlx5.CheckSRQAttr(&mc.Lim, init.MaxWR, init.MaxSGE); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	cfg, ringBytes, err := mlx5.SRQSize(&mc.lim, init.MaxWR, init.MaxSGE)
+	cfg, ringBytes, err := mlx5.SRQSize(&mc.Lim, init.MaxWR, init.MaxSGE)
 	if err != nil {
 		return &OpError{Op: op, Err: fmt.Errorf("%v: %w", err, unix.EINVAL)}
 	}
-	mem, err := newMLX5Queue(ringBytes, "srq ring "+c.dev.Name)
+	mem, err := mlx5.NewQueue(ringBytes, "srq ring "+c.dev.Name)
 	if err != nil {
 		return &OpError{Op: op, Err: err}
 	}
 	fail := func(err error) error {
-		mem.unmap()
+		mem.Unmap()
 		return err
 	}
-	q, err := mlx5.NewSRQ(mem.ring, mem.dbrec[:4], cfg)
+	q, err := mlx5.NewSRQ(mem.Ring, mem.DBRec[:4], cfg)
 	if err != nil {
 		return fail(&OpError{Op: op, Err: err})
 	}
@@ -49,7 +49,7 @@ func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) er
 	cmd := struct {
 		core abi.UverbsCreateSRQ
 		drv  abi.Mlx5CreateSRQ
-	}{*req, mlx5.CreateSRQCmd(mem.ringAddr(), mem.dbrecAddr())}
+	}{*req, mlx5.CreateSRQCmd(mem.RingAddr(), mem.DBRecAddr())}
 	var resp struct {
 		core abi.UverbsCreateSRQResp
 		drv  abi.Mlx5CreateSRQResp
@@ -64,13 +64,13 @@ func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) er
 
 // postRecv validates and posts receives (srq.c mlx5_post_srq_recv). The
 // caller holds SRQ.mu.
-func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
+func (m *mlx5SRQ) postRecv(op string, mc *mlx5.Context, wrs []RecvWR) error {
 	if err := validateRecvs(op, wrs, m.q.Config().MaxSGE); err != nil {
 		return err
 	}
-	mc.srqMu.Lock()
+	mc.SRQMu.Lock()
 	i, err := m.q.Post(wrs)
-	mc.srqMu.Unlock()
+	mc.SRQMu.Unlock()
 	if err != nil {
 		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.q.Config().WQECount-1, err)
 	}
@@ -79,8 +79,8 @@ func (m *mlx5SRQ) postRecv(op string, mc *mlx5Context, wrs []RecvWR) error {
 
 // posted counts the posted receives and reports whether one names lkey.
 // The caller holds SRQ.mu.
-func (m *mlx5SRQ) posted(mc *mlx5Context, lkey uint32) (n int, usesLKey bool) {
-	mc.srqMu.Lock() // polls return entries to the free list
-	defer mc.srqMu.Unlock()
+func (m *mlx5SRQ) posted(mc *mlx5.Context, lkey uint32) (n int, usesLKey bool) {
+	mc.SRQMu.Lock() // polls return entries to the free list
+	defer mc.SRQMu.Unlock()
 	return m.q.Posted(lkey)
 }

@@ -168,9 +168,9 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 	sqCfg.QPN = 0x11
 	dbrec := words(8)
 	uar := words(4096)
-	bf := &mlx5BFReg{bf: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
+	bf := &mlx5.BFReg{BF: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
 	m := &mlx5QP{bf: bf}
-	if m.sq, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.bf, sqCfg); err != nil {
+	if m.sq, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.BF, sqCfg); err != nil {
 		tb.Fatal(err)
 	}
 	if !rq {
@@ -208,7 +208,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq = &CQ{ctx: &Device{mlx: &mlx5Context{cqeVersion: 1}}, mx: &mlx5CQ{q: q}}
+	r.cq = &CQ{ctx: &Device{mlx: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}, mx: &mlx5CQ{q: q}}
 
 	pd := &PD{}
 	fakeLKey(pd, 7) // the lkey of the rows' SGEs
@@ -309,7 +309,7 @@ func (r *nativeMLX5Rig) pollN(tb testing.TB, n int) {
 func nativeMLX5Cases(tb testing.TB, ms int) string {
 	r := newNativeMLX5Rig(tb)
 	var b strings.Builder
-	rq, bf := r.rqCfg, r.m.bf.bf
+	rq, bf := r.rqCfg, r.m.bf.BF
 	b2i := func(v bool) int {
 		if v {
 			return 1

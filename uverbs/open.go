@@ -11,6 +11,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 )
 
 // Device is an open RDMA device: the uverbs file descriptor with its kernel
@@ -35,7 +36,7 @@ type Device struct {
 
 	// mlx is the mlx5 context (UAR pages, limits) on an mlx5 device, nil
 	// on rxe (provider.go).
-	mlx *mlx5Context
+	mlx *mlx5.Context
 
 	closeOnce sync.Once
 	closeErr  error
@@ -172,7 +173,7 @@ func (c *Device) Close() error {
 		errA := c.async.Close()
 		errF := c.fd.Close()
 		if c.mlx != nil {
-			c.mlx.unmap()
+			c.mlx.Unmap()
 		}
 		c.closeErr = errors.Join(errA, errF)
 	})

@@ -382,7 +382,7 @@ func (srq *SRQ) close(force bool) error {
 		srq.ring.Unmap()
 	}
 	if srq.mx != nil {
-		srq.mx.mem.unmap()
+		srq.mx.mem.Unmap()
 	}
 	srq.ring, srq.rq, srq.mx = nil, nil, nil
 	srq.mu.Unlock()

@@ -56,3 +56,8 @@ var (
 
 	ErrUDAddress = error(&invalidWR{"UD sends need an address handle; connected (RC/UC) QPs take no UD address"})
 )
+
+// ErrNotSupported: the kernel or the device lacks what was asked for, or
+// this package does not implement it for the device's driver (uverbs
+// names it in its API).
+var ErrNotSupported = errors.New("not supported by this kernel or device")
