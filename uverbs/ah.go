@@ -55,29 +55,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	}
 	ah := &AH{pd: pd, h: newHandle(), attr: attr}
 	req := abi.UverbsCreateAH{UserHandle: ah.h, PDHandle: pd.handle, Attr: attr.toAHAttr()}
-	if c.mlx != nil {
-		if err := ah.createMLX5(op, c, &req); err != nil {
-			pd.kids.unhold()
-			return nil, err
-		}
-	} else {
-		// rxe returns struct rxe_create_ah_resp (the AH number) after the
-		// core response when there is room for it (kernel:
-		// sw/rxe/rxe_verbs.c rxe_create_ah).
-		var resp struct {
-			core abi.UverbsCreateAHResp
-			drv  abi.RxeCreateAHResp
-		}
-		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(&req), bytesOf(&resp)); err != nil {
-			pd.kids.unhold()
-			return nil, err
-		}
-		ah.handle, ah.drv.Num = resp.core.AHHandle, resp.drv.AHNum
-		if ah.drv.Num == 0 && c.dev.DriverID == DriverRXE {
-			ah.destroy()
-			pd.kids.unhold()
-			return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", ErrNotSupported)}
-		}
+	if err := ah.create(op, c, &req); err != nil {
+		pd.kids.unhold()
+		return nil, err
 	}
 	pd.kids.adopt(ah, kindAH)
 	if err := r.add(op, ah.h, kindAH, ah); err != nil {

@@ -124,7 +124,7 @@ func newFakeMLX5V(tb testing.TB, v int) *fakeMLX5 {
 	if err := mc.LayBFRegs([][]byte{m.Bytes()}, 1, 512, 1, func() sync.Locker { return new(ringLock) }); err != nil {
 		tb.Fatal(err)
 	}
-	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, mlx: mc}
+	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, deviceProvider: deviceProvider{mlx: mc}}
 	c.devAttr.Store(&DeviceAttr{AtomicCap: AtomicHCA})
 	return &fakeMLX5{c: c, uar: m.Bytes(), pd: &PD{ctx: c}}
 }

@@ -208,7 +208,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq = &CQ{ctx: &Device{mlx: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}, mx: &mlx5CQ{q: q}}
+	r.cq = &CQ{ctx: &Device{deviceProvider: deviceProvider{mlx: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}}, mx: &mlx5CQ{q: q}}
 
 	pd := &PD{}
 	fakeLKey(pd, 7) // the lkey of the rows' SGEs

@@ -7,9 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
 // SGE is a scatter/gather entry: Length bytes at address Addr inside the
@@ -155,68 +153,6 @@ func (wr *SendWR) udAddr() provider.UDAddr {
 	return provider.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.ahNum()}
 }
 
-// PostSend posts the send work requests of wrs, all of them or none: each
-// is validated as rdma-core's rxe provider does (opcode for the QP type,
-// SGE count, inline length summed in 64 bits, atomic alignment and length,
-// UD address), and the queue must have room for all, before the first is
-// written to the send ring. Then it rings the doorbell once (write()
-// command POST_SEND with wr_count 0, the only system call of the data
-// path). It allocates nothing. wrs and their SGE lists must not change
-// while the call runs: it reads them once to check and again to write.
-//
-// A refused request gives a *PostError. A QP that is not yet in RTS gives
-// ErrQPState. A send posted on a QP in the error state completes with
-// WCFlushError.
-//
-// rdma-core: ibv_post_send.
-func (qp *QP) PostSend(wrs []SendWR) error {
-	const op = "post_send"
-	qp.sendMu.Lock()
-	// No defer, which would cost every post its set-up: stageSend checks
-	// the list before it writes and cannot panic on it unless the caller
-	// changes wrs while the call runs (as PostRecv). The common mlx5 list
-	// (stageSend's fast path on an mlx5 QP) is written here, where the
-	// encoder rings the doorbell: a call less per post; plainSends has
-	// checked it, so the encoder checks only the room (mlx5.SQ.PostPlain).
-	var err error
-	if m := qp.mx; m != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
-		if i, perr := m.sq.PostPlain(mlx5.SendWRs(sendWRs(wrs))); perr != nil {
-			err = m.sendError(op, wrs, i, perr)
-		}
-	} else {
-		err = qp.stageSend(op, wrs)
-		if err == nil && len(wrs) > 0 && qp.mx == nil { // mlx5: stageSend rang the doorbell
-			err = qp.ringDoorbell(op)
-		}
-	}
-	qp.sendMu.Unlock()
-	return err
-}
-
-// stageSend is PostSend without the doorbell: it checks the QP, validates
-// every request, writes them into the send ring and publishes the producer
-// index. On mlx5 it also rings the doorbell, which is a register write
-// there. The caller holds sendMu. The common list (an open QP in RTS,
-// requests plainSends passes) goes straight to the provider, with one
-// call before it; everything else takes stageSendSlow. On rxe the common
-// list is written here, writeSends' rxe half written out: a call less per
-// post (BENCHMARKS.md, rxe item 32).
-func (qp *QP) stageSend(op string, wrs []SendWR) error {
-	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
-		return qp.stageSendSlow(op, wrs)
-	}
-	sq := qp.sq
-	if qp.mx != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
-		return qp.writeSends(op, wrs)
-	}
-	for i := range wrs {
-		rxe.EncodeSend(sq.Slot(), sendWR(&wrs[i]), wrs[i].ahNum())
-		sq.Stage()
-	}
-	sq.Commit() // one producer_index store for the batch
-	return nil
-}
-
 // plainSends returns the index of the first request of wrs that
 // checkSend might refuse, or that needs the PD's MRs looked up (len(wrs)
 // if none): each before it has an AH, if any, open and of the QP's PD,
@@ -347,29 +283,6 @@ func (qp *QP) checkSend(op string, i int, wr *SendWR, list []bufEntry, checkMRs 
 	return nil
 }
 
-// writeSends writes checked requests: on mlx5 it encodes them and rings
-// the doorbell (qp.c _mlx5_post_send, post_send_db), the CQ's lock not
-// taken, as polls share only what mlx5.SQ orders; on rxe it writes them
-// into the send ring, if it has room for all, and publishes them with one
-// producer_index store.
-func (qp *QP) writeSends(op string, wrs []SendWR) error {
-	if m := qp.mx; m != nil {
-		if i, err := m.sq.Post(mlx5.SendWRs(sendWRs(wrs))); err != nil {
-			return m.sendError(op, wrs, i, err)
-		}
-		return nil
-	}
-	if free := qp.sq.Free(); free < len(wrs) {
-		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
-	}
-	for i := range wrs {
-		rxe.EncodeSend(qp.sq.Slot(), sendWR(&wrs[i]), wrs[i].ahNum())
-		qp.sq.Stage()
-	}
-	qp.sq.Commit() // one producer_index store for the batch
-	return nil
-}
-
 func hasInline(wrs []SendWR) bool {
 	for i := range wrs {
 		if wrs[i].Flags&SendInline != 0 {
@@ -445,133 +358,4 @@ func (qp *QP) ringDoorbell(op string) error {
 		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
 	}
 	return nil
-}
-
-// PostRecv posts the receive work requests of wrs, all of them or none
-// (SGE count and total length are checked, and the queue must have room for
-// all, before anything is written). Receives need no system call: the
-// kernel takes them from the ring when messages arrive. It allocates
-// nothing. As with PostSend, wrs must not change while the call runs. A
-// QP with an SRQ has no receive queue: post to the SRQ.
-//
-// rdma-core: ibv_post_recv.
-func (qp *QP) PostRecv(wrs []RecvWR) error {
-	const op = "post_recv"
-	qp.recvMu.Lock()
-	// The common case first: an open QP with a receive queue of its own,
-	// out of RESET (rdma-core refuses receives in RESET; the kernel
-	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
-	// rxe_qp_reset). No defer, which would cost every post its set-up:
-	// the queues check the list before they write and cannot panic on it
-	// unless the caller changes wrs while the call runs. One receive of at
-	// most one SGE within the limit (on rxe: of one SGE), which no check
-	// can refuse (one SGE's length is one u32), goes straight to the queue
-	// on either provider:
-	// postRecv's and mlx5QP.postRecv's first step written out here, a
-	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
-	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		if m := qp.mx; m != nil && m.rq != nil {
-			var err error
-			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() &&
-				(len(wrs[0].SGEs) == 0 || qp.recvKeys.has(wrs[0].SGEs[0].LKey)) {
-				if i, perr := m.rq.Post(wrs); perr != nil {
-					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.rq.Config().MaxPost, perr)
-				}
-			} else {
-				qp.trackRecvs(wrs)
-				err = m.postRecv(op, wrs)
-			}
-			qp.recvMu.Unlock()
-			return err
-		}
-		if q := qp.rq; q != nil {
-			var err error
-			// The lkey recorded by an earlier post (mrusers.go), else
-			// trackRecvs records it.
-			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && qp.recvKeys.has(wrs[0].SGEs[0].LKey) {
-				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
-				q.Publish()
-			} else { // a full ring too: postRecvList reports it
-				qp.trackRecvs(wrs)
-				err = postRecvList(op, q, wrs)
-			}
-			qp.recvMu.Unlock()
-			return err
-		}
-	}
-	return qp.postRecvSlow(op, wrs)
-}
-
-// postRecvSlow is PostRecv for every other case: a closed QP, one with an
-// SRQ or no receive queue, an empty list, RESET. It is called with recvMu
-// held and releases it.
-func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
-	defer qp.recvMu.Unlock()
-	if qp.closed {
-		return closedErr(op)
-	}
-	if qp.srq != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("QP %#x receives from an SRQ: post receives with SRQ.PostRecv: %w", qp.qpn, unix.EINVAL)}
-	}
-	if len(wrs) == 0 {
-		return nil
-	}
-	if st := QPState(qp.state.Load()); st == QPStateReset {
-		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
-	}
-	qp.trackRecvs(wrs)
-	if qp.mx != nil {
-		return qp.mx.postRecv(op, wrs)
-	}
-	return postRecv(op, qp.rq, wrs)
-}
-
-// postRecv validates and posts wrs on a receive queue or SRQ; the caller
-// holds the queue's lock.
-func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
-	// One receive of one SGE, the common case, without the loops below: it
-	// cannot fail the checks (one SGE's length is one u32), and a full ring
-	// takes the path below, which reports it.
-	if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
-		rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
-		q.Publish()
-		return nil
-	}
-	return postRecvList(op, q, wrs)
-}
-
-// postRecvList is postRecv for any list.
-func postRecvList(op string, q *rxe.RQ, wrs []RecvWR) error {
-	maxSGE := q.MaxSGE()
-	for i := range wrs {
-		// One SGE within the limit cannot fail (its length is one u32):
-		// only longer lists need the full check.
-		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
-			continue
-		}
-		if err := provider.CheckRecv(wrs[i].SGEs, maxSGE); err != nil {
-			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
-		}
-	}
-	if free := q.Free(); free < len(wrs) {
-		return recvQueueFull(op, q, wrs, free)
-	}
-	var w rxe.RecvWQE
-	for i := range wrs {
-		if sges := wrs[i].SGEs; len(sges) == 1 {
-			rxe.EncodeRecvOne(q.Slot(), wrs[i].ID, sges[0])
-		} else {
-			w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: sges}
-			rxe.EncodeRecv(q.Slot(), &w)
-		}
-		q.Stage()
-	}
-	q.Commit()
-	return nil
-}
-
-// recvQueueFull is postRecv's error for a ring with room for free of wrs,
-// built apart so that the formatting does not weigh on every post.
-func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
-	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
 }

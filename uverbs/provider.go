@@ -2,11 +2,16 @@ package uverbs
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
+	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
 // The provider seam. The data path (posting work requests, polling
@@ -31,6 +36,43 @@ import (
 // other way round. Post and poll test that one pointer first, so the rxe
 // path pays a predictable branch and nothing else. Other drivers are
 // refused with ErrNotSupported when such an object is created.
+
+// The providers' state in each object, embedded so that its fields read
+// as the object's own; the mlx5 state is a pointer beside it (mx).
+
+// deviceProvider is what GET_CONTEXT gave the provider of a Device.
+type deviceProvider struct {
+	// mlx is the mlx5 context (UAR pages, limits) on an mlx5 device, nil
+	// on rxe.
+	mlx *mlx5.Context
+}
+
+// cqRing is an rxe CQ's ring, mapped from the kernel's.
+type cqRing struct {
+	ring *sys.Mapping
+	q    *rxe.CQ
+}
+
+// qpSendRing is an rxe QP's send ring and its doorbell, the prebuilt
+// POST_SEND command.
+type qpSendRing struct {
+	sq    *rxe.SQ
+	sqMap *sys.Mapping
+	db    *doorbell    // in dbMap
+	dbMap *sys.Mapping // off-heap page holding the doorbell command and its response
+}
+
+// qpRecvRing is an rxe QP's receive ring.
+type qpRecvRing struct {
+	rq    *rxe.RQ
+	rqMap *sys.Mapping
+}
+
+// srqRing is an rxe SRQ's ring.
+type srqRing struct {
+	ring *sys.Mapping
+	rq   *rxe.RQ
+}
 
 // requireDataPath fails with ErrNotSupported unless the device's driver has
 // a data path here (rxe, or mlx5 with its context mapped).
@@ -101,4 +143,849 @@ func sendWR(wr *SendWR) *provider.SendWR { return (*provider.SendWR)(unsafe.Poin
 // sendWRs is a send list as the providers read it.
 func sendWRs(wrs []SendWR) []provider.SendWR {
 	return unsafe.Slice((*provider.SendWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
+}
+
+// mapCQ maps a CQ ring described by the driver's mmap info and checks its
+// header (rxe: struct rxe_queue_buf with 128-byte slots, docs/abi.md §3.4).
+func (c *Device) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
+	m, err := c.mmapRing(op, mi, "cq ring")
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := rxe.NewCQ(m.Bytes())
+	if err != nil {
+		m.Unmap()
+		return nil, nil, &OpError{Op: op, Err: err}
+	}
+	return m, q, nil
+}
+
+// Poll moves up to len(wcs) completions into wcs and returns how many. It
+// never waits and never allocates. Completions a QP.Close pulled out of the
+// ring while draining come first, then the ring's, in order.
+//
+// rdma-core: ibv_poll_cq.
+func (cq *CQ) Poll(wcs []WC) (int, error) {
+	cq.mu.Lock()
+	// The common case first, an rxe CQ with nothing pulled aside: one
+	// load of producer_index, one decode straight into the caller's
+	// slice, and one consumer_index store for the whole batch, made in the
+	// same call as the unlock; no call at all when the ring is empty
+	// (Refresh is inlined). No defer, which would cost every poll its
+	// set-up: nothing in between can panic (the decoder writes within
+	// len(wcs), read once).
+	if q := cq.q; q != nil && len(cq.pending) == 0 {
+		if !q.Refresh() {
+			cq.mu.Unlock()
+			return 0, nil
+		}
+		n := q.Take(rxe.WCs(wcs))
+		cq.mu.storeUnlock(q.IndexStore())
+		return n, nil
+	}
+	// The same on mlx5, with no SRQ to complete (its lock is the slow
+	// path's). The decoder reads the entry within the ring and the
+	// request IDs at masked indexes. An empty CQ skips the consumer-index
+	// store, which would write the value the last poll wrote.
+	if m := cq.mx; m != nil && len(cq.pending) == 0 && !m.srqs {
+		if m.q.Empty() {
+			cq.mu.Unlock()
+			return 0, nil
+		}
+		n, err := m.q.Poll(mlx5.WCs(wcs))
+		cq.mu.Unlock()
+		if err != nil {
+			return n, mlx5PollError(err)
+		}
+		return n, nil
+	}
+	return cq.pollSlow(wcs)
+}
+
+// pollSlow is Poll for the other cases: completions pulled aside by
+// QP.Close, an mlx5 CQ with SRQ completions, a closed CQ. It is called
+// with cq.mu held and releases it.
+func (cq *CQ) pollSlow(wcs []WC) (int, error) {
+	defer cq.mu.Unlock()
+	if cq.q == nil && cq.mx == nil {
+		return 0, cq.unusable("poll_cq")
+	}
+	n := 0
+	if len(cq.pending) > 0 {
+		n = copy(wcs, cq.pending)
+		cq.pending = cq.pending[n:]
+		if len(cq.pending) == 0 {
+			cq.pending = nil
+		}
+	}
+	if n < len(wcs) {
+		if cq.mx != nil {
+			m, err := cq.mx.poll(cq.ctx.mlx, wcs[n:])
+			return n + m, err
+		}
+		n += cq.q.Poll(rxe.WCs(wcs[n:]))
+	}
+	return n, nil
+}
+
+// pull moves every completion in the ring to the pending list, for
+// QP.Close, which must see the completions of the QP it drains without
+// losing those of other QPs sharing the CQ. It returns false if the CQ is
+// closed.
+func (cq *CQ) pull() bool {
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.mx != nil {
+		cq.mx.pull(cq.ctx.mlx, &cq.pending)
+		return true
+	}
+	if cq.q == nil {
+		return false
+	}
+	var w [1]WC
+	for !cq.q.Empty() {
+		rxe.DecodeCQE(cq.q.Peek(), &rxe.WCs(w[:])[0])
+		cq.q.Consume()
+		cq.pending = append(cq.pending, w[0])
+	}
+	return true
+}
+
+// ReqNotify arms the CQ: the next completion (with solicitedOnly, the next
+// solicited receive or any failed one) sends one notification to the CQ's
+// completion channel (write() command REQ_NOTIFY_CQ; rxe has no
+// user-mapped arm flag, docs/abi.md §3.10). It allocates nothing.
+//
+// rdma-core: ibv_req_notify_cq.
+func (cq *CQ) ReqNotify(solicitedOnly bool) error {
+	const op = "req_notify_cq"
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.q == nil && cq.mx == nil {
+		return cq.unusable(op)
+	}
+	if cq.ch == nil {
+		return &OpError{Op: op, Err: fmt.Errorf("the CQ has no completion channel to notify: create it with CQInit.Channel")}
+	}
+	cq.notify.req.SolicitedOnly = 0
+	if solicitedOnly {
+		cq.notify.req.SolicitedOnly = 1
+	}
+	if cq.mx != nil {
+		// The arm word and the UAR doorbell, no system call
+		// (docs/mlx5.md §5).
+		cq.armed.Store(true)
+		cq.mx.q.Arm(solicitedOnly)
+		return nil
+	}
+	c := cq.ctx
+	if err := c.lockCmd(op); err != nil {
+		return err
+	}
+	// Set before the kernel can raise the event, so that reading it always
+	// clears the flag.
+	cq.armed.Store(true)
+	// REQ_NOTIFY_CQ never sleeps (rxe: a spin lock around the arm flag).
+	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
+	c.mu.RUnlock()
+	if err != nil {
+		cq.armed.Store(false)
+	}
+	return err
+}
+
+// Resize changes the CQ to hold at least n completions (write() command
+// RESIZE_CQ). The kernel moves the completions not yet polled to the new
+// ring; it refuses (EINVAL) a size smaller than their number.
+//
+// rdma-core: ibv_resize_cq.
+func (cq *CQ) Resize(n int) error {
+	const op = "resize_cq"
+	if n <= 0 {
+		return &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", n)}
+	}
+	if err := cq.ctx.checkCQDepth(n); err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	if cq.ctx.mlx != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
+	}
+	cq.mu.Lock()
+	defer cq.mu.Unlock()
+	if cq.q == nil {
+		return cq.unusable(op)
+	}
+	req := abi.UverbsResizeCQ{CQHandle: cq.handle, CQE: uint32(n)}
+	var resp struct {
+		core abi.UverbsResizeCQResp
+		drv  abi.RxeResizeCQResp
+	}
+	if err := cq.ctx.write(op, abi.IB_USER_VERBS_CMD_RESIZE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	// The kernel copied the unread entries into a new ring and frees the
+	// old one once unmapped (kernel: sw/rxe/rxe_queue.c rxe_queue_resize).
+	old := cq.ring
+	m, q, err := cq.ctx.mapCQ(op, resp.drv.MI)
+	old.Unmap()
+	if err != nil {
+		// The kernel has switched rings; without the new one the CQ is
+		// unusable.
+		cq.ring, cq.q = nil, nil
+		cq.broken = true
+		return &OpError{Op: op, Err: fmt.Errorf("the CQ was resized but its new ring could not be mapped, so it is no longer usable: close it: %w", err)}
+	}
+	cq.ring, cq.q = m, q
+	cq.depth.Store(int32(q.Capacity()))
+	return nil
+}
+
+// mapRings maps the send ring, the receive ring (without an SRQ) and the
+// doorbell page, and builds the ring views from their headers.
+func (qp *QP) mapRings(op string, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) error {
+	c := qp.ctx
+	var err error
+	if qp.srq == nil {
+		if qp.rqMap, err = c.mmapRing(op, drv.RQMI, "rq ring"); err != nil {
+			return err
+		}
+		if qp.rq, err = rxe.NewRQ(qp.rqMap.Bytes(), int(core.MaxRecvSGE)); err != nil {
+			return &OpError{Op: op, Err: err}
+		}
+	}
+	if qp.sqMap, err = c.mmapRing(op, drv.SQMI, "sq ring"); err != nil {
+		return err
+	}
+	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
+	if qp.sq, err = rxe.NewSQ(qp.sqMap.Bytes(), qp.lim); err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	if qp.dbMap, err = sys.MmapAnon(int(unsafe.Sizeof(doorbell{})), "doorbell "+c.dev.Name); err != nil {
+		return err
+	}
+	qp.db = (*doorbell)(unsafe.Pointer(unsafe.SliceData(qp.dbMap.Bytes())))
+	qp.db.hdr = abi.UverbsCmdHdr{
+		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
+		InWords:  uint16(doorbellLen / 4),
+		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
+	}
+	qp.db.cmd = abi.UverbsPostSend{
+		Response: uint64(uintptr(unsafe.Pointer(&qp.db.resp))),
+		QPHandle: qp.handle,
+		// Any wqe_size of at least sizeof(ib_uverbs_send_wr) is accepted
+		// (kernel: core/uverbs_cmd.c ib_uverbs_post_send).
+		WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
+	}
+	qp.cap = QPCap{
+		MaxSendWR:  qp.sq.Capacity(),
+		MaxSendSGE: int(core.MaxSendSGE),
+		MaxRecvSGE: int(core.MaxRecvSGE),
+		MaxInline:  int(core.MaxInlineData),
+	}
+	if qp.rq != nil {
+		qp.cap.MaxRecvWR = qp.rq.Capacity()
+	} else {
+		qp.cap.MaxRecvSGE = 0
+	}
+	return nil
+}
+
+// outstandingLocked returns the number of work requests in the send and
+// receive rings that the kernel has not retired yet. The caller holds both
+// ring locks.
+func (qp *QP) outstandingLocked() (send, recv int) {
+	if qp.mx != nil {
+		return qp.mx.outstanding()
+	}
+	if qp.sq != nil {
+		send = qp.sq.Pending()
+	}
+	if qp.rq != nil {
+		recv = qp.rq.Pending()
+	}
+	return send, recv
+}
+
+// usesLKeyLocked is usesLKey; the caller holds both ring locks. A closed
+// QP has no rings left and uses nothing.
+func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
+	if qp.mx != nil {
+		return qp.mx.usesLKey(lkey)
+	}
+	if qp.sq != nil {
+		send = qp.sq.PendingNow()
+		used = qp.sq.PendingUsesLKey(lkey)
+	}
+	if qp.rq != nil {
+		recv = qp.rq.PendingNow()
+		used = used || qp.rq.PendingUsesLKey(lkey)
+	}
+	return used, send, recv
+}
+
+// pendingNow loads the kernel's consumer indices; Close calls it without
+// the ring locks once posting is stopped.
+func (qp *QP) pendingNow() (send, recv int) {
+	if qp.mx != nil {
+		return qp.mx.outstanding()
+	}
+	if qp.sq != nil {
+		send = qp.sq.PendingNow()
+	}
+	if qp.rq != nil {
+		recv = qp.rq.PendingNow()
+	}
+	return send, recv
+}
+
+// unmap releases the rings and the doorbell page (after DESTROY_QP, as
+// rdma-core does: the kernel keeps the queue memory until the last mapping
+// goes).
+func (qp *QP) unmap() {
+	if qp.mx != nil {
+		qp.mx.release(qp)
+		qp.mx = nil
+	}
+	qp.sq, qp.rq, qp.db = nil, nil, nil
+	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
+		if m != nil {
+			m.Unmap()
+		}
+	}
+	qp.sqMap, qp.rqMap, qp.dbMap = nil, nil, nil
+}
+
+// gone reports whether the SRQ is closed (or lost its ring). The caller
+// holds mu.
+func (srq *SRQ) gone() bool { return srq.rq == nil && srq.mx == nil }
+
+func (srq *SRQ) mapRing(op string, mi abi.RxeMminfo, maxSGE int) error {
+	m, err := srq.ctx.mmapRing(op, mi, "srq ring")
+	if err != nil {
+		return err
+	}
+	q, err := rxe.NewRQ(m.Bytes(), maxSGE)
+	if err != nil {
+		m.Unmap()
+		return &OpError{Op: op, Err: err}
+	}
+	srq.ring, srq.rq = m, q
+	return nil
+}
+
+// MaxWR returns the number of receive work requests the ring holds.
+func (srq *SRQ) MaxWR() int {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		return srq.mx.q.Config().Tail
+	}
+	if srq.rq == nil {
+		return 0
+	}
+	return srq.rq.Capacity()
+}
+
+// MaxSGE returns the scatter/gather entries per work request.
+func (srq *SRQ) MaxSGE() int {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		return srq.mx.q.Config().MaxSGE
+	}
+	if srq.rq == nil {
+		return 0
+	}
+	return srq.rq.MaxSGE()
+}
+
+// PostRecv posts receive work requests, all of them or none (see
+// QP.PostRecv). It allocates nothing.
+//
+// rdma-core: ibv_post_srq_recv.
+func (srq *SRQ) PostRecv(wrs []RecvWR) error {
+	const op = "post_srq_recv"
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.gone() {
+		return closedErr(op)
+	}
+	if len(wrs) == 0 {
+		return nil
+	}
+	srq.trackRecvs(wrs)
+	if srq.mx != nil {
+		return srq.mx.postRecv(op, srq.ctx.mlx, wrs)
+	}
+	return postRecv(op, srq.rq, wrs)
+}
+
+// outstanding returns the number of posted receives not consumed yet.
+func (srq *SRQ) outstanding() int {
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.mx != nil {
+		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
+		return n
+	}
+	if srq.rq == nil {
+		return 0
+	}
+	return srq.rq.PendingNow()
+}
+
+func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
+	if srq.mx != nil {
+		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
+		return used, n
+	}
+	if srq.rq == nil {
+		return false, 0
+	}
+	return srq.rq.PendingUsesLKey(lkey), srq.rq.PendingNow()
+}
+
+// Resize changes the number of work requests the SRQ holds (MODIFY_SRQ with
+// IB_SRQ_MAX_WR). The kernel copies the posted receives into a new ring,
+// which replaces the mapping (docs/abi.md §3.11).
+//
+// rdma-core: ibv_modify_srq with IBV_SRQ_MAX_WR.
+func (srq *SRQ) Resize(maxWR int) error {
+	const op = "modify_srq"
+	if maxWR < 1 {
+		return &OpError{Op: op, Err: fmt.Errorf("max_wr %d: an SRQ holds at least one work request", maxWR)}
+	}
+	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	if srq.ctx.mlx != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
+	}
+	srq.mu.Lock()
+	defer srq.mu.Unlock()
+	if srq.rq == nil {
+		return closedErr(op)
+	}
+	// rxe writes the new ring's mmap info through a user pointer passed as
+	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
+	// sw/rxe/rxe_srq.c rxe_srq_from_attr), so it must be memory that does
+	// not move: pinned heap memory.
+	mi := new(abi.RxeMminfo)
+	var pin runtime.Pinner
+	pin.Pin(mi)
+	err := srq.modify(op, srqAttrMaxWR, maxWR, 0, uint64(uintptr(unsafe.Pointer(mi))))
+	pin.Unpin()
+	if err != nil {
+		return err
+	}
+	maxSGE := srq.rq.MaxSGE()
+	old := srq.ring
+	srq.ring, srq.rq = nil, nil
+	err = srq.mapRing(op, *mi, maxSGE)
+	old.Unmap()
+	if err != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("the SRQ was resized but its new ring could not be mapped; it is no longer usable: close it: %w", err)}
+	}
+	return nil
+}
+
+// modify issues MODIFY_SRQ with rxe's driver input. The caller holds mu.
+func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) error {
+	var cmd struct {
+		core abi.UverbsModifySRQ
+		drv  abi.RxeModifySRQCmd
+	}
+	cmd.core = abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, MaxWR: uint32(maxWR), SRQLimit: uint32(limit)}
+	cmd.drv.MmapInfoAddr = miAddr
+	if srq.ctx.mlx != nil {
+		// mlx5 takes no driver input for the limit.
+		return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd.core), nil)
+	}
+	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
+}
+
+// PostSend posts the send work requests of wrs, all of them or none: each
+// is validated as rdma-core's rxe provider does (opcode for the QP type,
+// SGE count, inline length summed in 64 bits, atomic alignment and length,
+// UD address), and the queue must have room for all, before the first is
+// written to the send ring. Then it rings the doorbell once (write()
+// command POST_SEND with wr_count 0, the only system call of the data
+// path). It allocates nothing. wrs and their SGE lists must not change
+// while the call runs: it reads them once to check and again to write.
+//
+// A refused request gives a *PostError. A QP that is not yet in RTS gives
+// ErrQPState. A send posted on a QP in the error state completes with
+// WCFlushError.
+//
+// rdma-core: ibv_post_send.
+func (qp *QP) PostSend(wrs []SendWR) error {
+	const op = "post_send"
+	qp.sendMu.Lock()
+	// No defer, which would cost every post its set-up: stageSend checks
+	// the list before it writes and cannot panic on it unless the caller
+	// changes wrs while the call runs (as PostRecv). The common mlx5 list
+	// (stageSend's fast path on an mlx5 QP) is written here, where the
+	// encoder rings the doorbell: a call less per post; plainSends has
+	// checked it, so the encoder checks only the room (mlx5.SQ.PostPlain).
+	var err error
+	if m := qp.mx; m != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
+		if i, perr := m.sq.PostPlain(mlx5.SendWRs(sendWRs(wrs))); perr != nil {
+			err = m.sendError(op, wrs, i, perr)
+		}
+	} else {
+		err = qp.stageSend(op, wrs)
+		if err == nil && len(wrs) > 0 && qp.mx == nil { // mlx5: stageSend rang the doorbell
+			err = qp.ringDoorbell(op)
+		}
+	}
+	qp.sendMu.Unlock()
+	return err
+}
+
+// stageSend is PostSend without the doorbell: it checks the QP, validates
+// every request, writes them into the send ring and publishes the producer
+// index. On mlx5 it also rings the doorbell, which is a register write
+// there. The caller holds sendMu. The common list (an open QP in RTS,
+// requests plainSends passes) goes straight to the provider, with one
+// call before it; everything else takes stageSendSlow. On rxe the common
+// list is written here, writeSends' rxe half written out: a call less per
+// post (BENCHMARKS.md, rxe item 32).
+func (qp *QP) stageSend(op string, wrs []SendWR) error {
+	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
+		return qp.stageSendSlow(op, wrs)
+	}
+	sq := qp.sq
+	if qp.mx != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
+		return qp.writeSends(op, wrs)
+	}
+	for i := range wrs {
+		rxe.EncodeSend(sq.Slot(), sendWR(&wrs[i]), wrs[i].ahNum())
+		sq.Stage()
+	}
+	sq.Commit() // one producer_index store for the batch
+	return nil
+}
+
+// writeSends writes checked requests: on mlx5 it encodes them and rings
+// the doorbell (qp.c _mlx5_post_send, post_send_db), the CQ's lock not
+// taken, as polls share only what mlx5.SQ orders; on rxe it writes them
+// into the send ring, if it has room for all, and publishes them with one
+// producer_index store.
+func (qp *QP) writeSends(op string, wrs []SendWR) error {
+	if m := qp.mx; m != nil {
+		if i, err := m.sq.Post(mlx5.SendWRs(sendWRs(wrs))); err != nil {
+			return m.sendError(op, wrs, i, err)
+		}
+		return nil
+	}
+	if free := qp.sq.Free(); free < len(wrs) {
+		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
+	}
+	for i := range wrs {
+		rxe.EncodeSend(qp.sq.Slot(), sendWR(&wrs[i]), wrs[i].ahNum())
+		qp.sq.Stage()
+	}
+	qp.sq.Commit() // one producer_index store for the batch
+	return nil
+}
+
+// PostRecv posts the receive work requests of wrs, all of them or none
+// (SGE count and total length are checked, and the queue must have room for
+// all, before anything is written). Receives need no system call: the
+// kernel takes them from the ring when messages arrive. It allocates
+// nothing. As with PostSend, wrs must not change while the call runs. A
+// QP with an SRQ has no receive queue: post to the SRQ.
+//
+// rdma-core: ibv_post_recv.
+func (qp *QP) PostRecv(wrs []RecvWR) error {
+	const op = "post_recv"
+	qp.recvMu.Lock()
+	// The common case first: an open QP with a receive queue of its own,
+	// out of RESET (rdma-core refuses receives in RESET; the kernel
+	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
+	// rxe_qp_reset). No defer, which would cost every post its set-up:
+	// the queues check the list before they write and cannot panic on it
+	// unless the caller changes wrs while the call runs. One receive of at
+	// most one SGE within the limit (on rxe: of one SGE), which no check
+	// can refuse (one SGE's length is one u32), goes straight to the queue
+	// on either provider:
+	// postRecv's and mlx5QP.postRecv's first step written out here, a
+	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
+	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
+		if m := qp.mx; m != nil && m.rq != nil {
+			var err error
+			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() &&
+				(len(wrs[0].SGEs) == 0 || qp.recvKeys.has(wrs[0].SGEs[0].LKey)) {
+				if i, perr := m.rq.Post(wrs); perr != nil {
+					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.rq.Config().MaxPost, perr)
+				}
+			} else {
+				qp.trackRecvs(wrs)
+				err = m.postRecv(op, wrs)
+			}
+			qp.recvMu.Unlock()
+			return err
+		}
+		if q := qp.rq; q != nil {
+			var err error
+			// The lkey recorded by an earlier post (mrusers.go), else
+			// trackRecvs records it.
+			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && qp.recvKeys.has(wrs[0].SGEs[0].LKey) {
+				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
+				q.Publish()
+			} else { // a full ring too: postRecvList reports it
+				qp.trackRecvs(wrs)
+				err = postRecvList(op, q, wrs)
+			}
+			qp.recvMu.Unlock()
+			return err
+		}
+	}
+	return qp.postRecvSlow(op, wrs)
+}
+
+// postRecvSlow is PostRecv for every other case: a closed QP, one with an
+// SRQ or no receive queue, an empty list, RESET. It is called with recvMu
+// held and releases it.
+func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
+	defer qp.recvMu.Unlock()
+	if qp.closed {
+		return closedErr(op)
+	}
+	if qp.srq != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("QP %#x receives from an SRQ: post receives with SRQ.PostRecv: %w", qp.qpn, unix.EINVAL)}
+	}
+	if len(wrs) == 0 {
+		return nil
+	}
+	if st := QPState(qp.state.Load()); st == QPStateReset {
+		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
+	}
+	qp.trackRecvs(wrs)
+	if qp.mx != nil {
+		return qp.mx.postRecv(op, wrs)
+	}
+	return postRecv(op, qp.rq, wrs)
+}
+
+// postRecv validates and posts wrs on a receive queue or SRQ; the caller
+// holds the queue's lock.
+func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
+	// One receive of one SGE, the common case, without the loops below: it
+	// cannot fail the checks (one SGE's length is one u32), and a full ring
+	// takes the path below, which reports it.
+	if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
+		rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
+		q.Publish()
+		return nil
+	}
+	return postRecvList(op, q, wrs)
+}
+
+// postRecvList is postRecv for any list.
+func postRecvList(op string, q *rxe.RQ, wrs []RecvWR) error {
+	maxSGE := q.MaxSGE()
+	for i := range wrs {
+		// One SGE within the limit cannot fail (its length is one u32):
+		// only longer lists need the full check.
+		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
+			continue
+		}
+		if err := provider.CheckRecv(wrs[i].SGEs, maxSGE); err != nil {
+			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
+		}
+	}
+	if free := q.Free(); free < len(wrs) {
+		return recvQueueFull(op, q, wrs, free)
+	}
+	var w rxe.RecvWQE
+	for i := range wrs {
+		if sges := wrs[i].SGEs; len(sges) == 1 {
+			rxe.EncodeRecvOne(q.Slot(), wrs[i].ID, sges[0])
+		} else {
+			w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: sges}
+			rxe.EncodeRecv(q.Slot(), &w)
+		}
+		q.Stage()
+	}
+	q.Commit()
+	return nil
+}
+
+// recvQueueFull is postRecv's error for a ring with room for free of wrs,
+// built apart so that the formatting does not weigh on every post.
+func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
+	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
+}
+
+// create issues CREATE_CQ with the provider's driver data and sets up
+// the ring: rxe maps the ring the kernel made, mlx5 allocates its own
+// (mlx5cq.go). On an error nothing is left created.
+func (cq *CQ) create(op string, req *abi.UverbsCreateCQ, depth int) error {
+	c := cq.ctx
+	if c.mlx != nil {
+		return cq.createMLX5(op, req, depth)
+	}
+	var resp struct {
+		core abi.UverbsCreateCQResp
+		drv  abi.RxeCreateCQResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	cq.handle = resp.core.CQHandle
+	m, q, err := c.mapCQ(op, resp.drv.MI)
+	if err != nil {
+		cq.destroy()
+		return err
+	}
+	cq.ring, cq.q = m, q
+	cq.depth.Store(int32(q.Capacity()))
+	return nil
+}
+
+// release unmaps the CQ's ring, after DESTROY_CQ; the caller holds mu.
+func (cq *CQ) release() {
+	if cq.ring != nil {
+		cq.ring.Unmap()
+	}
+	if cq.mx != nil {
+		cq.mx.mem.Unmap()
+	}
+	cq.ring, cq.q, cq.mx = nil, nil, nil
+}
+
+// providerEvent tells the provider that a completion event of the CQ was
+// read: mlx5 counts it in the CQ's arm sequence (mlx5cq.go); rxe has
+// nothing to do.
+func (cq *CQ) providerEvent() {
+	if cq.ctx.mlx != nil {
+		cq.mlx5Event()
+	}
+}
+
+// providerReset starts the queues over after a move to RESET: mlx5 keeps
+// its own indices (mlx5qp.go); rxe's kernel resets the rings itself. The
+// caller holds both QP locks.
+func (qp *QP) providerReset() {
+	if qp.mx != nil {
+		qp.mx.reset(qp)
+	}
+}
+
+// openContext issues GET_CONTEXT with the driver data of the device's
+// provider: mlx5 maps its UAR pages after it (mlx5.go); rxe has none.
+func (c *Device) openContext() error {
+	if c.dev.DriverID == DriverMLX5 {
+		return c.getMLX5Context()
+	}
+	return c.getContext()
+}
+
+// closeProvider releases what the provider's context holds (mlx5: the UAR
+// pages), after the descriptor is closed.
+func (c *Device) closeProvider() {
+	if c.mlx != nil {
+		c.mlx.Unmap()
+	}
+}
+
+// release unmaps the SRQ's ring, after DESTROY_SRQ; the caller holds mu.
+func (srq *SRQ) release() {
+	if srq.ring != nil {
+		srq.ring.Unmap()
+	}
+	if srq.mx != nil {
+		srq.mx.mem.Unmap()
+	}
+	srq.ring, srq.rq, srq.mx = nil, nil, nil
+}
+
+// create issues CREATE_QP with the provider's driver data and sets up the
+// queues: rxe maps the rings the kernel made, mlx5 allocates its own
+// (mlx5qp.go). On an error nothing is left created.
+func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
+	c := qp.ctx
+	if c.mlx != nil {
+		return qp.createMLX5(op, req, init)
+	}
+	// rxe takes no driver input for CREATE_QP (it refuses any) and
+	// returns struct rxe_create_qp_resp after the core response.
+	var resp struct {
+		core abi.UverbsCreateQPResp
+		drv  abi.RxeCreateQPResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
+	if err := qp.mapRings(op, &resp.core, &resp.drv); err != nil {
+		qp.destroy()
+		qp.unmap()
+		return err
+	}
+	return nil
+}
+
+// checkProviderCap checks a QP's capabilities against the provider's
+// maxima: rxe's here (its WQE layout), mlx5's in its sizing (mlx5qp.go).
+func checkProviderCap(ctx *Device, c QPCap) error {
+	if ctx.dev.DriverID != DriverRXE {
+		return nil
+	}
+	if c.MaxSendSGE > rxe.MaxSGE || c.MaxRecvSGE > rxe.MaxSGE {
+		return fmt.Errorf("Cap %+v: rxe allows at most %d scatter/gather entries per work request", c, rxe.MaxSGE)
+	}
+	if c.MaxInline > rxe.MaxInlineData {
+		return fmt.Errorf("Cap.MaxInline %d: rxe allows at most %d bytes of inline data", c.MaxInline, rxe.MaxInlineData)
+	}
+	return nil
+}
+
+// create issues CREATE_SRQ with the provider's driver data and sets up
+// the ring: rxe maps the ring the kernel made, mlx5 allocates its own
+// (mlx5srq.go). On an error nothing is left created.
+func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
+	c := srq.ctx
+	if c.mlx != nil {
+		return srq.createMLX5(op, req, init)
+	}
+	var resp struct {
+		core abi.UverbsCreateSRQResp
+		drv  abi.RxeCreateSRQResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
+	if err := srq.mapRing(op, resp.drv.MI, int(resp.core.MaxSGE)); err != nil {
+		srq.destroy()
+		return err
+	}
+	return nil
+}
+
+// create issues CREATE_AH and fills what the provider's UD sends read
+// (AH.drv): rxe's AH number from its response, mlx5's address vector
+// (mlx5ah.go). On an error nothing is left created.
+func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
+	if c.mlx != nil {
+		return ah.createMLX5(op, c, req)
+	}
+	// rxe returns struct rxe_create_ah_resp (the AH number) after the
+	// core response when there is room for it (kernel:
+	// sw/rxe/rxe_verbs.c rxe_create_ah).
+	var resp struct {
+		core abi.UverbsCreateAHResp
+		drv  abi.RxeCreateAHResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	ah.handle, ah.drv.Num = resp.core.AHHandle, resp.drv.AHNum
+	if ah.drv.Num == 0 && c.dev.DriverID == DriverRXE {
+		ah.destroy()
+		return &OpError{Op: op, Err: fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", ErrNotSupported)}
+	}
+	return nil
 }
