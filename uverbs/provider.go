@@ -30,12 +30,17 @@ import (
 // §3). The driver packages import provider and nothing of each other or of
 // uverbs.
 //
-// Each CQ, QP and SRQ holds its provider's state, chosen once when it is
-// created: an object on an mlx5 device carries a non-nil pointer to its
-// mlx5 state (CQ.mx, QP.mx, SRQ.mx) and the rxe fields stay nil, and the
-// other way round. Post and poll test that one pointer first, so the rxe
-// path pays a predictable branch and nothing else. Other drivers are
-// refused with ErrNotSupported when such an object is created.
+// This file is the dispatch: every path that differs by provider is here
+// (GET_CONTEXT, create, post, poll, arm, resize, reset, the lkey scans of
+// mrusers.go, release), and the rest of the package is the same for every
+// device. Each CQ, QP and SRQ holds its provider's state, chosen once when
+// it is created: the rxe ring types declared below (embedded, so their
+// fields read as the object's), or a pointer to its mlx5 state (CQ.mx,
+// QP.mx, SRQ.mx; the glue is in mlx5*.go) with the rxe fields nil. Post and
+// poll test that one pointer first, so the rxe path pays a predictable
+// branch and nothing else, and write the common case of each provider in
+// place (a call less per post). Other drivers are refused with
+// ErrNotSupported when such an object is created (requireDataPath).
 
 // The providers' state in each object, embedded so that its fields read
 // as the object's own; the mlx5 state is a pointer beside it (mx).
