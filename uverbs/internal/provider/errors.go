@@ -14,7 +14,7 @@ var ErrQueueFull error = &queueFull{}
 type queueFull struct{}
 
 func (*queueFull) Error() string {
-	return "work queue is full: poll the completion queue to retire work requests before posting more, or create the queue with more work requests"
+	return "work queue is full: poll the completion queue to retire work requests before posting more, or create the QP with a larger max_send_wr/max_recv_wr"
 }
 
 func (*queueFull) Is(target error) bool { return target == syscall.ENOMEM }
@@ -54,7 +54,7 @@ var (
 
 	ErrLengthOverflow = error(&invalidWR{"total scatter/gather length does not fit in 32 bits"})
 
-	ErrUDAddress = error(&invalidWR{"UD sends need an address handle; connected (RC/UC) QPs take no UD address"})
+	ErrUDAddress = error(&invalidWR{"UD sends need an address handle (non-zero AH number); connected (RC/UC) QPs take no UD address"})
 )
 
 // ErrNotSupported: the kernel or the device lacks what was asked for, or
