@@ -141,10 +141,12 @@ func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
 	}
 	tb.Cleanup(mem.Unmap)
 	mlx5.InitCQRing(mem.Ring)
-	cq := &CQ{ctx: f.c, ch: &CompChannel{}}
-	if err := cq.attachMLX5(mem, entries, cqn); err != nil {
+	m, err := mlx5.AttachCQ(f.c.mlx, mem, entries, cqn)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	cq := &CQ{ctx: f.c, ch: &CompChannel{}, mx: m}
+	cq.depth.Store(int32(m.Depth()))
 	return cq
 }
 
@@ -172,9 +174,15 @@ func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
 		tb.Fatal(err)
 	}
 	qp := &QP{ctx: f.c, pd: f.pd, typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ, srq: init.SRQ, qpn: qpn}
-	if err := qp.attachMLX5(mem, uidx, bfreg, sq, rq, &init); err != nil {
+	atomics := false
+	if a := f.c.deviceLimits(); a != nil {
+		atomics = a.AtomicCap != AtomicNone
+	}
+	m, err := mlx5.AttachQP(mc, mem, uidx, bfreg, qpn, sq, rq, init.SignalAll, atomics)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	qp.attachMLX5(m, &init)
 	qp.state.Store(uint32(QPStateRTS))
 	return qp
 }
@@ -195,7 +203,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{q: q, mem: mem}}
+	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{Q: q, Mem: mem}}
 }
 
 // putCQE writes completion n of a CQ as the device would: opcode and owner
@@ -203,7 +211,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 // WQE opcode and QPN in sop_drop_qpn, byte_cnt and wqe_counter
 // (docs/mlx5.md §5).
 func putCQE(cq *CQ, n int, opcode, wqeOpcode uint8, qpn, uidx uint32, counter uint16, byteCnt uint32) {
-	ring := cq.mx.mem.Ring
+	ring := cq.mx.Mem.Ring
 	entries := len(ring) / 64
 	e := ring[(n&(entries-1))*64:][:64]
 	clear(e)
@@ -222,7 +230,7 @@ func TestMLX5DataPath(t *testing.T) {
 	}
 	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x123, 1)
 	m := qp.mx
-	if c := qp.Cap(); c.MaxSendWR != m.sq.Config().MaxPost || c.MaxRecvWR != 4 || c.MaxRecvSGE != 1 {
+	if c := qp.Cap(); c.MaxSendWR != m.SQ.Config().MaxPost || c.MaxRecvWR != 4 || c.MaxRecvSGE != 1 {
 		t.Errorf("Cap %+v does not report the queues' max_post and max_gs", c)
 	}
 
@@ -232,7 +240,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostSend([]SendWR{{ID: 7, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}}}); err != nil {
 		t.Fatal(err)
 	}
-	w := m.sqRing
+	w := m.SQRing
 	if got := be.Uint32(w[0:]); got != 0x0a {
 		t.Errorf("opmod_idx_opcode %#x, want SEND at index 0", got)
 	}
@@ -245,7 +253,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if be.Uint32(w[16:]) != 100 || be.Uint32(w[20:]) != 0xabcd || be.Uint64(w[24:]) != 0x1000 {
 		t.Errorf("data segment % x", w[16:32])
 	}
-	if got := be.Uint32(m.mem.DBRec[4:]); got != 1 {
+	if got := be.Uint32(m.Mem.DBRec[4:]); got != 1 {
 		t.Errorf("send doorbell record %d, want 1", got)
 	}
 	reg := f.c.mlx.BFRegs[1].BF.Reg
@@ -257,11 +265,11 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostRecv([]RecvWR{{ID: 9, SGEs: []SGE{{Addr: 0x2000, Length: 256, LKey: 0x11}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if be.Uint32(m.rqRing[0:]) != 256 || be.Uint32(m.rqRing[4:]) != 0x11 || be.Uint32(m.mem.DBRec[0:]) != 1 {
-		t.Errorf("receive WQE % x, doorbell record %d", m.rqRing[:16], be.Uint32(m.mem.DBRec[0:]))
+	if be.Uint32(m.RQRing[0:]) != 256 || be.Uint32(m.RQRing[4:]) != 0x11 || be.Uint32(m.Mem.DBRec[0:]) != 1 {
+		t.Errorf("receive WQE % x, doorbell record %d", m.RQRing[:16], be.Uint32(m.Mem.DBRec[0:]))
 	}
-	putCQE(cq, 0, 0, 0x0a, 0x123, m.uidx, 0, 0) // REQ, SEND
-	putCQE(cq, 1, 2, 0, 0x123, m.uidx, 0, 42)   // RESP_SEND
+	putCQE(cq, 0, 0, 0x0a, 0x123, m.UIDX, 0, 0) // REQ, SEND
+	putCQE(cq, 1, 2, 0, 0x123, m.UIDX, 0, 42)   // RESP_SEND
 	wcs := make([]WC, 4)
 	for i := range wcs {
 		wcs[i] = WC{SrcQP: 0xdead, SLID: 3, Port: 9} // left from an earlier poll
@@ -281,7 +289,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if wcs[1].ID != 9 || wcs[1].Status != WCSuccess || wcs[1].Opcode != WCOpRecv || wcs[1].ByteLen != 42 {
 		t.Errorf("receive completion %+v", wcs[1])
 	}
-	if got := be.Uint32(cq.mx.mem.DBRec[0:]); got != 2 {
+	if got := be.Uint32(cq.mx.Mem.DBRec[0:]); got != 2 {
 		t.Errorf("consumer index in the CQ doorbell record %d, want 2", got)
 	}
 	if s, r := qp.pendingNow(); s != 0 || r != 0 {
@@ -304,7 +312,7 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	word := uint32(1<<24 | 2)
-	if got := be.Uint32(cq.mx.mem.DBRec[4:]); got != word {
+	if got := be.Uint32(cq.mx.Mem.DBRec[4:]); got != word {
 		t.Errorf("arm word %#x, want %#x", got, word)
 	}
 	if got := be.Uint64(f.uar[0x20:]); got != uint64(word)<<32|0x77 {
@@ -322,7 +330,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if !errors.Is(err, ErrBadSendFlags) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.EINVAL) || errors.Is(err, ErrTooManySGEs) {
 		t.Errorf("a SEND with the IP checksum flag: %v, want ErrBadSendFlags, ErrInvalidWR and EINVAL", err)
 	}
-	full := make([]SendWR, m.sq.Config().MaxPost+1)
+	full := make([]SendWR, m.SQ.Config().MaxPost+1)
 	for i := range full {
 		full[i] = SendWR{ID: uint64(i), Op: OpSend}
 	}
@@ -334,7 +342,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostRecv(rfull); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 3 {
 		t.Errorf("5 receives on a 4-entry queue holding one: %v, want ErrQueueFull at index 3", err)
 	}
-	if got := be.Uint32(m.mem.DBRec[4:]); got != 1 {
+	if got := be.Uint32(m.Mem.DBRec[4:]); got != 1 {
 		t.Errorf("refused posts moved the send doorbell record to %d", got)
 	}
 }
@@ -351,7 +359,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv([]RecvWR{{ID: 31, SGEs: []SGE{{Addr: 0x3000, Length: 64, LKey: 5}}}, {ID: 32}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := be.Uint32(srq.mx.mem.DBRec[0:]); got != 2 {
+		if got := be.Uint32(srq.mx.Mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d, want 2", got)
 		}
 		// libmlx5 reports max_wr = the free list's tail, roundup_pow2(4+1)
@@ -364,7 +372,7 @@ func TestMLX5SRQ(t *testing.T) {
 		// the receive (docs/mlx5.md §5).
 		name := srq.srqn
 		if v == 1 {
-			name = qp.mx.uidx
+			name = qp.mx.UIDX
 		}
 		putCQE(cq, 0, 2, 0, 0x200, name, 1, 8)
 		wcs := make([]WC, 2)
@@ -372,7 +380,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err != nil || n != 1 || wcs[0].ID != 32 || wcs[0].ByteLen != 8 || wcs[0].QPN != 0x200 {
 			t.Fatalf("CQE version %d: Poll: %d, %v, %+v; want the SRQ's request 32 on QP 0x200", v, n, err, wcs[0])
 		}
-		if !cq.mx.srqs {
+		if !cq.mx.SRQs {
 			t.Error("the CQ of a QP with an SRQ does not take the SRQ lock")
 		}
 		// Request 31 is still posted and names lkey 5 (MR.Close asks).
@@ -388,7 +396,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv(make([]RecvWR, 7)); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 6 {
 			t.Errorf("seven receives on an SRQ with room for six: %v, want ErrQueueFull at index 6", err)
 		}
-		if got := be.Uint32(srq.mx.mem.DBRec[0:]); got != 2 {
+		if got := be.Uint32(srq.mx.Mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d after a refused list, want 2", got)
 		}
 	}
@@ -409,8 +417,8 @@ func TestMLX5HotPathAllocs(t *testing.T) {
 		if err := qp.PostRecv(rwr); err != nil {
 			t.Fatal(err)
 		}
-		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.mx.uidx, uint16(i), 0)
-		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.mx.uidx, uint16(i), 8)
+		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.mx.UIDX, uint16(i), 0)
+		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.mx.UIDX, uint16(i), 8)
 		i++
 		if n, err := cq.Poll(wcs); n != 2 || err != nil {
 			t.Fatalf("Poll: %d, %v", n, err)
@@ -430,7 +438,7 @@ func TestMLX5UDSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ah := &AH{pd: f.pd, drv: provider.AH{Data: av, Num: mlx5AHNum}}
+	ah := &AH{pd: f.pd, drv: provider.AH{Data: av, Num: mlx5.AHNum}}
 	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
 	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
 		t.Fatal(err)
@@ -438,7 +446,7 @@ func TestMLX5UDSend(t *testing.T) {
 	// Control segment, the AH's address vector with the Q_Key at 0 and
 	// the remote QPN | 0x80000000 at 8, then the data segment
 	// (docs/mlx5.md §3).
-	w := qp.mx.sqRing
+	w := qp.mx.SQRing
 	if got := be.Uint32(w[4:]); got != 0x400<<8|5 {
 		t.Errorf("qpn_ds %#x, want QPN 0x400, 5 segments", got)
 	}
@@ -500,7 +508,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 			for s, r := uint64(0), uint64(0); s < n || r < n; runtime.Gosched() {
 				var err error
 				if s < n {
-					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, drv: provider.AH{Num: mlx5AHNum}}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
+					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, drv: provider.AH{Num: mlx5.AHNum}}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
 						s++
 					}
 				}
@@ -533,14 +541,14 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 		}
 		for k, qp := range qps {
 			m, s := qp.mx, &st[k]
-			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.DBRec, 0)))
-			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.DBRec, 4)))
+			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.Mem.DBRec, 0)))
+			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.Mem.DBRec, 4)))
 			for ; s.sent&0xffff != sendDB; s.sent += 2 {
-				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.uidx, uint16(s.sent), 0)
+				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.UIDX, uint16(s.sent), 0)
 				cqe++
 			}
 			for ; s.recvd&0xffff != recvDB; s.recvd++ {
-				putCQE(cq, cqe, 2, 0, qp.qpn, m.uidx, 0, 8)
+				putCQE(cq, cqe, 2, 0, qp.qpn, m.UIDX, 0, 8)
 				cqe++
 			}
 		}
@@ -678,10 +686,10 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	cq := f.cq(t, 15, 0x77)
 	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 2, MaxInline: 64}}, 0x123, 1)
 	m := qp.mx
-	ring := slices.Clone(m.sqRing)
+	ring := slices.Clone(m.SQRing)
 	untouched := func(what string) {
 		t.Helper()
-		if !bytes.Equal(m.sqRing, ring) || m.sq.Outstanding() != 0 {
+		if !bytes.Equal(m.SQRing, ring) || m.SQ.Outstanding() != 0 {
 			t.Errorf("%s: the send ring was written", what)
 		}
 	}
@@ -711,8 +719,8 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	if err := qp.PostSend(write); err != nil {
 		t.Fatalf("a plain WRITE: %v", err)
 	}
-	if m.sq.Outstanding() != 1 {
-		t.Errorf("a plain WRITE left %d requests outstanding, want 1", m.sq.Outstanding())
+	if m.SQ.Outstanding() != 1 {
+		t.Errorf("a plain WRITE left %d requests outstanding, want 1", m.SQ.Outstanding())
 	}
 
 	// Receives: a list whose second entry overflows is refused whole.
@@ -721,13 +729,13 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	if err := qp.PostRecv(bad); !errors.Is(err, ErrInvalidWR) {
 		t.Errorf("a receive list with an overflowing second entry: %v, want ErrInvalidWR", err)
 	}
-	if n := m.rq.Outstanding(); n != 0 {
+	if n := m.RQ.Outstanding(); n != 0 {
 		t.Errorf("a refused receive list posted %d receives", n)
 	}
 	if err := qp.PostRecv([]RecvWR{{ID: 3, SGEs: one}, {ID: 4, SGEs: one}, {ID: 5, SGEs: one}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.rq.Outstanding(); n != 3 {
+	if n := m.RQ.Outstanding(); n != 3 {
 		t.Errorf("a list of three receives posted %d", n)
 	}
 }

@@ -169,8 +169,8 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 	dbrec := words(8)
 	uar := words(4096)
 	bf := &mlx5.BFReg{BF: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
-	m := &mlx5QP{bf: bf}
-	if m.sq, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.BF, sqCfg); err != nil {
+	m := &mlx5QP{BF: bf}
+	if m.SQ, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.BF, sqCfg); err != nil {
 		tb.Fatal(err)
 	}
 	if !rq {
@@ -180,7 +180,7 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if m.rq, err = mlx5.NewRQ(words(rqBytes), dbrec, rqCfg); err != nil {
+	if m.RQ, err = mlx5.NewRQ(words(rqBytes), dbrec, rqCfg); err != nil {
 		tb.Fatal(err)
 	}
 	return m, sqCfg, rqCfg
@@ -208,7 +208,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq = &CQ{ctx: &Device{deviceProvider: deviceProvider{mlx: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}}, mx: &mlx5CQ{q: q}}
+	r.cq = &CQ{ctx: &Device{deviceProvider: deviceProvider{mlx: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}}, mx: &mlx5CQ{Q: q}}
 
 	pd := &PD{}
 	fakeLKey(pd, 7) // the lkey of the rows' SGEs
@@ -221,9 +221,9 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	}
 	r.m, r.sqCfg, r.rqCfg = newNativeMLX5QP(tb, mlx5.QPTypeRC, true)
 	r.qp = newQP(r.m, r.sqCfg, RC, rxe.QPTypeRC)
-	r.m.uidx, r.m.key = nativeMLX5UIDX, nativeMLX5UIDX
-	r.m.reg = mlx5.QP{SQ: r.m.sq, RQ: r.m.rq}
-	r.cq.registerMLX5(r.m.key, &r.m.reg)
+	r.m.UIDX, r.m.Key = nativeMLX5UIDX, nativeMLX5UIDX
+	r.m.Reg = mlx5.QP{SQ: r.m.SQ, RQ: r.m.RQ}
+	r.cq.registerMLX5(r.m.Key, &r.m.Reg)
 	mud, udCfg, _ := newNativeMLX5QP(tb, mlx5.QPTypeUD, false)
 	r.ud, r.udCfg = newQP(mud, udCfg, UD, rxe.QPTypeUD), udCfg
 	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
@@ -242,7 +242,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Data: av, Num: mlx5AHNum}})
+	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Data: av, Num: mlx5.AHNum}})
 	return r
 }
 
@@ -269,14 +269,14 @@ func (r *nativeMLX5Rig) send(tb testing.TB, qp *QP, wrs []SendWR) {
 	if err := qp.PostSend(wrs); err != nil {
 		tb.Fatal(err)
 	}
-	qp.mx.sq.Retire()
+	qp.mx.SQ.Retire()
 }
 
 func (r *nativeMLX5Rig) postRecv(tb testing.TB, wrs []RecvWR) {
 	if err := r.qp.PostRecv(wrs); err != nil {
 		tb.Fatal(err)
 	}
-	r.m.rq.Retire()
+	r.m.RQ.Retire()
 }
 
 // pollN has the fake device publish n completions, only writing the
@@ -309,7 +309,7 @@ func (r *nativeMLX5Rig) pollN(tb testing.TB, n int) {
 func nativeMLX5Cases(tb testing.TB, ms int) string {
 	r := newNativeMLX5Rig(tb)
 	var b strings.Builder
-	rq, bf := r.rqCfg, r.m.bf.BF
+	rq, bf := r.rqCfg, r.m.BF.BF
 	b2i := func(v bool) int {
 		if v {
 			return 1

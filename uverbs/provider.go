@@ -1,8 +1,12 @@
 package uverbs
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -192,12 +196,12 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	// path's). The decoder reads the entry within the ring and the
 	// request IDs at masked indexes. An empty CQ skips the consumer-index
 	// store, which would write the value the last poll wrote.
-	if m := cq.mx; m != nil && len(cq.pending) == 0 && !m.srqs {
-		if m.q.Empty() {
+	if m := cq.mx; m != nil && len(cq.pending) == 0 && !m.SRQs {
+		if m.Q.Empty() {
 			cq.mu.Unlock()
 			return 0, nil
 		}
-		n, err := m.q.Poll(mlx5.WCs(wcs))
+		n, err := m.Q.Poll(mlx5.WCs(wcs))
 		cq.mu.Unlock()
 		if err != nil {
 			return n, mlx5PollError(err)
@@ -225,8 +229,11 @@ func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 	}
 	if n < len(wcs) {
 		if cq.mx != nil {
-			m, err := cq.mx.poll(cq.ctx.mlx, wcs[n:])
-			return n + m, err
+			m, err := cq.mx.Poll(cq.ctx.mlx, wcs[n:])
+			if err != nil {
+				return n + m, mlx5PollError(err)
+			}
+			return n + m, nil
 		}
 		n += cq.q.Poll(rxe.WCs(wcs[n:]))
 	}
@@ -241,7 +248,7 @@ func (cq *CQ) pull() bool {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
 	if cq.mx != nil {
-		cq.mx.pull(cq.ctx.mlx, &cq.pending)
+		cq.mx.Pull(cq.ctx.mlx, &cq.pending)
 		return true
 	}
 	if cq.q == nil {
@@ -280,7 +287,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 		// The arm word and the UAR doorbell, no system call
 		// (docs/mlx5.md §5).
 		cq.armed.Store(true)
-		cq.mx.q.Arm(solicitedOnly)
+		cq.mx.Q.Arm(solicitedOnly)
 		return nil
 	}
 	c := cq.ctx
@@ -400,7 +407,7 @@ func (qp *QP) mapRings(op string, core *abi.UverbsCreateQPResp, drv *abi.RxeCrea
 // ring locks.
 func (qp *QP) outstandingLocked() (send, recv int) {
 	if qp.mx != nil {
-		return qp.mx.outstanding()
+		return qp.mx.Outstanding()
 	}
 	if qp.sq != nil {
 		send = qp.sq.Pending()
@@ -415,7 +422,7 @@ func (qp *QP) outstandingLocked() (send, recv int) {
 // QP has no rings left and uses nothing.
 func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
 	if qp.mx != nil {
-		return qp.mx.usesLKey(lkey)
+		return qp.mx.UsesLKey(lkey)
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
@@ -432,7 +439,7 @@ func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
 // the ring locks once posting is stopped.
 func (qp *QP) pendingNow() (send, recv int) {
 	if qp.mx != nil {
-		return qp.mx.outstanding()
+		return qp.mx.Outstanding()
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
@@ -448,7 +455,7 @@ func (qp *QP) pendingNow() (send, recv int) {
 // goes).
 func (qp *QP) unmap() {
 	if qp.mx != nil {
-		qp.mx.release(qp)
+		qp.mlx5Release()
 		qp.mx = nil
 	}
 	qp.sq, qp.rq, qp.db = nil, nil, nil
@@ -483,7 +490,7 @@ func (srq *SRQ) MaxWR() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
-		return srq.mx.q.Config().Tail
+		return srq.mx.Q.Config().Tail
 	}
 	if srq.rq == nil {
 		return 0
@@ -496,7 +503,7 @@ func (srq *SRQ) MaxSGE() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
-		return srq.mx.q.Config().MaxSGE
+		return srq.mx.Q.Config().MaxSGE
 	}
 	if srq.rq == nil {
 		return 0
@@ -520,7 +527,7 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 	}
 	srq.trackRecvs(wrs)
 	if srq.mx != nil {
-		return srq.mx.postRecv(op, srq.ctx.mlx, wrs)
+		return srq.mlx5PostRecv(op, wrs)
 	}
 	return postRecv(op, srq.rq, wrs)
 }
@@ -530,7 +537,7 @@ func (srq *SRQ) outstanding() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
 	if srq.mx != nil {
-		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
+		n, _ := srq.mx.Posted(srq.ctx.mlx, 0)
 		return n
 	}
 	if srq.rq == nil {
@@ -541,7 +548,7 @@ func (srq *SRQ) outstanding() int {
 
 func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
 	if srq.mx != nil {
-		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
+		n, used = srq.mx.Posted(srq.ctx.mlx, lkey)
 		return used, n
 	}
 	if srq.rq == nil {
@@ -634,8 +641,8 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	// checked it, so the encoder checks only the room (mlx5.SQ.PostPlain).
 	var err error
 	if m := qp.mx; m != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
-		if i, perr := m.sq.PostPlain(mlx5.SendWRs(sendWRs(wrs))); perr != nil {
-			err = m.sendError(op, wrs, i, perr)
+		if i, perr := m.SQ.PostPlain(mlx5.SendWRs(sendWRs(wrs))); perr != nil {
+			err = mlx5SendError(m, op, wrs, i, perr)
 		}
 	} else {
 		err = qp.stageSend(op, wrs)
@@ -678,8 +685,8 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 // producer_index store.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
 	if m := qp.mx; m != nil {
-		if i, err := m.sq.Post(mlx5.SendWRs(sendWRs(wrs))); err != nil {
-			return m.sendError(op, wrs, i, err)
+		if i, err := m.SQ.Post(mlx5.SendWRs(sendWRs(wrs))); err != nil {
+			return mlx5SendError(m, op, wrs, i, err)
 		}
 		return nil
 	}
@@ -717,16 +724,16 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// postRecv's and mlx5QP.postRecv's first step written out here, a
 	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		if m := qp.mx; m != nil && m.rq != nil {
+		if m := qp.mx; m != nil && m.RQ != nil {
 			var err error
-			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() &&
+			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.RQ.MaxSGE() &&
 				(len(wrs[0].SGEs) == 0 || qp.recvKeys.has(wrs[0].SGEs[0].LKey)) {
-				if i, perr := m.rq.Post(wrs); perr != nil {
-					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.rq.Config().MaxPost, perr)
+				if i, perr := m.RQ.Post(wrs); perr != nil {
+					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.RQ.Config().MaxPost, perr)
 				}
 			} else {
 				qp.trackRecvs(wrs)
-				err = m.postRecv(op, wrs)
+				err = qp.mlx5PostRecv(op, wrs)
 			}
 			qp.recvMu.Unlock()
 			return err
@@ -768,7 +775,7 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 	}
 	qp.trackRecvs(wrs)
 	if qp.mx != nil {
-		return qp.mx.postRecv(op, wrs)
+		return qp.mlx5PostRecv(op, wrs)
 	}
 	return postRecv(op, qp.rq, wrs)
 }
@@ -855,7 +862,7 @@ func (cq *CQ) release() {
 		cq.ring.Unmap()
 	}
 	if cq.mx != nil {
-		cq.mx.mem.Unmap()
+		cq.mx.Mem.Unmap()
 	}
 	cq.ring, cq.q, cq.mx = nil, nil, nil
 }
@@ -874,7 +881,7 @@ func (cq *CQ) providerEvent() {
 // caller holds both QP locks.
 func (qp *QP) providerReset() {
 	if qp.mx != nil {
-		qp.mx.reset(qp)
+		qp.mlx5Reset()
 	}
 }
 
@@ -901,7 +908,7 @@ func (srq *SRQ) release() {
 		srq.ring.Unmap()
 	}
 	if srq.mx != nil {
-		srq.mx.mem.Unmap()
+		srq.mx.Mem.Unmap()
 	}
 	srq.ring, srq.rq, srq.mx = nil, nil, nil
 }
@@ -994,3 +1001,298 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	}
 	return nil
 }
+
+// The mlx5 provider (uverbs/internal/mlx5) as this package's objects hold
+// it: its state types, the commands it issues through the Device, and
+// what ties its queues to the objects' locks (registering a QP's queues
+// with its CQs, rebuilding them on RESET, forgetting them on close).
+// docs/mlx5.md §10 lists the facts followed and where this differs from
+// libmlx5.
+
+type (
+	mlx5CQ  = mlx5.CQState
+	mlx5QP  = mlx5.QPState
+	mlx5SRQ = mlx5.SRQState
+)
+
+// cmdDevice is a Device as a provider issues its commands through it.
+type cmdDevice struct{ c *Device }
+
+func (d cmdDevice) Write(op string, cmd uint32, in, out []byte) error {
+	if err := d.c.write(op, cmd, in, out); err != nil {
+		return cmdError{err}
+	}
+	return nil
+}
+
+func (d cmdDevice) Name() string { return d.c.dev.Name }
+
+// cmdError is an error of a command a provider issued: it reaches the
+// caller as it is (an *OpError naming the command), while the provider's
+// own errors are wrapped in one naming the verb (providerError).
+type cmdError struct{ err error }
+
+func (e cmdError) Error() string { return e.err.Error() }
+func (e cmdError) Unwrap() error { return e.err }
+
+func providerError(op string, err error) error {
+	if ce, ok := err.(cmdError); ok {
+		return ce.err
+	}
+	return &OpError{Op: op, Err: err}
+}
+
+// getMLX5Context runs GET_CONTEXT with mlx5's driver data and maps the UAR
+// pages. It fills c.async and c.numCompVectors as getContext does.
+func (c *Device) getMLX5Context() error {
+	const op = "get_context"
+	pageSize := os.Getpagesize()
+	var req struct {
+		core abi.UverbsGetContext
+		drv  abi.Mlx5AllocUcontextReqV2
+	}
+	req.drv = mlx5.AllocUcontextReq(pageSize)
+	var resp struct {
+		core abi.UverbsGetContextResp
+		drv  abi.Mlx5AllocUcontextResp
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_GET_CONTEXT, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return err
+	}
+	ev, err := sys.NewEventFile(int(resp.core.AsyncFD), "uverbs async events "+c.dev.Name)
+	if err != nil {
+		return &OpError{Op: op, Err: err}
+	}
+	c.async = ev
+	c.numCompVectors = int(resp.core.NumCompVectors)
+	mmap := func(off int64, n int, what string) (*sys.Mapping, error) { return sys.MmapShared(c.fd, off, n, what) }
+	newLock := func() sync.Locker { return new(ringLock) }
+	mc, err := mlx5.NewContext(&resp.drv, c.dev.Name, pageSize, int(req.drv.NumLowLatencyBfregs), mmap, newLock)
+	if err != nil {
+		c.async.Close()
+		c.async = nil
+		return &OpError{Op: op, Err: err}
+	}
+	c.mlx = mc
+	return nil
+}
+
+// createMLX5 creates an mlx5 CQ (mlx5.CreateCQ).
+func (cq *CQ) createMLX5(op string, req *abi.UverbsCreateCQ, depth int) error {
+	c := cq.ctx
+	m, h, err := mlx5.CreateCQ(cmdDevice{c}, c.mlx, op, *req, depth)
+	if err != nil {
+		return providerError(op, err)
+	}
+	cq.handle, cq.mx = h, m
+	cq.depth.Store(int32(m.Depth()))
+	return nil
+}
+
+func mlx5PollError(err error) error {
+	return &OpError{Op: "poll_cq", Err: mlx5.PollError(err)}
+}
+
+// mlx5Event counts a completion event of the CQ for its next arm
+// (cq.c mlx5_cq_event).
+func (cq *CQ) mlx5Event() {
+	cq.mu.Lock()
+	if cq.mx != nil {
+		cq.mx.Q.Event()
+	}
+	cq.mu.Unlock()
+}
+
+// registerMLX5 makes the CQ complete qp's work requests (key: the QPN, or
+// the user index with CQE version 1).
+func (cq *CQ) registerMLX5(key uint32, qp *mlx5.QP) {
+	cq.mu.Lock()
+	if cq.mx != nil {
+		cq.mx.RegisterQP(key, qp)
+	}
+	cq.mu.Unlock()
+}
+
+func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
+	cq.mu.Lock()
+	if cq.mx != nil {
+		cq.mx.RegisterSRQ(key, srq)
+	}
+	cq.mu.Unlock()
+}
+
+func (cq *CQ) unregisterMLX5(key uint32) {
+	cq.mu.Lock()
+	if cq.mx != nil {
+		cq.mx.Q.Unregister(key)
+	}
+	cq.mu.Unlock()
+}
+
+// createMLX5 creates an mlx5 QP (mlx5.CreateQP) and registers its queues
+// with its CQs.
+func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error {
+	c := qp.ctx
+	p := mlx5.QPParams{
+		Type:      mlx5QPType(init.Type),
+		MaxSendWR: init.Cap.MaxSendWR, MaxSendSGE: init.Cap.MaxSendSGE, MaxInline: init.Cap.MaxInline,
+		MaxRecvWR: init.Cap.MaxRecvWR, MaxRecvSGE: init.Cap.MaxRecvSGE,
+		HasSRQ: init.SRQ != nil, SignalAll: init.SignalAll,
+	}
+	if a := c.deviceLimits(); a != nil {
+		p.Atomics = a.AtomicCap != AtomicNone
+	}
+	m, h, qpn, err := mlx5.CreateQP(cmdDevice{c}, c.mlx, op, *req, p)
+	if err != nil {
+		return providerError(op, err)
+	}
+	qp.handle, qp.qpn = h, qpn
+	qp.attachMLX5(m, init)
+	return nil
+}
+
+// attachMLX5 takes an mlx5 QP's state: its capabilities, and its queues
+// registered with the CQs (and the SRQ's in the receive CQ).
+func (qp *QP) attachMLX5(m *mlx5QP, init *QPInit) {
+	sendWR, recvWR, sendSGE, recvSGE, inline := m.Caps()
+	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: sendSGE, MaxInline: inline}
+	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sendSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
+	if init.SRQ != nil {
+		srq := init.SRQ
+		srq.mu.Lock()
+		if srq.mx != nil {
+			m.Reg.SRQ = srq.mx.Q
+			init.RecvCQ.registerMLX5SRQ(srq.srqn, srq.mx.Q)
+		}
+		srq.mu.Unlock()
+	}
+	init.SendCQ.registerMLX5(m.Key, &m.Reg)
+	if init.RecvCQ != init.SendCQ {
+		init.RecvCQ.registerMLX5(m.Key, &m.Reg)
+	}
+	qp.mx = m
+}
+
+// mlx5SendError is the error of an mlx5.SQ.Post that refused request i of
+// wrs (writeSends calls Post itself; the formatting is in mlx5PostError,
+// which is not inlined).
+func mlx5SendError(m *mlx5QP, op string, wrs []SendWR, i int, err error) error {
+	return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.SQ.Config().MaxPost, err)
+}
+
+// mlx5PostError is the error of a post the provider refused at request i
+// (ID id) of n. A full queue (the provider checks room request by request)
+// says how much room there was; a refusal is mlx5's error, which matches
+// ErrInvalidWR and the error of the same check on any device.
+func mlx5PostError(op string, i int, id uint64, n, maxPost int, err error) error {
+	if errors.Is(err, mlx5.ErrQueueFull) {
+		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
+	}
+	return &PostError{Op: op, Index: i, ID: id, Err: err}
+}
+
+// mlx5PostRecv validates and posts receives on the QP's receive queue
+// (qp.c mlx5_post_recv). The caller holds QP.recvMu; as for a send
+// (writeSends), the CQ's lock is not taken.
+func (qp *QP) mlx5PostRecv(op string, wrs []RecvWR) error {
+	m := qp.mx
+	if m.RQ == nil { // created with MaxRecvWR 0
+		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}
+	}
+	if i, err := m.PostRecv(wrs); err != nil {
+		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.RQ.Config().MaxPost, err)
+	}
+	return nil
+}
+
+// mlx5Reset starts an mlx5 QP's queues over after a move to RESET
+// (mlx5.QPState.Rebuild). Modify refuses the move while requests are
+// outstanding, so the CQs hold no completion of the QP. The caller holds
+// both QP locks.
+func (qp *QP) mlx5Reset() {
+	m := qp.mx
+	sq, rq := m.Rebuild()
+	// One CQ lock at a time: the CQs' polls read the queues through Reg.
+	qp.sendCQ.mu.Lock()
+	m.SQ, m.Reg.SQ = sq, sq
+	qp.sendCQ.mu.Unlock()
+	qp.recvCQ.mu.Lock()
+	m.RQ, m.Reg.RQ = rq, rq
+	qp.recvCQ.mu.Unlock()
+}
+
+// mlx5Release forgets an mlx5 QP in its CQs, frees its user index and
+// unmaps its buffer; after DESTROY_QP.
+func (qp *QP) mlx5Release() {
+	m := qp.mx
+	qp.sendCQ.unregisterMLX5(m.Key)
+	if qp.recvCQ != qp.sendCQ {
+		qp.recvCQ.unregisterMLX5(m.Key)
+	}
+	m.Release(qp.ctx.mlx)
+}
+
+// createMLX5 creates an mlx5 SRQ (mlx5.CreateSRQ).
+func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
+	c := srq.ctx
+	m, h, srqn, err := mlx5.CreateSRQ(cmdDevice{c}, c.mlx, op, *req, init.MaxWR, init.MaxSGE)
+	if err != nil {
+		return providerError(op, err)
+	}
+	srq.handle, srq.srqn, srq.mx = h, srqn, m
+	return nil
+}
+
+// mlx5PostRecv validates and posts receives (srq.c mlx5_post_srq_recv).
+// The caller holds SRQ.mu.
+func (srq *SRQ) mlx5PostRecv(op string, wrs []RecvWR) error {
+	m := srq.mx
+	if i, err := m.PostRecv(srq.ctx.mlx, wrs); err != nil {
+		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.Q.Config().WQECount-1, err)
+	}
+	return nil
+}
+
+// createMLX5 builds an mlx5 AH (mlx5.CreateAH) for the port's link layer
+// and GRH requirement, on Ethernet the source GID's type.
+func (ah *AH) createMLX5(op string, c *Device, req *abi.UverbsCreateAH) error {
+	port := int(ah.attr.Port)
+	pa, err := c.QueryPort(port)
+	if err != nil {
+		return err
+	}
+	link := mlx5.PortLink{Ethernet: pa.LinkLayer == LinkLayerEthernet, GRHRequired: pa.GRHRequired()}
+	if link.Ethernet && ah.attr.global() {
+		g, err := c.QueryGID(port, int(ah.attr.SGIDIndex))
+		if err != nil {
+			return err
+		}
+		link.RoCEv2 = g.Type == GIDTypeRoCEv2
+	}
+	a := mlx5AHAttr(&ah.attr)
+	av, h, err := mlx5.CreateAH(cmdDevice{c}, op, *req, &a, link, rand.Uint32())
+	if err != nil {
+		return providerError(op, err)
+	}
+	ah.handle = h
+	ah.drv = provider.AH{Data: av, Num: mlx5.AHNum}
+	return nil
+}
+
+func mlx5AHAttr(a *AHAttr) mlx5.AHAttr {
+	return mlx5.AHAttr{
+		DLID:         a.DLID,
+		SL:           a.SL,
+		SrcPathBits:  a.SrcPathBits,
+		StaticRate:   a.StaticRate,
+		IsGlobal:     a.global(),
+		DGID:         a.DGID,
+		FlowLabel:    a.FlowLabel,
+		SGIDIndex:    a.SGIDIndex,
+		HopLimit:     a.HopLimit,
+		TrafficClass: a.TrafficClass,
+	}
+}
+
+// mlx5QPType maps a QP type to the provider's (both enum ib_qp_type).
+func mlx5QPType(t QPType) mlx5.QPType { return mlx5.QPType(t) }

@@ -166,3 +166,13 @@ type SendLimits struct {
 	MaxSGE    int // cap.max_send_sge
 	MaxInline int // cap.max_inline_data
 }
+
+// Device is what a provider needs of the device it creates its objects on:
+// write() commands with its driver data (in is the core command followed
+// by the driver's, out the core response followed by the driver's; op
+// names the verb in errors), and the device's name for errors and the
+// names of its mappings.
+type Device interface {
+	Write(op string, cmd uint32, in, out []byte) error
+	Name() string
+}
