@@ -2,11 +2,9 @@ package uverbs
 
 import (
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
@@ -341,21 +339,6 @@ func (qp *QP) checkAH(ah *AH) error {
 	}
 	if ah.pd != qp.pd {
 		return fmt.Errorf("%w: the AH belongs to another PD than the QP", ErrUDAddress)
-	}
-	return nil
-}
-
-// ringDoorbell writes the prebuilt POST_SEND command. The caller holds
-// sendMu; the Device's command lock keeps the descriptor open for the call.
-func (qp *QP) ringDoorbell(op string) error {
-	c := qp.ctx
-	if err := c.lockCmd(op); err != nil {
-		return err
-	}
-	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
-	c.mu.RUnlock()
-	if err != nil {
-		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
 	}
 	return nil
 }

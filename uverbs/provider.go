@@ -67,8 +67,8 @@ type cqRing struct {
 type qpSendRing struct {
 	sq    *rxe.SQ
 	sqMap *sys.Mapping
-	db    *doorbell    // in dbMap
-	dbMap *sys.Mapping // off-heap page holding the doorbell command and its response
+	db    *rxe.Doorbell // in dbMap
+	dbMap *sys.Mapping  // off-heap page holding the doorbell command and its response
 }
 
 // qpRecvRing is an rxe QP's receive ring.
@@ -93,24 +93,6 @@ func (c *Device) requireDataPath(op string) error {
 		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE) and mlx5 data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	return nil
-}
-
-// mmapRing maps one driver queue described by mmap info from a create or
-// resize response: MAP_SHARED, on the same descriptor, once (kernel:
-// sw/rxe/rxe_mmap.c rxe_mmap; docs/abi.md §3.3).
-func (c *Device) mmapRing(op string, mi abi.RxeMminfo, what string) (*sys.Mapping, error) {
-	if mi.Size == 0 {
-		return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned no mmap information for the %s", what)}
-	}
-	if err := c.lockCmd(op); err != nil {
-		return nil, err
-	}
-	defer c.mu.RUnlock()
-	m, err := sys.MmapShared(c.fd, int64(mi.Offset), int(mi.Size), what+" "+c.dev.Name)
-	if err != nil {
-		return nil, &OpError{Op: op, Err: err}
-	}
-	return m, nil
 }
 
 // SendWR has provider.SendWR's layout, with a *AH where the provider's
@@ -152,21 +134,6 @@ func sendWR(wr *SendWR) *provider.SendWR { return (*provider.SendWR)(unsafe.Poin
 // sendWRs is a send list as the providers read it.
 func sendWRs(wrs []SendWR) []provider.SendWR {
 	return unsafe.Slice((*provider.SendWR)(unsafe.Pointer(unsafe.SliceData(wrs))), len(wrs))
-}
-
-// mapCQ maps a CQ ring described by the driver's mmap info and checks its
-// header (rxe: struct rxe_queue_buf with 128-byte slots, docs/abi.md §3.4).
-func (c *Device) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
-	m, err := c.mmapRing(op, mi, "cq ring")
-	if err != nil {
-		return nil, nil, err
-	}
-	q, err := rxe.NewCQ(m.Bytes())
-	if err != nil {
-		m.Unmap()
-		return nil, nil, &OpError{Op: op, Err: err}
-	}
-	return m, q, nil
 }
 
 // Poll moves up to len(wcs) completions into wcs and returns how many. It
@@ -327,77 +294,36 @@ func (cq *CQ) Resize(n int) error {
 	if cq.q == nil {
 		return cq.unusable(op)
 	}
-	req := abi.UverbsResizeCQ{CQHandle: cq.handle, CQE: uint32(n)}
-	var resp struct {
-		core abi.UverbsResizeCQResp
-		drv  abi.RxeResizeCQResp
+	m, q, switched, err := rxe.ResizeCQ(cmdDevice{cq.ctx}, op, cq.handle, n)
+	if !switched {
+		return providerError(op, err)
 	}
-	if err := cq.ctx.write(op, abi.IB_USER_VERBS_CMD_RESIZE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	// The kernel copied the unread entries into a new ring and frees the
-	// old one once unmapped (kernel: sw/rxe/rxe_queue.c rxe_queue_resize).
 	old := cq.ring
-	m, q, err := cq.ctx.mapCQ(op, resp.drv.MI)
 	old.Unmap()
 	if err != nil {
 		// The kernel has switched rings; without the new one the CQ is
 		// unusable.
 		cq.ring, cq.q = nil, nil
 		cq.broken = true
-		return &OpError{Op: op, Err: fmt.Errorf("the CQ was resized but its new ring could not be mapped, so it is no longer usable: close it: %w", err)}
+		return &OpError{Op: op, Err: fmt.Errorf("the CQ was resized but its new ring could not be mapped, so it is no longer usable: close it: %w", providerError(op, err))}
 	}
 	cq.ring, cq.q = m, q
 	cq.depth.Store(int32(q.Capacity()))
 	return nil
 }
 
-// mapRings maps the send ring, the receive ring (without an SRQ) and the
-// doorbell page, and builds the ring views from their headers.
-func (qp *QP) mapRings(op string, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) error {
+// ringDoorbell writes the prebuilt POST_SEND command (rxe.Doorbell). The
+// caller holds sendMu; the Device's command lock keeps the descriptor open
+// for the call.
+func (qp *QP) ringDoorbell(op string) error {
 	c := qp.ctx
-	var err error
-	if qp.srq == nil {
-		if qp.rqMap, err = c.mmapRing(op, drv.RQMI, "rq ring"); err != nil {
-			return err
-		}
-		if qp.rq, err = rxe.NewRQ(qp.rqMap.Bytes(), int(core.MaxRecvSGE)); err != nil {
-			return &OpError{Op: op, Err: err}
-		}
-	}
-	if qp.sqMap, err = c.mmapRing(op, drv.SQMI, "sq ring"); err != nil {
+	if err := c.lockCmd(op); err != nil {
 		return err
 	}
-	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
-	if qp.sq, err = rxe.NewSQ(qp.sqMap.Bytes(), qp.lim); err != nil {
-		return &OpError{Op: op, Err: err}
-	}
-	if qp.dbMap, err = sys.MmapAnon(int(unsafe.Sizeof(doorbell{})), "doorbell "+c.dev.Name); err != nil {
-		return err
-	}
-	qp.db = (*doorbell)(unsafe.Pointer(unsafe.SliceData(qp.dbMap.Bytes())))
-	qp.db.hdr = abi.UverbsCmdHdr{
-		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
-		InWords:  uint16(doorbellLen / 4),
-		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
-	}
-	qp.db.cmd = abi.UverbsPostSend{
-		Response: uint64(uintptr(unsafe.Pointer(&qp.db.resp))),
-		QPHandle: qp.handle,
-		// Any wqe_size of at least sizeof(ib_uverbs_send_wr) is accepted
-		// (kernel: core/uverbs_cmd.c ib_uverbs_post_send).
-		WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
-	}
-	qp.cap = QPCap{
-		MaxSendWR:  qp.sq.Capacity(),
-		MaxSendSGE: int(core.MaxSendSGE),
-		MaxRecvSGE: int(core.MaxRecvSGE),
-		MaxInline:  int(core.MaxInlineData),
-	}
-	if qp.rq != nil {
-		qp.cap.MaxRecvWR = qp.rq.Capacity()
-	} else {
-		qp.cap.MaxRecvSGE = 0
+	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), rxe.DoorbellLen)
+	c.mu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
 	}
 	return nil
 }
@@ -470,20 +396,6 @@ func (qp *QP) unmap() {
 // gone reports whether the SRQ is closed (or lost its ring). The caller
 // holds mu.
 func (srq *SRQ) gone() bool { return srq.rq == nil && srq.mx == nil }
-
-func (srq *SRQ) mapRing(op string, mi abi.RxeMminfo, maxSGE int) error {
-	m, err := srq.ctx.mmapRing(op, mi, "srq ring")
-	if err != nil {
-		return err
-	}
-	q, err := rxe.NewRQ(m.Bytes(), maxSGE)
-	if err != nil {
-		m.Unmap()
-		return &OpError{Op: op, Err: err}
-	}
-	srq.ring, srq.rq = m, q
-	return nil
-}
 
 // MaxWR returns the number of receive work requests the ring holds.
 func (srq *SRQ) MaxWR() int {
@@ -593,11 +505,12 @@ func (srq *SRQ) Resize(maxWR int) error {
 	maxSGE := srq.rq.MaxSGE()
 	old := srq.ring
 	srq.ring, srq.rq = nil, nil
-	err = srq.mapRing(op, *mi, maxSGE)
+	m, q, err := rxe.MapRQ(cmdDevice{srq.ctx}, op, *mi, maxSGE, "srq ring")
 	old.Unmap()
 	if err != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("the SRQ was resized but its new ring could not be mapped; it is no longer usable: close it: %w", err)}
+		return &OpError{Op: op, Err: fmt.Errorf("the SRQ was resized but its new ring could not be mapped; it is no longer usable: close it: %w", providerError(op, err))}
 	}
+	srq.ring, srq.rq = m, q
 	return nil
 }
 
@@ -838,20 +751,11 @@ func (cq *CQ) create(op string, req *abi.UverbsCreateCQ, depth int) error {
 	if c.mlx != nil {
 		return cq.createMLX5(op, req, depth)
 	}
-	var resp struct {
-		core abi.UverbsCreateCQResp
-		drv  abi.RxeCreateCQResp
-	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	cq.handle = resp.core.CQHandle
-	m, q, err := c.mapCQ(op, resp.drv.MI)
+	m, q, h, err := rxe.CreateCQ(cmdDevice{c}, op, *req)
 	if err != nil {
-		cq.destroy()
-		return err
+		return providerError(op, err)
 	}
-	cq.ring, cq.q = m, q
+	cq.handle, cq.ring, cq.q = h, m, q
 	cq.depth.Store(int32(q.Capacity()))
 	return nil
 }
@@ -921,20 +825,25 @@ func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 	if c.mlx != nil {
 		return qp.createMLX5(op, req, init)
 	}
-	// rxe takes no driver input for CREATE_QP (it refuses any) and
-	// returns struct rxe_create_qp_resp after the core response.
-	var resp struct {
-		core abi.UverbsCreateQPResp
-		drv  abi.RxeCreateQPResp
+	r, core, err := rxe.CreateQP(cmdDevice{c}, op, *req, provider.QPType(qp.typ), qp.srq != nil)
+	if err != nil {
+		return providerError(op, err)
 	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(req), bytesOf(&resp)); err != nil {
-		return err
+	qp.handle, qp.qpn = core.QPHandle, core.QPN
+	qp.sq, qp.sqMap, qp.db, qp.dbMap, qp.rq, qp.rqMap = r.SQ, r.SQMap, r.DB, r.DBMap, r.RQ, r.RQMap
+	qp.lim = r.Lim
+	// The queue sizes come from the rings (their index_mask), since
+	// kernel 6.1 echoes the requested numbers.
+	qp.cap = QPCap{
+		MaxSendWR:  qp.sq.Capacity(),
+		MaxSendSGE: int(core.MaxSendSGE),
+		MaxRecvSGE: int(core.MaxRecvSGE),
+		MaxInline:  int(core.MaxInlineData),
 	}
-	qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
-	if err := qp.mapRings(op, &resp.core, &resp.drv); err != nil {
-		qp.destroy()
-		qp.unmap()
-		return err
+	if qp.rq != nil {
+		qp.cap.MaxRecvWR = qp.rq.Capacity()
+	} else {
+		qp.cap.MaxRecvSGE = 0
 	}
 	return nil
 }
@@ -962,18 +871,11 @@ func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error 
 	if c.mlx != nil {
 		return srq.createMLX5(op, req, init)
 	}
-	var resp struct {
-		core abi.UverbsCreateSRQResp
-		drv  abi.RxeCreateSRQResp
+	m, q, h, srqn, err := rxe.CreateSRQ(cmdDevice{c}, op, *req)
+	if err != nil {
+		return providerError(op, err)
 	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
-	if err := srq.mapRing(op, resp.drv.MI, int(resp.core.MaxSGE)); err != nil {
-		srq.destroy()
-		return err
-	}
+	srq.handle, srq.srqn, srq.ring, srq.rq = h, srqn, m, q
 	return nil
 }
 
@@ -984,21 +886,20 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	if c.mlx != nil {
 		return ah.createMLX5(op, c, req)
 	}
-	// rxe returns struct rxe_create_ah_resp (the AH number) after the
-	// core response when there is room for it (kernel:
-	// sw/rxe/rxe_verbs.c rxe_create_ah).
-	var resp struct {
-		core abi.UverbsCreateAHResp
-		drv  abi.RxeCreateAHResp
+	if c.dev.DriverID == DriverRXE {
+		num, h, err := rxe.CreateAH(cmdDevice{c}, op, *req)
+		if err != nil {
+			return providerError(op, err)
+		}
+		ah.handle, ah.drv.Num = h, num
+		return nil
 	}
+	// A driver without a data path here: the AH only has a handle.
+	var resp abi.UverbsCreateAHResp
 	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(req), bytesOf(&resp)); err != nil {
 		return err
 	}
-	ah.handle, ah.drv.Num = resp.core.AHHandle, resp.drv.AHNum
-	if ah.drv.Num == 0 && c.dev.DriverID == DriverRXE {
-		ah.destroy()
-		return &OpError{Op: op, Err: fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", ErrNotSupported)}
-	}
+	ah.handle = resp.AHHandle
 	return nil
 }
 
@@ -1023,6 +924,15 @@ func (d cmdDevice) Write(op string, cmd uint32, in, out []byte) error {
 		return cmdError{err}
 	}
 	return nil
+}
+
+func (d cmdDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping, error) {
+	c := d.c
+	if err := c.lockCmd(op); err != nil {
+		return nil, cmdError{err}
+	}
+	defer c.mu.RUnlock()
+	return sys.MmapShared(c.fd, off, n, what)
 }
 
 func (d cmdDevice) Name() string { return d.c.dev.Name }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -130,19 +129,6 @@ type QP struct {
 
 	mrs map[*MR]struct{} // MRs whose users include the QP, under pd.usersMu
 }
-
-// doorbell is the write() command POST_SEND with wr_count 0, which makes
-// rxe run the QP's requester on the WQEs already in the send ring
-// (rdma-core providers/rxe/rxe.c post_send_db; docs/abi.md §3.7). It lives
-// in an mmap'd page so that the response pointer inside it always points at
-// memory that cannot move, and PostSend builds nothing.
-type doorbell struct {
-	hdr  abi.UverbsCmdHdr
-	cmd  abi.UverbsPostSend
-	resp abi.UverbsPostSendResp
-}
-
-const doorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{})
 
 // CreateQP creates a QP in the RESET state (write() command CREATE_QP) and
 // maps its rings: the response's rq_mi then sq_mi (rxe_create_qp_resp), and

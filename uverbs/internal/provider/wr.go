@@ -3,6 +3,8 @@ package provider
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/goverbs/rdma/internal/sys"
 )
 
 // SGE is a scatter/gather entry: Length bytes at address Addr inside the
@@ -170,9 +172,12 @@ type SendLimits struct {
 // Device is what a provider needs of the device it creates its objects on:
 // write() commands with its driver data (in is the core command followed
 // by the driver's, out the core response followed by the driver's; op
-// names the verb in errors), and the device's name for errors and the
-// names of its mappings.
+// names the verb in errors), mmap of n bytes at offset on the device's
+// descriptor (MAP_SHARED: the queues a driver allocates in the kernel and
+// names by an offset in its responses), and the device's name for errors
+// and the names of its mappings.
 type Device interface {
 	Write(op string, cmd uint32, in, out []byte) error
+	Mmap(op string, offset int64, n int, what string) (*sys.Mapping, error)
 	Name() string
 }
