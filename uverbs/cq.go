@@ -71,7 +71,7 @@ type CQ struct {
 
 	mu      ringLock
 	cqRing          // rxe (provider.go); nil once closed
-	mx      *mlx5CQ // mlx5 (mlx5cq.go); nil on rxe and once closed
+	mx      *mlx5CQ // mlx5 (mlx5.CQState); nil on rxe and once closed
 	pending []WC    // completions pulled out of the ring by QP.Close; Poll returns them first
 	broken  bool    // a resize lost the ring
 	notify  notifyCmd

@@ -157,7 +157,7 @@ func words(n int) []byte {
 // newNativeMLX5QP builds the mlx5 side of a QP in the Go heap: the send
 // queue (max_send_sge 1, max_inline 64, room for two lists of 32 as the
 // rxe rows), with receive queue (max_recv_sge 1) unless rq is false, and a
-// doorbell record and a dedicated bfreg of its own (mlx5.go: the second
+// doorbell record and a dedicated bfreg of its own (mlx5.Context.LayBFRegs: the second
 // half of the UAR page from 0x800, two halves of 256 bytes).
 func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQConfig, mlx5.RQConfig) {
 	tb.Helper()

@@ -40,7 +40,7 @@ import (
 // device. Each CQ, QP and SRQ holds its provider's state, chosen once when
 // it is created: the rxe ring types declared below (embedded, so their
 // fields read as the object's), or a pointer to its mlx5 state (CQ.mx,
-// QP.mx, SRQ.mx; the glue is in mlx5*.go) with the rxe fields nil. Post and
+// QP.mx, SRQ.mx) with the rxe fields nil. Post and
 // poll test that one pointer first, so the rxe path pays a predictable
 // branch and nothing else, and write the common case of each provider in
 // place (a call less per post). Other drivers are refused with
@@ -745,7 +745,7 @@ func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
 
 // create issues CREATE_CQ with the provider's driver data and sets up
 // the ring: rxe maps the ring the kernel made, mlx5 allocates its own
-// (mlx5cq.go). On an error nothing is left created.
+// (mlx5.CreateCQ). On an error nothing is left created.
 func (cq *CQ) create(op string, req *abi.UverbsCreateCQ, depth int) error {
 	c := cq.ctx
 	if c.mlx != nil {
@@ -772,7 +772,7 @@ func (cq *CQ) release() {
 }
 
 // providerEvent tells the provider that a completion event of the CQ was
-// read: mlx5 counts it in the CQ's arm sequence (mlx5cq.go); rxe has
+// read: mlx5 counts it in the CQ's arm sequence (mlx5Event); rxe has
 // nothing to do.
 func (cq *CQ) providerEvent() {
 	if cq.ctx.mlx != nil {
@@ -781,7 +781,7 @@ func (cq *CQ) providerEvent() {
 }
 
 // providerReset starts the queues over after a move to RESET: mlx5 keeps
-// its own indices (mlx5qp.go); rxe's kernel resets the rings itself. The
+// its own indices (mlx5Reset); rxe's kernel resets the rings itself. The
 // caller holds both QP locks.
 func (qp *QP) providerReset() {
 	if qp.mx != nil {
@@ -790,7 +790,8 @@ func (qp *QP) providerReset() {
 }
 
 // openContext issues GET_CONTEXT with the driver data of the device's
-// provider: mlx5 maps its UAR pages after it (mlx5.go); rxe has none.
+// provider: mlx5 maps its UAR pages after it (getMLX5Context); rxe has
+// none.
 func (c *Device) openContext() error {
 	if c.dev.DriverID == DriverMLX5 {
 		return c.getMLX5Context()
@@ -819,7 +820,7 @@ func (srq *SRQ) release() {
 
 // create issues CREATE_QP with the provider's driver data and sets up the
 // queues: rxe maps the rings the kernel made, mlx5 allocates its own
-// (mlx5qp.go). On an error nothing is left created.
+// (mlx5.CreateQP). On an error nothing is left created.
 func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 	c := qp.ctx
 	if c.mlx != nil {
@@ -849,7 +850,7 @@ func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 }
 
 // checkProviderCap checks a QP's capabilities against the provider's
-// maxima: rxe's here (its WQE layout), mlx5's in its sizing (mlx5qp.go).
+// maxima: rxe's here (its WQE layout), mlx5's in its sizing (mlx5.SQSize).
 func checkProviderCap(ctx *Device, c QPCap) error {
 	if ctx.dev.DriverID != DriverRXE {
 		return nil
@@ -865,7 +866,7 @@ func checkProviderCap(ctx *Device, c QPCap) error {
 
 // create issues CREATE_SRQ with the provider's driver data and sets up
 // the ring: rxe maps the ring the kernel made, mlx5 allocates its own
-// (mlx5srq.go). On an error nothing is left created.
+// (mlx5.CreateSRQ). On an error nothing is left created.
 func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
 	c := srq.ctx
 	if c.mlx != nil {
@@ -881,7 +882,7 @@ func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error 
 
 // create issues CREATE_AH and fills what the provider's UD sends read
 // (AH.drv): rxe's AH number from its response, mlx5's address vector
-// (mlx5ah.go). On an error nothing is left created.
+// (mlx5.CreateAH). On an error nothing is left created.
 func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	if c.mlx != nil {
 		return ah.createMLX5(op, c, req)

@@ -121,7 +121,7 @@ type QP struct {
 	recvKeys   lkeyCache // lkeys the receive queue's posts recorded
 	qpRecvRing           // rxe (provider.go); none with an SRQ
 
-	// mx is the mlx5 state (mlx5qp.go); nil on rxe, where sq, rq and db
+	// mx is the mlx5 state (mlx5.QPState); nil on rxe, where sq, rq and db
 	// are used instead (provider.go).
 	mx *mlx5QP
 

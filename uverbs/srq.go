@@ -68,7 +68,7 @@ type SRQ struct {
 	mu      ringLock
 	keys    lkeyCache // lkeys the SRQ's posts recorded (mrusers.go), under mu
 	srqRing           // rxe (provider.go); nil once closed
-	mx      *mlx5SRQ  // mlx5 (mlx5srq.go); nil on rxe and once closed
+	mx      *mlx5SRQ  // mlx5 (mlx5.SRQState); nil on rxe and once closed
 
 	mrs map[*MR]struct{} // MRs whose users include the SRQ, under pd.usersMu
 }
