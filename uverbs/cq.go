@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // CQInit describes a completion queue to create.
@@ -70,10 +71,10 @@ type CQ struct {
 	events atomic.Uint64
 
 	mu      ringLock
-	cqRing          // rxe (provider.go); nil once closed
-	mx      *mlx5CQ // mlx5 (mlx5.CQState); nil on rxe and once closed
-	pending []WC    // completions pulled out of the ring by QP.Close; Poll returns them first
-	broken  bool    // a resize lost the ring
+	cqRing              // rxe (provider.go); nil once closed
+	drv     provider.CQ // another provider (providers, provider.go); nil on rxe and once closed
+	pending []WC        // completions pulled out of the ring by QP.Close; Poll returns them first
+	broken  bool        // a resize lost the ring
 	notify  notifyCmd
 }
 

@@ -124,7 +124,7 @@ func newFakeMLX5V(tb testing.TB, v int) *fakeMLX5 {
 	if err := mc.LayBFRegs([][]byte{m.Bytes()}, 1, 512, 1, func() sync.Locker { return new(ringLock) }); err != nil {
 		tb.Fatal(err)
 	}
-	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, deviceProvider: deviceProvider{mlx: mc}}
+	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, deviceProvider: deviceProvider{drv: mc}}
 	c.devAttr.Store(&DeviceAttr{AtomicCap: AtomicHCA})
 	return &fakeMLX5{c: c, uar: m.Bytes(), pd: &PD{ctx: c}}
 }
@@ -141,19 +141,19 @@ func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
 	}
 	tb.Cleanup(mem.Unmap)
 	mlx5.InitCQRing(mem.Ring)
-	m, err := mlx5.AttachCQ(f.c.mlx, mem, entries, cqn)
+	m, err := mlx5.AttachCQ(f.c.drv.(*mlx5.Context), mem, entries, cqn)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cq := &CQ{ctx: f.c, ch: &CompChannel{}, mx: m}
+	cq := &CQ{ctx: f.c, ch: &CompChannel{}, drv: m}
 	cq.depth.Store(int32(m.Depth()))
 	return cq
 }
 
 func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
 	tb.Helper()
-	mc := f.c.mlx
-	sq, sqBytes, err := mlx5.SQSize(&mc.Lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
+	mc := f.c.drv.(*mlx5.Context)
+	sq, sqBytes, err := mlx5.SQSize(&mc.Lim, mlx5.QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -182,14 +182,14 @@ func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	qp.attachMLX5(m, &init)
+	qp.attachProvider(m, &init)
 	qp.state.Store(uint32(QPStateRTS))
 	return qp
 }
 
 func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 	tb.Helper()
-	mc := f.c.mlx
+	mc := f.c.drv.(*mlx5.Context)
 	cfg, n, err := mlx5.SRQSize(&mc.Lim, maxWR, maxSGE)
 	if err != nil {
 		tb.Fatal(err)
@@ -203,7 +203,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{Q: q, Mem: mem}}
+	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, drv: mlx5.NewSRQState(f.c.drv.(*mlx5.Context), q, mem, 0x55)}
 }
 
 // putCQE writes completion n of a CQ as the device would: opcode and owner
@@ -211,7 +211,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 // WQE opcode and QPN in sop_drop_qpn, byte_cnt and wqe_counter
 // (docs/mlx5.md §5).
 func putCQE(cq *CQ, n int, opcode, wqeOpcode uint8, qpn, uidx uint32, counter uint16, byteCnt uint32) {
-	ring := cq.mx.Mem.Ring
+	ring := cq.drv.(*mlx5.CQState).Mem.Ring
 	entries := len(ring) / 64
 	e := ring[(n&(entries-1))*64:][:64]
 	clear(e)
@@ -229,7 +229,7 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Errorf("CQ depth %d, want 15 (16 entries less one)", cq.Depth())
 	}
 	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x123, 1)
-	m := qp.mx
+	m := qp.drv.(*mlx5.QPState)
 	if c := qp.Cap(); c.MaxSendWR != m.SQ.Config().MaxPost || c.MaxRecvWR != 4 || c.MaxRecvSGE != 1 {
 		t.Errorf("Cap %+v does not report the queues' max_post and max_gs", c)
 	}
@@ -256,7 +256,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if got := be.Uint32(m.Mem.DBRec[4:]); got != 1 {
 		t.Errorf("send doorbell record %d, want 1", got)
 	}
-	reg := f.c.mlx.BFRegs[1].BF.Reg
+	reg := f.c.drv.(*mlx5.Context).BFRegs[1].BF.Reg
 	if string(reg[:64]) != string(w[:64]) {
 		t.Errorf("BlueFlame register holds % x, want the WQE", reg[:64])
 	}
@@ -289,7 +289,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if wcs[1].ID != 9 || wcs[1].Status != WCSuccess || wcs[1].Opcode != WCOpRecv || wcs[1].ByteLen != 42 {
 		t.Errorf("receive completion %+v", wcs[1])
 	}
-	if got := be.Uint32(cq.mx.Mem.DBRec[0:]); got != 2 {
+	if got := be.Uint32(cq.drv.(*mlx5.CQState).Mem.DBRec[0:]); got != 2 {
 		t.Errorf("consumer index in the CQ doorbell record %d, want 2", got)
 	}
 	if s, r := qp.pendingNow(); s != 0 || r != 0 {
@@ -312,7 +312,7 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	word := uint32(1<<24 | 2)
-	if got := be.Uint32(cq.mx.Mem.DBRec[4:]); got != word {
+	if got := be.Uint32(cq.drv.(*mlx5.CQState).Mem.DBRec[4:]); got != word {
 		t.Errorf("arm word %#x, want %#x", got, word)
 	}
 	if got := be.Uint64(f.uar[0x20:]); got != uint64(word)<<32|0x77 {
@@ -359,7 +359,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv([]RecvWR{{ID: 31, SGEs: []SGE{{Addr: 0x3000, Length: 64, LKey: 5}}}, {ID: 32}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := be.Uint32(srq.mx.Mem.DBRec[0:]); got != 2 {
+		if got := be.Uint32(srq.drv.(*mlx5.SRQState).Mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d, want 2", got)
 		}
 		// libmlx5 reports max_wr = the free list's tail, roundup_pow2(4+1)
@@ -372,7 +372,7 @@ func TestMLX5SRQ(t *testing.T) {
 		// the receive (docs/mlx5.md §5).
 		name := srq.srqn
 		if v == 1 {
-			name = qp.mx.UIDX
+			name = qp.drv.(*mlx5.QPState).UIDX
 		}
 		putCQE(cq, 0, 2, 0, 0x200, name, 1, 8)
 		wcs := make([]WC, 2)
@@ -380,7 +380,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err != nil || n != 1 || wcs[0].ID != 32 || wcs[0].ByteLen != 8 || wcs[0].QPN != 0x200 {
 			t.Fatalf("CQE version %d: Poll: %d, %v, %+v; want the SRQ's request 32 on QP 0x200", v, n, err, wcs[0])
 		}
-		if !cq.mx.SRQs {
+		if !cq.drv.(*mlx5.CQState).SRQs {
 			t.Error("the CQ of a QP with an SRQ does not take the SRQ lock")
 		}
 		// Request 31 is still posted and names lkey 5 (MR.Close asks).
@@ -396,7 +396,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv(make([]RecvWR, 7)); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 6 {
 			t.Errorf("seven receives on an SRQ with room for six: %v, want ErrQueueFull at index 6", err)
 		}
-		if got := be.Uint32(srq.mx.Mem.DBRec[0:]); got != 2 {
+		if got := be.Uint32(srq.drv.(*mlx5.SRQState).Mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d after a refused list, want 2", got)
 		}
 	}
@@ -417,8 +417,8 @@ func TestMLX5HotPathAllocs(t *testing.T) {
 		if err := qp.PostRecv(rwr); err != nil {
 			t.Fatal(err)
 		}
-		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.mx.UIDX, uint16(i), 0)
-		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.mx.UIDX, uint16(i), 8)
+		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.drv.(*mlx5.QPState).UIDX, uint16(i), 0)
+		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.drv.(*mlx5.QPState).UIDX, uint16(i), 8)
 		i++
 		if n, err := cq.Poll(wcs); n != 2 || err != nil {
 			t.Fatalf("Poll: %d, %v", n, err)
@@ -433,7 +433,7 @@ func TestMLX5UDSend(t *testing.T) {
 	f := newFakeMLX5(t)
 	cq := f.cq(t, 7, 0x7a)
 	qp := f.qp(t, QPInit{Type: UD, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 2, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x400, 2)
-	a := mlx5AHAttr(&AHAttr{DLID: 0x21, SL: 3})
+	a := mlx5.AHAttr{DLID: 0x21, SL: 3}
 	av, err := mlx5.BuildAV(&a, mlx5.PortLink{}, [6]byte{}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -446,7 +446,7 @@ func TestMLX5UDSend(t *testing.T) {
 	// Control segment, the AH's address vector with the Q_Key at 0 and
 	// the remote QPN | 0x80000000 at 8, then the data segment
 	// (docs/mlx5.md §3).
-	w := qp.mx.SQRing
+	w := qp.drv.(*mlx5.QPState).SQRing
 	if got := be.Uint32(w[4:]); got != 0x400<<8|5 {
 		t.Errorf("qpn_ds %#x, want QPN 0x400, 5 segments", got)
 	}
@@ -488,7 +488,7 @@ func TestMLX5NoReceiveQueue(t *testing.T) {
 // request comes back once, in order.
 func TestMLX5PostBesidePoll(t *testing.T) {
 	f := newFakeMLX5(t)
-	if f.c.mlx.BFRegs[1].BF.Lock != nil || f.c.mlx.BFRegs[2].BF.Lock == nil {
+	if f.c.drv.(*mlx5.Context).BFRegs[1].BF.Lock != nil || f.c.drv.(*mlx5.Context).BFRegs[2].BF.Lock == nil {
 		t.Fatal("the fake's bfreg 1 should be its QP's own and bfreg 2 shared")
 	}
 	cq := f.cq(t, 255, 0x7b)
@@ -540,7 +540,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 		default:
 		}
 		for k, qp := range qps {
-			m, s := qp.mx, &st[k]
+			m, s := qp.drv.(*mlx5.QPState), &st[k]
 			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.Mem.DBRec, 0)))
 			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.Mem.DBRec, 4)))
 			for ; s.sent&0xffff != sendDB; s.sent += 2 {
@@ -656,7 +656,7 @@ func TestMLX5PostErrors(t *testing.T) {
 		{mlx5.ErrInlineNotAllowed, ErrInlineNotAllowed, unix.EINVAL},
 		{mlx5.ErrUDAddress, ErrUDAddress, unix.EINVAL},
 	} {
-		err := mlx5PostError("post_send", 1, 7, 2, 16, fmt.Errorf("%w: detail", tc.err))
+		err := providerPostError("post_send", 1, 7, 2, 16, fmt.Errorf("%w: detail", tc.err))
 		var pe *PostError
 		if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, tc.errno) || !errors.As(err, &pe) || pe.Index != 1 || pe.ID != 7 {
 			t.Errorf("%v: %v, want %v, ErrInvalidWR and %v at index 1, ID 7", tc.err, err, tc.want, tc.errno)
@@ -666,10 +666,10 @@ func TestMLX5PostErrors(t *testing.T) {
 		}
 	}
 	// A refusal the list does not name is still an ErrInvalidWR.
-	if err := mlx5PostError("post_send", 0, 1, 1, 3, fmt.Errorf("%w: a later check", mlx5.ErrInvalidWR)); !errors.Is(err, ErrInvalidWR) {
+	if err := providerPostError("post_send", 0, 1, 1, 3, fmt.Errorf("%w: a later check", mlx5.ErrInvalidWR)); !errors.Is(err, ErrInvalidWR) {
 		t.Errorf("an unnamed mlx5 refusal: %v, want ErrInvalidWR", err)
 	}
-	err := mlx5PostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
+	err := providerPostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
 	if !errors.Is(err, ErrQueueFull) || errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.ENOMEM) {
 		t.Errorf("a full queue: %v, want ErrQueueFull and ENOMEM, not ErrInvalidWR", err)
 	}
@@ -685,7 +685,7 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	f := newFakeMLX5(t)
 	cq := f.cq(t, 15, 0x77)
 	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 2, MaxInline: 64}}, 0x123, 1)
-	m := qp.mx
+	m := qp.drv.(*mlx5.QPState)
 	ring := slices.Clone(m.SQRing)
 	untouched := func(what string) {
 		t.Helper()

@@ -134,7 +134,7 @@ const (
 
 type nativeMLX5Rig struct {
 	qp, ud           *QP // RC (with a receive queue) and UD
-	m                *mlx5QP
+	m                *mlx5.QPState
 	sqCfg, udCfg     mlx5.SQConfig
 	rqCfg            mlx5.RQConfig
 	write, list, inl []SendWR
@@ -159,7 +159,7 @@ func words(n int) []byte {
 // rxe rows), with receive queue (max_recv_sge 1) unless rq is false, and a
 // doorbell record and a dedicated bfreg of its own (mlx5.Context.LayBFRegs: the second
 // half of the UAR page from 0x800, two halves of 256 bytes).
-func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQConfig, mlx5.RQConfig) {
+func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5.QPState, mlx5.SQConfig, mlx5.RQConfig) {
 	tb.Helper()
 	sqCfg, sqBytes, err := mlx5.SQSize(&nativeMLX5Limits, typ, 2*nativeList, 1, 64)
 	if err != nil {
@@ -169,7 +169,7 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 	dbrec := words(8)
 	uar := words(4096)
 	bf := &mlx5.BFReg{BF: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
-	m := &mlx5QP{BF: bf}
+	m := &mlx5.QPState{BF: bf}
 	if m.SQ, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.BF, sqCfg); err != nil {
 		tb.Fatal(err)
 	}
@@ -208,13 +208,13 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq = &CQ{ctx: &Device{deviceProvider: deviceProvider{mlx: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}}, mx: &mlx5CQ{Q: q}}
+	r.cq = &CQ{ctx: &Device{deviceProvider: deviceProvider{drv: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}}, drv: &mlx5.CQState{Q: q}}
 
 	pd := &PD{}
 	fakeLKey(pd, 7) // the lkey of the rows' SGEs
-	newQP := func(m *mlx5QP, sqCfg mlx5.SQConfig, typ QPType, rt rxe.QPType) *QP {
+	newQP := func(m *mlx5.QPState, sqCfg mlx5.SQConfig, typ QPType, rt rxe.QPType) *QP {
 		_, _, _, inline := mlx5.QPCaps(sqCfg, mlx5.RQConfig{})
-		qp := &QP{pd: pd, typ: typ, qpn: sqCfg.QPN, mx: m, sendCQ: r.cq, recvCQ: r.cq,
+		qp := &QP{pd: pd, typ: typ, qpn: sqCfg.QPN, drv: m, sendCQ: r.cq, recvCQ: r.cq,
 			lim: rxe.SendLimits{QPType: rt, MaxSGE: sqCfg.MaxSGE, MaxInline: max(inline, 0)}}
 		qp.state.Store(uint32(QPStateRTS))
 		return qp
@@ -223,7 +223,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	r.qp = newQP(r.m, r.sqCfg, RC, rxe.QPTypeRC)
 	r.m.UIDX, r.m.Key = nativeMLX5UIDX, nativeMLX5UIDX
 	r.m.Reg = mlx5.QP{SQ: r.m.SQ, RQ: r.m.RQ}
-	r.cq.registerMLX5(r.m.Key, &r.m.Reg)
+	r.cq.attach(r.m, nil)
 	mud, udCfg, _ := newNativeMLX5QP(tb, mlx5.QPTypeUD, false)
 	r.ud, r.udCfg = newQP(mud, udCfg, UD, rxe.QPTypeUD), udCfg
 	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
@@ -269,7 +269,7 @@ func (r *nativeMLX5Rig) send(tb testing.TB, qp *QP, wrs []SendWR) {
 	if err := qp.PostSend(wrs); err != nil {
 		tb.Fatal(err)
 	}
-	qp.mx.SQ.Retire()
+	qp.drv.(*mlx5.QPState).SQ.Retire()
 }
 
 func (r *nativeMLX5Rig) postRecv(tb testing.TB, wrs []RecvWR) {

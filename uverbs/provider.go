@@ -3,10 +3,7 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -37,23 +34,25 @@ import (
 // This file is the dispatch: every path that differs by provider is here
 // (GET_CONTEXT, create, post, poll, arm, resize, reset, the lkey scans of
 // mrusers.go, release), and the rest of the package is the same for every
-// device. Each CQ, QP and SRQ holds its provider's state, chosen once when
-// it is created: the rxe ring types declared below (embedded, so their
-// fields read as the object's), or a pointer to its mlx5 state (CQ.mx,
-// QP.mx, SRQ.mx) with the rxe fields nil. Post and
-// poll test that one pointer first, so the rxe path pays a predictable
-// branch and nothing else, and write the common case of each provider in
-// place (a call less per post). Other drivers are refused with
+// device. A driver listed in providers (mlx5) has a provider.Context, made
+// in GET_CONTEXT, which creates its CQs, QPs, SRQs and AHs; each object
+// holds its provider's object (CQ.drv, QP.drv, SRQ.drv: provider.CQ, QP,
+// SRQ), chosen once when it is created, and calls it under the locks the
+// interfaces name. rxe's path is written out here instead: its rings are
+// embedded in the objects (the types below), and post and poll test them
+// first, so rxe pays a predictable branch and nothing else. The common post
+// and poll of mlx5 are written out too, behind a type assertion to the
+// concrete type (a call less per post). Other drivers are refused with
 // ErrNotSupported when such an object is created (requireDataPath).
 
-// The providers' state in each object, embedded so that its fields read
-// as the object's own; the mlx5 state is a pointer beside it (mx).
+// rxe's state in each object, embedded so that its fields read as the
+// object's own; another provider's object is beside it (drv).
 
 // deviceProvider is what GET_CONTEXT gave the provider of a Device.
 type deviceProvider struct {
-	// mlx is the mlx5 context (UAR pages, limits) on an mlx5 device, nil
-	// on rxe.
-	mlx *mlx5.Context
+	// drv is the provider's context on a device of a driver in providers
+	// (mlx5), nil on rxe.
+	drv provider.Context
 }
 
 // cqRing is an rxe CQ's ring, mapped from the kernel's.
@@ -89,7 +88,7 @@ func (c *Device) requireDataPath(op string) error {
 	if c == nil {
 		return closedErr(op)
 	}
-	if c.dev.DriverID != DriverRXE && c.mlx == nil {
+	if c.dev.DriverID != DriverRXE && c.drv == nil {
 		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE) and mlx5 data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	return nil
@@ -163,7 +162,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	// path's). The decoder reads the entry within the ring and the
 	// request IDs at masked indexes. An empty CQ skips the consumer-index
 	// store, which would write the value the last poll wrote.
-	if m := cq.mx; m != nil && len(cq.pending) == 0 && !m.SRQs {
+	if m, ok := cq.drv.(*mlx5.CQState); ok && len(cq.pending) == 0 && !m.SRQs {
 		if m.Q.Empty() {
 			cq.mu.Unlock()
 			return 0, nil
@@ -171,7 +170,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 		n, err := m.Q.Poll(mlx5.WCs(wcs))
 		cq.mu.Unlock()
 		if err != nil {
-			return n, mlx5PollError(err)
+			return n, &OpError{Op: "poll_cq", Err: mlx5.PollError(err)}
 		}
 		return n, nil
 	}
@@ -183,7 +182,7 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 // with cq.mu held and releases it.
 func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 	defer cq.mu.Unlock()
-	if cq.q == nil && cq.mx == nil {
+	if cq.q == nil && cq.drv == nil {
 		return 0, cq.unusable("poll_cq")
 	}
 	n := 0
@@ -195,10 +194,10 @@ func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 		}
 	}
 	if n < len(wcs) {
-		if cq.mx != nil {
-			m, err := cq.mx.Poll(cq.ctx.mlx, wcs[n:])
+		if cq.drv != nil {
+			m, err := cq.drv.Poll(wcs[n:])
 			if err != nil {
-				return n + m, mlx5PollError(err)
+				return n + m, &OpError{Op: "poll_cq", Err: err}
 			}
 			return n + m, nil
 		}
@@ -214,8 +213,8 @@ func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 func (cq *CQ) pull() bool {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.mx != nil {
-		cq.mx.Pull(cq.ctx.mlx, &cq.pending)
+	if cq.drv != nil {
+		cq.drv.Pull(&cq.pending)
 		return true
 	}
 	if cq.q == nil {
@@ -240,7 +239,7 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	const op = "req_notify_cq"
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil && cq.mx == nil {
+	if cq.q == nil && cq.drv == nil {
 		return cq.unusable(op)
 	}
 	if cq.ch == nil {
@@ -250,11 +249,11 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	if solicitedOnly {
 		cq.notify.req.SolicitedOnly = 1
 	}
-	if cq.mx != nil {
-		// The arm word and the UAR doorbell, no system call
-		// (docs/mlx5.md §5).
+	if cq.drv != nil {
+		// The provider arms in user space (mlx5: the arm word and the
+		// UAR doorbell, docs/mlx5.md §5).
 		cq.armed.Store(true)
-		cq.mx.Q.Arm(solicitedOnly)
+		cq.drv.Arm(solicitedOnly)
 		return nil
 	}
 	c := cq.ctx
@@ -286,8 +285,8 @@ func (cq *CQ) Resize(n int) error {
 	if err := cq.ctx.checkCQDepth(n); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if cq.ctx.mlx != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
+	if c := cq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
@@ -332,8 +331,8 @@ func (qp *QP) ringDoorbell(op string) error {
 // receive rings that the kernel has not retired yet. The caller holds both
 // ring locks.
 func (qp *QP) outstandingLocked() (send, recv int) {
-	if qp.mx != nil {
-		return qp.mx.Outstanding()
+	if qp.drv != nil {
+		return qp.drv.Outstanding()
 	}
 	if qp.sq != nil {
 		send = qp.sq.Pending()
@@ -347,8 +346,8 @@ func (qp *QP) outstandingLocked() (send, recv int) {
 // usesLKeyLocked is usesLKey; the caller holds both ring locks. A closed
 // QP has no rings left and uses nothing.
 func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
-	if qp.mx != nil {
-		return qp.mx.UsesLKey(lkey)
+	if qp.drv != nil {
+		return qp.drv.UsesLKey(lkey)
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
@@ -364,8 +363,8 @@ func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
 // pendingNow loads the kernel's consumer indices; Close calls it without
 // the ring locks once posting is stopped.
 func (qp *QP) pendingNow() (send, recv int) {
-	if qp.mx != nil {
-		return qp.mx.Outstanding()
+	if qp.drv != nil {
+		return qp.drv.Outstanding()
 	}
 	if qp.sq != nil {
 		send = qp.sq.PendingNow()
@@ -380,9 +379,9 @@ func (qp *QP) pendingNow() (send, recv int) {
 // rdma-core does: the kernel keeps the queue memory until the last mapping
 // goes).
 func (qp *QP) unmap() {
-	if qp.mx != nil {
-		qp.mlx5Release()
-		qp.mx = nil
+	if qp.drv != nil {
+		qp.providerRelease()
+		qp.drv = nil
 	}
 	qp.sq, qp.rq, qp.db = nil, nil, nil
 	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
@@ -395,14 +394,14 @@ func (qp *QP) unmap() {
 
 // gone reports whether the SRQ is closed (or lost its ring). The caller
 // holds mu.
-func (srq *SRQ) gone() bool { return srq.rq == nil && srq.mx == nil }
+func (srq *SRQ) gone() bool { return srq.rq == nil && srq.drv == nil }
 
 // MaxWR returns the number of receive work requests the ring holds.
 func (srq *SRQ) MaxWR() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.mx != nil {
-		return srq.mx.Q.Config().Tail
+	if srq.drv != nil {
+		return srq.drv.MaxWR()
 	}
 	if srq.rq == nil {
 		return 0
@@ -414,8 +413,8 @@ func (srq *SRQ) MaxWR() int {
 func (srq *SRQ) MaxSGE() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.mx != nil {
-		return srq.mx.Q.Config().MaxSGE
+	if srq.drv != nil {
+		return srq.drv.MaxSGE()
 	}
 	if srq.rq == nil {
 		return 0
@@ -438,8 +437,8 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 		return nil
 	}
 	srq.trackRecvs(wrs)
-	if srq.mx != nil {
-		return srq.mlx5PostRecv(op, wrs)
+	if srq.drv != nil {
+		return srq.providerPostRecv(op, wrs)
 	}
 	return postRecv(op, srq.rq, wrs)
 }
@@ -448,8 +447,8 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 func (srq *SRQ) outstanding() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.mx != nil {
-		n, _ := srq.mx.Posted(srq.ctx.mlx, 0)
+	if srq.drv != nil {
+		n, _ := srq.drv.Posted(0)
 		return n
 	}
 	if srq.rq == nil {
@@ -459,8 +458,8 @@ func (srq *SRQ) outstanding() int {
 }
 
 func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
-	if srq.mx != nil {
-		n, used = srq.mx.Posted(srq.ctx.mlx, lkey)
+	if srq.drv != nil {
+		n, used = srq.drv.Posted(lkey)
 		return used, n
 	}
 	if srq.rq == nil {
@@ -482,8 +481,8 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if srq.ctx.mlx != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
+	if c := srq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
@@ -522,8 +521,8 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 	}
 	cmd.core = abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, MaxWR: uint32(maxWR), SRQLimit: uint32(limit)}
 	cmd.drv.MmapInfoAddr = miAddr
-	if srq.ctx.mlx != nil {
-		// mlx5 takes no driver input for the limit.
+	if srq.ctx.drv != nil {
+		// Only rxe takes driver input (mlx5 none for the limit).
 		return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd.core), nil)
 	}
 	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
@@ -548,18 +547,26 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	qp.sendMu.Lock()
 	// No defer, which would cost every post its set-up: stageSend checks
 	// the list before it writes and cannot panic on it unless the caller
-	// changes wrs while the call runs (as PostRecv). The common mlx5 list
-	// (stageSend's fast path on an mlx5 QP) is written here, where the
-	// encoder rings the doorbell: a call less per post; plainSends has
-	// checked it, so the encoder checks only the room (mlx5.SQ.PostPlain).
+	// changes wrs while the call runs (as PostRecv). The common list of a
+	// provider QP (stageSend's fast path there) is written here, where the
+	// provider rings the doorbell: a call less per post; plainSends has
+	// checked it, so the provider checks only the room (on mlx5, called
+	// directly: mlx5.SQ.PostPlain).
 	var err error
-	if m := qp.mx; m != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
-		if i, perr := m.SQ.PostPlain(mlx5.SendWRs(sendWRs(wrs))); perr != nil {
-			err = mlx5SendError(m, op, wrs, i, perr)
+	if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
+		var i int
+		var perr error
+		if m, ok := d.(*mlx5.QPState); ok {
+			i, perr = m.SQ.PostPlain(mlx5.SendWRs(sendWRs(wrs)))
+		} else {
+			i, perr = d.PostSend(sendWRs(wrs), true)
+		}
+		if perr != nil {
+			err = qp.sendError(op, wrs, i, perr)
 		}
 	} else {
 		err = qp.stageSend(op, wrs)
-		if err == nil && len(wrs) > 0 && qp.mx == nil { // mlx5: stageSend rang the doorbell
+		if err == nil && len(wrs) > 0 && qp.drv == nil { // a provider QP: stageSend rang the doorbell
 			err = qp.ringDoorbell(op)
 		}
 	}
@@ -580,7 +587,7 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 		return qp.stageSendSlow(op, wrs)
 	}
 	sq := qp.sq
-	if qp.mx != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
+	if qp.drv != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
 		return qp.writeSends(op, wrs)
 	}
 	for i := range wrs {
@@ -591,15 +598,15 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	return nil
 }
 
-// writeSends writes checked requests: on mlx5 it encodes them and rings
-// the doorbell (qp.c _mlx5_post_send, post_send_db), the CQ's lock not
-// taken, as polls share only what mlx5.SQ orders; on rxe it writes them
+// writeSends writes checked requests: a provider QP encodes them and rings
+// the doorbell (mlx5: qp.c _mlx5_post_send, post_send_db), the CQ's lock
+// not taken, as polls share only what the provider orders; on rxe it writes them
 // into the send ring, if it has room for all, and publishes them with one
 // producer_index store.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
-	if m := qp.mx; m != nil {
-		if i, err := m.SQ.Post(mlx5.SendWRs(sendWRs(wrs))); err != nil {
-			return mlx5SendError(m, op, wrs, i, err)
+	if d := qp.drv; d != nil {
+		if i, err := d.PostSend(sendWRs(wrs), false); err != nil {
+			return qp.sendError(op, wrs, i, err)
 		}
 		return nil
 	}
@@ -637,16 +644,16 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// postRecv's and mlx5QP.postRecv's first step written out here, a
 	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		if m := qp.mx; m != nil && m.RQ != nil {
+		if m, ok := qp.drv.(*mlx5.QPState); ok && m.RQ != nil {
 			var err error
 			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.RQ.MaxSGE() &&
 				(len(wrs[0].SGEs) == 0 || qp.recvKeys.has(wrs[0].SGEs[0].LKey)) {
 				if i, perr := m.RQ.Post(wrs); perr != nil {
-					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.RQ.Config().MaxPost, perr)
+					err = providerPostError(op, i, wrs[i].ID, len(wrs), m.RQ.Config().MaxPost, perr)
 				}
 			} else {
 				qp.trackRecvs(wrs)
-				err = qp.mlx5PostRecv(op, wrs)
+				err = qp.providerPostRecv(op, wrs)
 			}
 			qp.recvMu.Unlock()
 			return err
@@ -687,8 +694,8 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
 	}
 	qp.trackRecvs(wrs)
-	if qp.mx != nil {
-		return qp.mlx5PostRecv(op, wrs)
+	if qp.drv != nil {
+		return qp.providerPostRecv(op, wrs)
 	}
 	return postRecv(op, qp.rq, wrs)
 }
@@ -744,12 +751,13 @@ func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
 }
 
 // create issues CREATE_CQ with the provider's driver data and sets up
-// the ring: rxe maps the ring the kernel made, mlx5 allocates its own
-// (mlx5.CreateCQ). On an error nothing is left created.
+// the ring: rxe maps the ring the kernel made, another provider does what
+// it does through its Context (mlx5 allocates its own). On an error
+// nothing is left created.
 func (cq *CQ) create(op string, req *abi.UverbsCreateCQ, depth int) error {
 	c := cq.ctx
-	if c.mlx != nil {
-		return cq.createMLX5(op, req, depth)
+	if c.drv != nil {
+		return cq.createProvider(op, req, depth)
 	}
 	m, q, h, err := rxe.CreateCQ(cmdDevice{c}, op, *req)
 	if err != nil {
@@ -765,18 +773,22 @@ func (cq *CQ) release() {
 	if cq.ring != nil {
 		cq.ring.Unmap()
 	}
-	if cq.mx != nil {
-		cq.mx.Mem.Unmap()
+	if cq.drv != nil {
+		cq.drv.Release()
 	}
-	cq.ring, cq.q, cq.mx = nil, nil, nil
+	cq.ring, cq.q, cq.drv = nil, nil, nil
 }
 
 // providerEvent tells the provider that a completion event of the CQ was
 // read: mlx5 counts it in the CQ's arm sequence (mlx5Event); rxe has
 // nothing to do.
 func (cq *CQ) providerEvent() {
-	if cq.ctx.mlx != nil {
-		cq.mlx5Event()
+	if cq.ctx.drv != nil {
+		cq.mu.Lock()
+		if cq.drv != nil {
+			cq.drv.Event()
+		}
+		cq.mu.Unlock()
 	}
 }
 
@@ -784,8 +796,8 @@ func (cq *CQ) providerEvent() {
 // its own indices (mlx5Reset); rxe's kernel resets the rings itself. The
 // caller holds both QP locks.
 func (qp *QP) providerReset() {
-	if qp.mx != nil {
-		qp.mlx5Reset()
+	if qp.drv != nil {
+		qp.drv.Reset(qp.sendCQ.locked, qp.recvCQ.locked)
 	}
 }
 
@@ -793,8 +805,8 @@ func (qp *QP) providerReset() {
 // provider: mlx5 maps its UAR pages after it (getMLX5Context); rxe has
 // none.
 func (c *Device) openContext() error {
-	if c.dev.DriverID == DriverMLX5 {
-		return c.getMLX5Context()
+	if open := providers[c.dev.DriverID]; open != nil {
+		return c.getProviderContext(open)
 	}
 	return c.getContext()
 }
@@ -802,8 +814,8 @@ func (c *Device) openContext() error {
 // closeProvider releases what the provider's context holds (mlx5: the UAR
 // pages), after the descriptor is closed.
 func (c *Device) closeProvider() {
-	if c.mlx != nil {
-		c.mlx.Unmap()
+	if c.drv != nil {
+		c.drv.Close()
 	}
 }
 
@@ -812,19 +824,20 @@ func (srq *SRQ) release() {
 	if srq.ring != nil {
 		srq.ring.Unmap()
 	}
-	if srq.mx != nil {
-		srq.mx.Mem.Unmap()
+	if srq.drv != nil {
+		srq.drv.Release()
 	}
-	srq.ring, srq.rq, srq.mx = nil, nil, nil
+	srq.ring, srq.rq, srq.drv = nil, nil, nil
 }
 
 // create issues CREATE_QP with the provider's driver data and sets up the
-// queues: rxe maps the rings the kernel made, mlx5 allocates its own
-// (mlx5.CreateQP). On an error nothing is left created.
+// queues: rxe maps the rings the kernel made, another provider does what
+// it does through its Context (createProvider). On an error nothing is
+// left created.
 func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 	c := qp.ctx
-	if c.mlx != nil {
-		return qp.createMLX5(op, req, init)
+	if c.drv != nil {
+		return qp.createProvider(op, req, init)
 	}
 	r, core, err := rxe.CreateQP(cmdDevice{c}, op, *req, provider.QPType(qp.typ), qp.srq != nil)
 	if err != nil {
@@ -865,12 +878,12 @@ func checkProviderCap(ctx *Device, c QPCap) error {
 }
 
 // create issues CREATE_SRQ with the provider's driver data and sets up
-// the ring: rxe maps the ring the kernel made, mlx5 allocates its own
-// (mlx5.CreateSRQ). On an error nothing is left created.
+// the ring: rxe maps the ring the kernel made, another provider does what
+// it does through its Context. On an error nothing is left created.
 func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
 	c := srq.ctx
-	if c.mlx != nil {
-		return srq.createMLX5(op, req, init)
+	if c.drv != nil {
+		return srq.createProvider(op, req, init)
 	}
 	m, q, h, srqn, err := rxe.CreateSRQ(cmdDevice{c}, op, *req)
 	if err != nil {
@@ -881,11 +894,12 @@ func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error 
 }
 
 // create issues CREATE_AH and fills what the provider's UD sends read
-// (AH.drv): rxe's AH number from its response, mlx5's address vector
-// (mlx5.CreateAH). On an error nothing is left created.
+// (AH.drv): rxe's AH number from its response, or what another provider's
+// Context gives (mlx5: its address vector). On an error nothing is left
+// created.
 func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
-	if c.mlx != nil {
-		return ah.createMLX5(op, c, req)
+	if c.drv != nil {
+		return ah.createProvider(op, c, req)
 	}
 	if c.dev.DriverID == DriverRXE {
 		num, h, err := rxe.CreateAH(cmdDevice{c}, op, *req)
@@ -904,20 +918,17 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	return nil
 }
 
-// The mlx5 provider (uverbs/internal/mlx5) as this package's objects hold
-// it: its state types, the commands it issues through the Device, and
-// what ties its queues to the objects' locks (registering a QP's queues
-// with its CQs, rebuilding them on RESET, forgetting them on close).
-// docs/mlx5.md §10 lists the facts followed and where this differs from
-// libmlx5.
+// The providers driven through provider.Context (mlx5; rxe's path is
+// written out above): their context, made in GET_CONTEXT, creates their
+// objects, which this package holds as provider.CQ, QP and SRQ values
+// (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods name.
+// Adding one is a package implementing those interfaces and a line here.
+var providers = map[DriverID]provider.Open{
+	DriverMLX5: mlx5.Open,
+}
 
-type (
-	mlx5CQ  = mlx5.CQState
-	mlx5QP  = mlx5.QPState
-	mlx5SRQ = mlx5.SRQState
-)
-
-// cmdDevice is a Device as a provider issues its commands through it.
+// cmdDevice is a Device as a provider issues its commands and maps its
+// queues through it.
 type cmdDevice struct{ c *Device }
 
 func (d cmdDevice) Write(op string, cmd uint32, in, out []byte) error {
@@ -953,257 +964,202 @@ func providerError(op string, err error) error {
 	return &OpError{Op: op, Err: err}
 }
 
-// getMLX5Context runs GET_CONTEXT with mlx5's driver data and maps the UAR
-// pages. It fills c.async and c.numCompVectors as getContext does.
-func (c *Device) getMLX5Context() error {
+// getProviderContext runs GET_CONTEXT with the provider's driver data
+// (open) and takes the async event file and vector count as getContext
+// does.
+func (c *Device) getProviderContext(open provider.Open) error {
 	const op = "get_context"
-	pageSize := os.Getpagesize()
-	var req struct {
-		core abi.UverbsGetContext
-		drv  abi.Mlx5AllocUcontextReqV2
-	}
-	req.drv = mlx5.AllocUcontextReq(pageSize)
-	var resp struct {
-		core abi.UverbsGetContextResp
-		drv  abi.Mlx5AllocUcontextResp
-	}
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_GET_CONTEXT, bytesOf(&req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	ev, err := sys.NewEventFile(int(resp.core.AsyncFD), "uverbs async events "+c.dev.Name)
+	var core abi.UverbsGetContextResp
+	drv, err := open(cmdDevice{c}, op, &core)
 	if err != nil {
+		if _, ok := err.(cmdError); !ok {
+			unix.Close(int(core.AsyncFD)) // the command ran: its descriptor is ours
+		}
+		return providerError(op, err)
+	}
+	ev, err := sys.NewEventFile(int(core.AsyncFD), "uverbs async events "+c.dev.Name)
+	if err != nil {
+		drv.Close()
 		return &OpError{Op: op, Err: err}
 	}
 	c.async = ev
-	c.numCompVectors = int(resp.core.NumCompVectors)
-	mmap := func(off int64, n int, what string) (*sys.Mapping, error) { return sys.MmapShared(c.fd, off, n, what) }
-	newLock := func() sync.Locker { return new(ringLock) }
-	mc, err := mlx5.NewContext(&resp.drv, c.dev.Name, pageSize, int(req.drv.NumLowLatencyBfregs), mmap, newLock)
-	if err != nil {
-		c.async.Close()
-		c.async = nil
-		return &OpError{Op: op, Err: err}
-	}
-	c.mlx = mc
+	c.numCompVectors = int(core.NumCompVectors)
+	c.drv = drv
 	return nil
 }
 
-// createMLX5 creates an mlx5 CQ (mlx5.CreateCQ).
-func (cq *CQ) createMLX5(op string, req *abi.UverbsCreateCQ, depth int) error {
+// createProvider creates the CQ through the provider.
+func (cq *CQ) createProvider(op string, req *abi.UverbsCreateCQ, depth int) error {
 	c := cq.ctx
-	m, h, err := mlx5.CreateCQ(cmdDevice{c}, c.mlx, op, *req, depth)
+	d, h, err := c.drv.CreateCQ(cmdDevice{c}, op, *req, depth)
 	if err != nil {
 		return providerError(op, err)
 	}
-	cq.handle, cq.mx = h, m
-	cq.depth.Store(int32(m.Depth()))
+	cq.handle, cq.drv = h, d
+	cq.depth.Store(int32(d.Depth()))
 	return nil
 }
 
-func mlx5PollError(err error) error {
-	return &OpError{Op: "poll_cq", Err: mlx5.PollError(err)}
+// locked runs f under the CQ's lock.
+func (cq *CQ) locked(f func()) {
+	cq.mu.Lock()
+	f()
+	cq.mu.Unlock()
 }
 
-// mlx5Event counts a completion event of the CQ for its next arm
-// (cq.c mlx5_cq_event).
-func (cq *CQ) mlx5Event() {
+// attach makes the CQ complete qp's work requests (and srq's receives).
+func (cq *CQ) attach(qp provider.QP, srq provider.SRQ) {
 	cq.mu.Lock()
-	if cq.mx != nil {
-		cq.mx.Q.Event()
+	if cq.drv != nil {
+		cq.drv.Attach(qp, srq)
 	}
 	cq.mu.Unlock()
 }
 
-// registerMLX5 makes the CQ complete qp's work requests (key: the QPN, or
-// the user index with CQE version 1).
-func (cq *CQ) registerMLX5(key uint32, qp *mlx5.QP) {
+func (cq *CQ) detach(qp provider.QP) {
 	cq.mu.Lock()
-	if cq.mx != nil {
-		cq.mx.RegisterQP(key, qp)
+	if cq.drv != nil {
+		cq.drv.Detach(qp)
 	}
 	cq.mu.Unlock()
 }
 
-func (cq *CQ) registerMLX5SRQ(key uint32, srq *mlx5.SRQ) {
-	cq.mu.Lock()
-	if cq.mx != nil {
-		cq.mx.RegisterSRQ(key, srq)
-	}
-	cq.mu.Unlock()
-}
-
-func (cq *CQ) unregisterMLX5(key uint32) {
-	cq.mu.Lock()
-	if cq.mx != nil {
-		cq.mx.Q.Unregister(key)
-	}
-	cq.mu.Unlock()
-}
-
-// createMLX5 creates an mlx5 QP (mlx5.CreateQP) and registers its queues
-// with its CQs.
-func (qp *QP) createMLX5(op string, req *abi.UverbsCreateQP, init *QPInit) error {
+// createProvider creates the QP through the provider and attaches it to
+// its CQs.
+func (qp *QP) createProvider(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 	c := qp.ctx
-	p := mlx5.QPParams{
-		Type:      mlx5QPType(init.Type),
+	p := provider.QPParams{
+		Type:      provider.QPType(init.Type),
 		MaxSendWR: init.Cap.MaxSendWR, MaxSendSGE: init.Cap.MaxSendSGE, MaxInline: init.Cap.MaxInline,
 		MaxRecvWR: init.Cap.MaxRecvWR, MaxRecvSGE: init.Cap.MaxRecvSGE,
-		HasSRQ: init.SRQ != nil, SignalAll: init.SignalAll,
+		SignalAll: init.SignalAll,
+	}
+	if init.SRQ != nil {
+		init.SRQ.mu.Lock()
+		p.SRQ = init.SRQ.drv
+		init.SRQ.mu.Unlock()
 	}
 	if a := c.deviceLimits(); a != nil {
 		p.Atomics = a.AtomicCap != AtomicNone
 	}
-	m, h, qpn, err := mlx5.CreateQP(cmdDevice{c}, c.mlx, op, *req, p)
+	d, h, qpn, err := c.drv.CreateQP(cmdDevice{c}, op, *req, p)
 	if err != nil {
 		return providerError(op, err)
 	}
 	qp.handle, qp.qpn = h, qpn
-	qp.attachMLX5(m, init)
+	qp.attachProvider(d, init)
 	return nil
 }
 
-// attachMLX5 takes an mlx5 QP's state: its capabilities, and its queues
-// registered with the CQs (and the SRQ's in the receive CQ).
-func (qp *QP) attachMLX5(m *mlx5QP, init *QPInit) {
-	sendWR, recvWR, sendSGE, recvSGE, inline := m.Caps()
-	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: sendSGE, MaxInline: inline}
-	qp.cap = QPCap{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sendSGE, MaxRecvSGE: recvSGE, MaxInline: inline}
+// attachProvider takes a provider QP: its capabilities, and its queues
+// attached to the CQs (the SRQ's to the receive CQ).
+func (qp *QP) attachProvider(d provider.QP, init *QPInit) {
+	caps := d.Caps()
+	qp.lim = provider.SendLimits{QPType: provider.QPType(qp.typ), MaxSGE: caps.MaxSendSGE, MaxInline: caps.MaxInline}
+	qp.cap = QPCap(caps)
+	var srq provider.SRQ
 	if init.SRQ != nil {
-		srq := init.SRQ
-		srq.mu.Lock()
-		if srq.mx != nil {
-			m.Reg.SRQ = srq.mx.Q
-			init.RecvCQ.registerMLX5SRQ(srq.srqn, srq.mx.Q)
-		}
-		srq.mu.Unlock()
+		init.SRQ.mu.Lock()
+		srq = init.SRQ.drv
+		init.SRQ.mu.Unlock()
 	}
-	init.SendCQ.registerMLX5(m.Key, &m.Reg)
-	if init.RecvCQ != init.SendCQ {
-		init.RecvCQ.registerMLX5(m.Key, &m.Reg)
+	init.RecvCQ.attach(d, srq) // first: the SRQ's (provider.CQ.Attach)
+	if init.SendCQ != init.RecvCQ {
+		init.SendCQ.attach(d, nil)
 	}
-	qp.mx = m
+	qp.drv = d
 }
 
-// mlx5SendError is the error of an mlx5.SQ.Post that refused request i of
-// wrs (writeSends calls Post itself; the formatting is in mlx5PostError,
-// which is not inlined).
-func mlx5SendError(m *mlx5QP, op string, wrs []SendWR, i int, err error) error {
-	return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.SQ.Config().MaxPost, err)
+// sendError is the error of a provider's PostSend that refused request i
+// of wrs.
+func (qp *QP) sendError(op string, wrs []SendWR, i int, err error) error {
+	return providerPostError(op, i, wrs[i].ID, len(wrs), qp.drv.SendQueueSize(), err)
 }
 
-// mlx5PostError is the error of a post the provider refused at request i
-// (ID id) of n. A full queue (the provider checks room request by request)
-// says how much room there was; a refusal is mlx5's error, which matches
-// ErrInvalidWR and the error of the same check on any device.
-func mlx5PostError(op string, i int, id uint64, n, maxPost int, err error) error {
-	if errors.Is(err, mlx5.ErrQueueFull) {
+// providerPostError is the error of a post the provider refused at
+// request i (ID id) of n. A full queue (a provider may check room request
+// by request) says how much room there was; a refusal is the provider's
+// error, which matches ErrInvalidWR and the error of the same check on any
+// device (errors.Is).
+func providerPostError(op string, i int, id uint64, n, maxPost int, err error) error {
+	if errors.Is(err, provider.ErrQueueFull) {
 		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
 	}
 	return &PostError{Op: op, Index: i, ID: id, Err: err}
 }
 
-// mlx5PostRecv validates and posts receives on the QP's receive queue
-// (qp.c mlx5_post_recv). The caller holds QP.recvMu; as for a send
-// (writeSends), the CQ's lock is not taken.
-func (qp *QP) mlx5PostRecv(op string, wrs []RecvWR) error {
-	m := qp.mx
-	if m.RQ == nil { // created with MaxRecvWR 0
+// providerPostRecv posts receives on the QP's receive queue through the
+// provider. The caller holds QP.recvMu; as for a send (writeSends), the
+// CQ's lock is not taken.
+func (qp *QP) providerPostRecv(op string, wrs []RecvWR) error {
+	d := qp.drv
+	size := d.RecvQueueSize()
+	if size == 0 { // created with MaxRecvWR 0
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w: the QP was created without a receive queue (MaxRecvWR 0)", ErrQueueFull)}
 	}
-	if i, err := m.PostRecv(wrs); err != nil {
-		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.RQ.Config().MaxPost, err)
+	if i, err := d.PostRecv(wrs); err != nil {
+		return providerPostError(op, i, wrs[i].ID, len(wrs), size, err)
 	}
 	return nil
 }
 
-// mlx5Reset starts an mlx5 QP's queues over after a move to RESET
-// (mlx5.QPState.Rebuild). Modify refuses the move while requests are
-// outstanding, so the CQs hold no completion of the QP. The caller holds
-// both QP locks.
-func (qp *QP) mlx5Reset() {
-	m := qp.mx
-	sq, rq := m.Rebuild()
-	// One CQ lock at a time: the CQs' polls read the queues through Reg.
-	qp.sendCQ.mu.Lock()
-	m.SQ, m.Reg.SQ = sq, sq
-	qp.sendCQ.mu.Unlock()
-	qp.recvCQ.mu.Lock()
-	m.RQ, m.Reg.RQ = rq, rq
-	qp.recvCQ.mu.Unlock()
-}
-
-// mlx5Release forgets an mlx5 QP in its CQs, frees its user index and
-// unmaps its buffer; after DESTROY_QP.
-func (qp *QP) mlx5Release() {
-	m := qp.mx
-	qp.sendCQ.unregisterMLX5(m.Key)
+// providerRelease detaches a provider QP from its CQs and frees it; after
+// DESTROY_QP.
+func (qp *QP) providerRelease() {
+	qp.sendCQ.detach(qp.drv)
 	if qp.recvCQ != qp.sendCQ {
-		qp.recvCQ.unregisterMLX5(m.Key)
+		qp.recvCQ.detach(qp.drv)
 	}
-	m.Release(qp.ctx.mlx)
+	qp.drv.Release()
 }
 
-// createMLX5 creates an mlx5 SRQ (mlx5.CreateSRQ).
-func (srq *SRQ) createMLX5(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
+// createProvider creates the SRQ through the provider.
+func (srq *SRQ) createProvider(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
 	c := srq.ctx
-	m, h, srqn, err := mlx5.CreateSRQ(cmdDevice{c}, c.mlx, op, *req, init.MaxWR, init.MaxSGE)
+	d, h, srqn, err := c.drv.CreateSRQ(cmdDevice{c}, op, *req, init.MaxWR, init.MaxSGE)
 	if err != nil {
 		return providerError(op, err)
 	}
-	srq.handle, srq.srqn, srq.mx = h, srqn, m
+	srq.handle, srq.srqn, srq.drv = h, srqn, d
 	return nil
 }
 
-// mlx5PostRecv validates and posts receives (srq.c mlx5_post_srq_recv).
-// The caller holds SRQ.mu.
-func (srq *SRQ) mlx5PostRecv(op string, wrs []RecvWR) error {
-	m := srq.mx
-	if i, err := m.PostRecv(srq.ctx.mlx, wrs); err != nil {
-		return mlx5PostError(op, i, wrs[i].ID, len(wrs), m.Q.Config().WQECount-1, err)
+// providerPostRecv posts receives through the provider. The caller holds
+// SRQ.mu.
+func (srq *SRQ) providerPostRecv(op string, wrs []RecvWR) error {
+	d := srq.drv
+	if i, err := d.PostRecv(wrs); err != nil {
+		return providerPostError(op, i, wrs[i].ID, len(wrs), d.QueueSize(), err)
 	}
 	return nil
 }
 
-// createMLX5 builds an mlx5 AH (mlx5.CreateAH) for the port's link layer
-// and GRH requirement, on Ethernet the source GID's type.
-func (ah *AH) createMLX5(op string, c *Device, req *abi.UverbsCreateAH) error {
+// createProvider creates the AH through the provider, with what the port
+// says of its link: its link layer and GRH requirement, on Ethernet the
+// source GID's type (libmlx5's mlx5_create_ah reads the same).
+func (ah *AH) createProvider(op string, c *Device, req *abi.UverbsCreateAH) error {
 	port := int(ah.attr.Port)
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return err
 	}
-	link := mlx5.PortLink{Ethernet: pa.LinkLayer == LinkLayerEthernet, GRHRequired: pa.GRHRequired()}
-	if link.Ethernet && ah.attr.global() {
-		g, err := c.QueryGID(port, int(ah.attr.SGIDIndex))
+	a := &ah.attr
+	p := provider.AHParams{
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.global(),
+		DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: a.SGIDIndex, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass,
+		Ethernet: pa.LinkLayer == LinkLayerEthernet, GRHRequired: pa.GRHRequired(),
+	}
+	if p.Ethernet && a.global() {
+		g, err := c.QueryGID(port, int(a.SGIDIndex))
 		if err != nil {
 			return err
 		}
-		link.RoCEv2 = g.Type == GIDTypeRoCEv2
+		p.RoCEv2 = g.Type == GIDTypeRoCEv2
 	}
-	a := mlx5AHAttr(&ah.attr)
-	av, h, err := mlx5.CreateAH(cmdDevice{c}, op, *req, &a, link, rand.Uint32())
+	d, h, err := c.drv.CreateAH(cmdDevice{c}, op, *req, p)
 	if err != nil {
 		return providerError(op, err)
 	}
-	ah.handle = h
-	ah.drv = provider.AH{Data: av, Num: mlx5.AHNum}
+	ah.handle, ah.drv = h, d
 	return nil
 }
-
-func mlx5AHAttr(a *AHAttr) mlx5.AHAttr {
-	return mlx5.AHAttr{
-		DLID:         a.DLID,
-		SL:           a.SL,
-		SrcPathBits:  a.SrcPathBits,
-		StaticRate:   a.StaticRate,
-		IsGlobal:     a.global(),
-		DGID:         a.DGID,
-		FlowLabel:    a.FlowLabel,
-		SGIDIndex:    a.SGIDIndex,
-		HopLimit:     a.HopLimit,
-		TrafficClass: a.TrafficClass,
-	}
-}
-
-// mlx5QPType maps a QP type to the provider's (both enum ib_qp_type).
-func mlx5QPType(t QPType) mlx5.QPType { return mlx5.QPType(t) }

@@ -121,9 +121,9 @@ type QP struct {
 	recvKeys   lkeyCache // lkeys the receive queue's posts recorded
 	qpRecvRing           // rxe (provider.go); none with an SRQ
 
-	// mx is the mlx5 state (mlx5.QPState); nil on rxe, where sq, rq and db
-	// are used instead (provider.go).
-	mx *mlx5QP
+	// drv is the QP of another provider (providers, provider.go); nil on
+	// rxe, where sq, rq and db are used instead.
+	drv provider.QP
 
 	closed bool // set with both locks held
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // MODIFY_SRQ attribute mask bits (kernel: include/rdma/ib_verbs.h enum
@@ -66,9 +67,9 @@ type SRQ struct {
 	kids   children // QPs
 
 	mu      ringLock
-	keys    lkeyCache // lkeys the SRQ's posts recorded (mrusers.go), under mu
-	srqRing           // rxe (provider.go); nil once closed
-	mx      *mlx5SRQ  // mlx5 (mlx5.SRQState); nil on rxe and once closed
+	keys    lkeyCache    // lkeys the SRQ's posts recorded (mrusers.go), under mu
+	srqRing              // rxe (provider.go); nil once closed
+	drv     provider.SRQ // another provider (providers, provider.go); nil on rxe and once closed
 
 	mrs map[*MR]struct{} // MRs whose users include the SRQ, under pd.usersMu
 }

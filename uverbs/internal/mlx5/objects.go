@@ -2,10 +2,14 @@ package mlx5
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
@@ -20,6 +24,7 @@ func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)
 // CQState is the mlx5 state of a CQ: the decoder over the ring and
 // doorbell record this process allocated. Guarded by the CQ's lock.
 type CQState struct {
+	ctx *Context
 	Q   *CQ
 	Mem *Queue
 	// SRQs is set once a QP with an SRQ completes here: polls then take
@@ -32,7 +37,7 @@ type CQState struct {
 // CREATE_CQ with cqe = entries−1 and the ring's and doorbell record's
 // addresses (docs/mlx5.md §5, §8). core is the core command; it returns
 // the kernel's handle. On an error nothing is left created.
-func CreateCQ(dev provider.Device, mc *Context, op string, core abi.UverbsCreateCQ, depth int) (*CQState, uint32, error) {
+func createCQ(dev provider.Device, mc *Context, op string, core abi.UverbsCreateCQ, depth int) (*CQState, uint32, error) {
 	entries, err := CQEntries(depth)
 	if err != nil {
 		return nil, 0, err
@@ -74,7 +79,7 @@ func AttachCQ(mc *Context, mem *Queue, entries int, cqn uint32) (*CQState, error
 	if err != nil {
 		return nil, err
 	}
-	return &CQState{Q: q, Mem: mem}, nil
+	return &CQState{ctx: mc, Q: q, Mem: mem}, nil
 }
 
 // Depth is ibv_cq.cqe: the entries less the one libmlx5 keeps free.
@@ -82,12 +87,16 @@ func (m *CQState) Depth() int { return len(m.Mem.Ring)/CQESize - 1 }
 
 // Poll decodes up to len(wcs) completions into wcs. The caller holds the
 // CQ's lock.
-func (m *CQState) Poll(mc *Context, wcs []provider.WC) (int, error) {
+func (m *CQState) Poll(wcs []provider.WC) (int, error) {
 	if m.SRQs {
-		mc.SRQMu.Lock()
-		defer mc.SRQMu.Unlock()
+		m.ctx.SRQMu.Lock()
+		defer m.ctx.SRQMu.Unlock()
 	}
-	return m.Q.Poll(WCs(wcs))
+	n, err := m.Q.Poll(WCs(wcs))
+	if err != nil {
+		return n, PollError(err)
+	}
+	return n, nil
 }
 
 // PollError is the error of a poll that met an entry it could not use.
@@ -98,10 +107,10 @@ func PollError(err error) error {
 // Pull moves every completion in the ring to pending, skipping entries
 // that name no queue of the CQ (a QP closed before). The caller holds the
 // CQ's lock.
-func (m *CQState) Pull(mc *Context, pending *[]provider.WC) {
+func (m *CQState) Pull(pending *[]provider.WC) {
 	var w [1]provider.WC
 	for {
-		n, err := m.Poll(mc, w[:])
+		n, err := m.Poll(w[:])
 		if n == 1 {
 			*pending = append(*pending, w[0])
 			continue
@@ -112,21 +121,37 @@ func (m *CQState) Pull(mc *Context, pending *[]provider.WC) {
 	}
 }
 
-// RegisterQP makes the CQ complete qp's work requests (key: the QPN, or
-// the user index with CQE version 1). The caller holds the CQ's lock.
-func (m *CQState) RegisterQP(key uint32, qp *QP) {
-	m.Q.RegisterQP(key, qp)
-	if qp.SRQ != nil {
+// Arm arms the CQ: the arm word and the UAR doorbell, no system call
+// (docs/mlx5.md §5).
+func (m *CQState) Arm(solicitedOnly bool) { m.Q.Arm(solicitedOnly) }
+
+// Event counts a completion event of the CQ for its next arm (cq.c
+// mlx5_cq_event).
+func (m *CQState) Event() { m.Q.Event() }
+
+// Attach makes the CQ complete qp's work requests, by its key (the QPN,
+// or the user index with CQE version 1), and srq's receives, by its SRQN;
+// with srq, qp takes its receives from srq. The caller holds the CQ's
+// lock, and attaches the receive CQ first (with the SRQ), so that both
+// CQs see the QP's SRQ.
+func (m *CQState) Attach(qp provider.QP, srq provider.SRQ) {
+	q := qp.(*QPState)
+	if s, ok := srq.(*SRQState); ok {
+		q.Reg.SRQ = s.Q
+		m.Q.RegisterSRQ(s.SRQN, s.Q)
+		m.SRQs = true
+	}
+	m.Q.RegisterQP(q.Key, &q.Reg)
+	if q.Reg.SRQ != nil {
 		m.SRQs = true
 	}
 }
 
-// RegisterSRQ makes the CQ complete srq's receives. The caller holds the
-// CQ's lock.
-func (m *CQState) RegisterSRQ(key uint32, srq *SRQ) {
-	m.Q.RegisterSRQ(key, srq)
-	m.SRQs = true
-}
+// Detach forgets qp. The caller holds the CQ's lock.
+func (m *CQState) Detach(qp provider.QP) { m.Q.Unregister(qp.(*QPState).Key) }
+
+// Release unmaps the ring, after DESTROY_CQ.
+func (m *CQState) Release() { m.Mem.Unmap() }
 
 // QPState is the mlx5 state of a QP: one buffer with the receive queue at
 // 0 and the send queue after it, the doorbell record, and the bfreg the
@@ -135,6 +160,7 @@ func (m *CQState) RegisterSRQ(key uint32, srq *SRQ) {
 // requests under the CQ's lock; the two sides share only what SQ and RQ
 // order.
 type QPState struct {
+	ctx            *Context
 	Mem            *Queue
 	RQRing, SQRing []byte // in Mem.Ring
 	SQ             *SQ
@@ -145,27 +171,19 @@ type QPState struct {
 	UIDX           uint32
 }
 
-// QPParams are what a QP is created with.
-type QPParams struct {
-	Type                             QPType
-	MaxSendWR, MaxSendSGE, MaxInline int
-	MaxRecvWR, MaxRecvSGE            int
-	HasSRQ, SignalAll, Atomics       bool
-}
-
 // CreateQP sizes the queues as libmlx5 does (verbs.c mlx5_calc_sq_size,
 // mlx5_calc_rq_size), allocates the buffer and doorbell record, and issues
 // CREATE_QP with mlx5's driver data; core is the core command. It returns
 // the kernel's handle and QPN. The QP is not registered with its CQs yet.
 // On an error nothing is left created.
-func CreateQP(dev provider.Device, mc *Context, op string, core abi.UverbsCreateQP, p QPParams) (*QPState, uint32, uint32, error) {
+func createQP(dev provider.Device, mc *Context, op string, core abi.UverbsCreateQP, p provider.QPParams) (*QPState, uint32, uint32, error) {
 	sqCfg, sqBytes, err := SQSize(&mc.Lim, p.Type, p.MaxSendWR, p.MaxSendSGE, p.MaxInline)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("%v: %w", err, syscall.EINVAL)
 	}
 	var rqCfg RQConfig
 	rqBytes := 0
-	if !p.HasSRQ {
+	if p.SRQ == nil {
 		if rqCfg, rqBytes, err = RQSize(&mc.Lim, p.MaxRecvWR, p.MaxRecvSGE); err != nil {
 			return nil, 0, 0, fmt.Errorf("%v: %w", err, syscall.EINVAL)
 		}
@@ -212,7 +230,7 @@ func CreateQP(dev provider.Device, mc *Context, op string, core abi.UverbsCreate
 // its buffer.
 func AttachQP(mc *Context, mem *Queue, uidx uint32, bfi int, qpn uint32, sqCfg SQConfig, rqCfg RQConfig, signalAll, atomics bool) (*QPState, error) {
 	rqBytes := rqCfg.WQECount << rqCfg.WQEShift
-	m := &QPState{Mem: mem, UIDX: uidx, Key: qpn, RQRing: mem.Ring[:rqBytes], SQRing: mem.Ring[rqBytes:]}
+	m := &QPState{ctx: mc, Mem: mem, UIDX: uidx, Key: qpn, RQRing: mem.Ring[:rqBytes], SQRing: mem.Ring[rqBytes:]}
 	if mc.CQEVersion == 1 {
 		m.Key = uidx
 	}
@@ -239,14 +257,36 @@ func AttachQP(mc *Context, mem *Queue, uidx uint32, bfi int, qpn uint32, sqCfg S
 // Caps are the capabilities the QP reports (ibv_qp_cap as libmlx5 fills
 // it); libmlx5 may report an inline size of −4, given as 0 here
 // (docs/mlx5.md §2).
-func (m *QPState) Caps() (sendWR, recvWR, sendSGE, recvSGE, inline int) {
+func (m *QPState) Caps() provider.QPCaps {
 	var rqCfg RQConfig
 	if m.RQ != nil {
 		rqCfg = m.RQ.Config()
 	}
 	sqCfg := m.SQ.Config()
-	sendWR, recvWR, recvSGE, inline = QPCaps(sqCfg, rqCfg)
-	return sendWR, recvWR, sqCfg.MaxSGE, recvSGE, max(inline, 0)
+	sendWR, recvWR, recvSGE, inline := QPCaps(sqCfg, rqCfg)
+	return provider.QPCaps{MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: sqCfg.MaxSGE, MaxRecvSGE: recvSGE, MaxInline: max(inline, 0)}
+}
+
+// PostSend encodes wrs and rings the doorbell (qp.c _mlx5_post_send,
+// post_send_db); with plain, every request passed provider.PlainSend and
+// only the room is checked (SQ.PostPlain). The caller holds the QP's send
+// lock; the CQ's lock is not taken, as polls share only what SQ orders.
+func (m *QPState) PostSend(wrs []provider.SendWR, plain bool) (int, error) {
+	if plain {
+		return m.SQ.PostPlain(SendWRs(wrs))
+	}
+	return m.SQ.Post(SendWRs(wrs))
+}
+
+// SendQueueSize is sq.max_post.
+func (m *QPState) SendQueueSize() int { return m.SQ.Config().MaxPost }
+
+// RecvQueueSize is rq.max_post, 0 without a receive queue.
+func (m *QPState) RecvQueueSize() int {
+	if m.RQ == nil {
+		return 0
+	}
+	return m.RQ.Config().MaxPost
 }
 
 // PostRecv validates and posts receives on the QP's receive queue (qp.c
@@ -297,12 +337,12 @@ func (m *QPState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 	return used || send > 0, send, recv
 }
 
-// Rebuild starts both queues over after a move to RESET, as libmlx5 does
+// rebuild starts both queues over after a move to RESET, as libmlx5 does
 // (verbs.c mlx5_modify_qp: mlx5_init_qp_indices, both doorbell-record
 // words zeroed): new queues over the same memory, which the caller puts in
 // place of SQ, RQ and Reg's under the CQs' locks. The caller holds both QP
 // locks, and no request is outstanding.
-func (m *QPState) Rebuild() (*SQ, *RQ) {
+func (m *QPState) rebuild() (*SQ, *RQ) {
 	sq, err := NewSQ(m.SQRing, m.Mem.DBRec[:8], &m.BF.BF, m.SQ.Config())
 	if err != nil {
 		panic("mlx5: send queue rebuilt with its own configuration: " + err.Error())
@@ -317,10 +357,19 @@ func (m *QPState) Rebuild() (*SQ, *RQ) {
 	return sq, rq
 }
 
+// Reset starts both queues over after a move to RESET (rebuild), putting
+// the new ones in place under the lock of the CQ that polls each, one at a
+// time. The caller holds both QP locks.
+func (m *QPState) Reset(sendCQ, recvCQ func(func())) {
+	sq, rq := m.rebuild()
+	sendCQ(func() { m.SQ, m.Reg.SQ = sq, sq })
+	recvCQ(func() { m.RQ, m.Reg.RQ = rq, rq })
+}
+
 // Release frees the QP's user index and unmaps its buffer; after
 // DESTROY_QP, once its CQs forgot it.
-func (m *QPState) Release(mc *Context) {
-	mc.FreeUIDX(m.UIDX)
+func (m *QPState) Release() {
+	m.ctx.FreeUIDX(m.UIDX)
 	m.Mem.Unmap()
 }
 
@@ -328,8 +377,10 @@ func (m *QPState) Release(mc *Context) {
 // the free list the provider keeps in the ring. Posts hold the SRQ's lock
 // and the context's SRQMu; polls that free entries hold SRQMu.
 type SRQState struct {
-	Q   *SRQ
-	Mem *Queue
+	ctx  *Context
+	Q    *SRQ
+	Mem  *Queue
+	SRQN uint32
 }
 
 // CreateSRQ sizes the SRQ as libmlx5 does (srq.c mlx5_alloc_srq_buf),
@@ -338,7 +389,7 @@ type SRQState struct {
 // command. It returns the kernel's handle and SRQN. A basic SRQ has no
 // user index: completions name it by SRQN (CQE version 0) or name the QP,
 // whose SRQ it is (version 1). On an error nothing is left created.
-func CreateSRQ(dev provider.Device, mc *Context, op string, core abi.UverbsCreateSRQ, maxWR, maxSGE int) (*SRQState, uint32, uint32, error) {
+func createSRQ(dev provider.Device, mc *Context, op string, core abi.UverbsCreateSRQ, maxWR, maxSGE int) (*SRQState, uint32, uint32, error) {
 	if err := CheckSRQAttr(&mc.Lim, maxWR, maxSGE); err != nil {
 		return nil, 0, 0, err
 	}
@@ -369,27 +420,39 @@ func CreateSRQ(dev provider.Device, mc *Context, op string, core abi.UverbsCreat
 		mem.Unmap()
 		return nil, 0, 0, err
 	}
-	return &SRQState{Q: q, Mem: mem}, resp.core.SRQHandle, resp.core.SRQN, nil
+	return &SRQState{ctx: mc, Q: q, Mem: mem, SRQN: resp.core.SRQN}, resp.core.SRQHandle, resp.core.SRQN, nil
 }
 
 // PostRecv validates and posts receives (srq.c mlx5_post_srq_recv); on an
 // error it returns the index of the refused request. The caller holds the
 // SRQ's lock.
-func (m *SRQState) PostRecv(mc *Context, wrs []provider.RecvWR) (int, error) {
+func (m *SRQState) PostRecv(wrs []provider.RecvWR) (int, error) {
 	if i, err := checkRecvs(wrs, m.Q.Config().MaxSGE); err != nil {
 		return i, err
 	}
-	mc.SRQMu.Lock()
+	m.ctx.SRQMu.Lock()
 	i, err := m.Q.Post(wrs)
-	mc.SRQMu.Unlock()
+	m.ctx.SRQMu.Unlock()
 	return i, err
 }
 
+// MaxWR is the number of receives the ring holds.
+func (m *SRQState) MaxWR() int { return m.Q.Config().Tail }
+
+// MaxSGE is the scatter/gather entries per receive.
+func (m *SRQState) MaxSGE() int { return m.Q.Config().MaxSGE }
+
+// QueueSize is the receives a post may queue: the entries less one.
+func (m *SRQState) QueueSize() int { return m.Q.Config().WQECount - 1 }
+
+// Release unmaps the ring, after DESTROY_SRQ.
+func (m *SRQState) Release() { m.Mem.Unmap() }
+
 // Posted counts the posted receives and reports whether one names lkey.
 // The caller holds the SRQ's lock.
-func (m *SRQState) Posted(mc *Context, lkey uint32) (n int, usesLKey bool) {
-	mc.SRQMu.Lock() // polls return entries to the free list
-	defer mc.SRQMu.Unlock()
+func (m *SRQState) Posted(lkey uint32) (n int, usesLKey bool) {
+	m.ctx.SRQMu.Lock() // polls return entries to the free list
+	defer m.ctx.SRQMu.Unlock()
 	return m.Q.Posted(lkey)
 }
 
@@ -404,7 +467,7 @@ const AHNum = ^uint32(0)
 // package always does, so that every AH has a handle. core is the core
 // command; it returns the address vector and the kernel's handle. On an
 // error nothing is left created.
-func CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a *AHAttr, link PortLink, random uint32) (AddressVector, uint32, error) {
+func createAH(dev provider.Device, op string, core abi.UverbsCreateAH, a *AHAttr, link PortLink, random uint32) (AddressVector, uint32, error) {
 	// The checks first, as libmlx5 makes them before the command.
 	if _, err := BuildAV(a, link, [6]byte{}, random); err != nil {
 		return AddressVector{}, 0, err
@@ -431,4 +494,85 @@ func CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a *AHAttr
 		return AddressVector{}, 0, err
 	}
 	return av, h, nil
+}
+
+// Context is a provider.Context: its methods create the objects above.
+var _ provider.Context = (*Context)(nil)
+
+// Open issues GET_CONTEXT with mlx5's driver data (struct
+// mlx5_ib_alloc_ucontext_req_v2, AllocUcontextReq) and maps the UAR pages
+// (NewContext); it is the provider's provider.Open.
+func Open(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provider.Context, error) {
+	pageSize := os.Getpagesize()
+	var req struct {
+		core abi.UverbsGetContext
+		drv  abi.Mlx5AllocUcontextReqV2
+	}
+	req.drv = AllocUcontextReq(pageSize)
+	var resp struct {
+		core abi.UverbsGetContextResp
+		drv  abi.Mlx5AllocUcontextResp
+	}
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_GET_CONTEXT, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return nil, err
+	}
+	*core = resp.core
+	mmap := func(off int64, n int, what string) (*sys.Mapping, error) { return dev.Mmap(op, off, n, what) }
+	newLock := func() sync.Locker { return new(provider.SpinLock) }
+	mc, err := NewContext(&resp.drv, dev.Name(), pageSize, int(req.drv.NumLowLatencyBfregs), mmap, newLock)
+	if err != nil {
+		return nil, err
+	}
+	return mc, nil
+}
+
+// CreateCQ creates a CQ (createCQ).
+func (mc *Context) CreateCQ(dev provider.Device, op string, core abi.UverbsCreateCQ, depth int) (provider.CQ, uint32, error) {
+	m, h, err := createCQ(dev, mc, op, core, depth)
+	if err != nil {
+		return nil, 0, err
+	}
+	return m, h, nil
+}
+
+// CreateQP creates a QP (createQP).
+func (mc *Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreateQP, p provider.QPParams) (provider.QP, uint32, uint32, error) {
+	m, h, qpn, err := createQP(dev, mc, op, core, p)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return m, h, qpn, nil
+}
+
+// CreateSRQ creates an SRQ (createSRQ).
+func (mc *Context) CreateSRQ(dev provider.Device, op string, core abi.UverbsCreateSRQ, maxWR, maxSGE int) (provider.SRQ, uint32, uint32, error) {
+	m, h, srqn, err := createSRQ(dev, mc, op, core, maxWR, maxSGE)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return m, h, srqn, nil
+}
+
+// CreateAH builds an AH's address vector (createAH); UD sends carry it,
+// and show the shared checks the stand-in number AHNum.
+func (mc *Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a provider.AHParams) (provider.AH, uint32, error) {
+	attr := AHAttr{
+		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.IsGlobal,
+		DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: a.SGIDIndex, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass,
+	}
+	link := PortLink{Ethernet: a.Ethernet, GRHRequired: a.GRHRequired, RoCEv2: a.RoCEv2}
+	av, h, err := createAH(dev, op, core, &attr, link, rand.Uint32())
+	if err != nil {
+		return provider.AH{}, 0, err
+	}
+	return provider.AH{Data: av, Num: AHNum}, h, nil
+}
+
+// Close unmaps the UAR pages.
+func (mc *Context) Close() { mc.Unmap() }
+
+// NewSRQState is the state of an SRQ over a ring set up already (q in
+// mem), for tests that build one without a device.
+func NewSRQState(mc *Context, q *SRQ, mem *Queue, srqn uint32) *SRQState {
+	return &SRQState{ctx: mc, Q: q, Mem: mem, SRQN: srqn}
 }

@@ -6,7 +6,14 @@
 // every ibv_post_send and ibv_post_recv makes whatever the driver
 // (CheckSend, PlainSend, CheckRecv), and the errors of a refused post.
 //
-// Package uverbs aliases these names in its public API (uverbs.WC is
+// It also names what a provider and uverbs need of each other: Device
+// (write() commands with driver data, mmap on the device's descriptor),
+// and the interfaces through which uverbs drives a provider's objects
+// (Open, Context, CQ, QP, SRQ; objects.go), chosen once when each object
+// is created. mlx5 implements them; rxe's path is written out in uverbs'
+// dispatch file, so that the soft-RoCE hot path makes no interface call.
+//
+// Package uverbs aliases the vocabulary in its public API (uverbs.WC is
 // provider.WC). Each driver package (uverbs/internal/rxe,
 // uverbs/internal/mlx5) imports this one and translates the vocabulary
 // into its own ring format; no driver package imports another, and none
