@@ -11,7 +11,13 @@ github.com/goverbs/rdma/uverbs (*ringLock).Lock
 github.com/goverbs/rdma/uverbs (*ringLock).Unlock
 github.com/goverbs/rdma/uverbs (*ringLock).storeUnlock
 github.com/goverbs/rdma/uverbs (*SendWR).ahNum
-github.com/goverbs/rdma/uverbs rxeSendWR
+github.com/goverbs/rdma/uverbs sendWR
+github.com/goverbs/rdma/uverbs sendWRs
+github.com/goverbs/rdma/uverbs/internal/provider PlainSend
+github.com/goverbs/rdma/uverbs/internal/provider PlainInline
+github.com/goverbs/rdma/uverbs/internal/rxe WCs
+github.com/goverbs/rdma/uverbs/internal/mlx5 SendWRs
+github.com/goverbs/rdma/uverbs/internal/mlx5 WCs
 github.com/goverbs/rdma/uverbs/internal/rxe EncodeRecv
 github.com/goverbs/rdma/uverbs/internal/rxe EncodeRecvOne
 github.com/goverbs/rdma/uverbs/internal/rxe (*Producer).Full
@@ -32,7 +38,7 @@ github.com/goverbs/rdma/uverbs/internal/mlx5 (*SQ).PostPlain
 '
 fail=0
 for arch in amd64 arm64; do
-	out=$(GOARCH=$arch $GO build -gcflags='-m' ./uverbs ./uverbs/internal/rxe ./uverbs/internal/mlx5 ./internal/mmio 2>&1) || {
+	out=$(GOARCH=$arch $GO build -gcflags='-m' ./uverbs ./uverbs/internal/provider ./uverbs/internal/rxe ./uverbs/internal/mlx5 ./internal/mmio 2>&1) || {
 		echo "$out"
 		exit 1
 	}

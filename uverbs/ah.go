@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // AH is an address handle: the destination of UD send work requests
@@ -18,17 +18,14 @@ import (
 //
 // rdma-core: struct ibv_ah.
 type AH struct {
-	// av is the address vector mlx5 UD WQEs carry (mlx5ah.go); zero on
-	// rxe. It comes first: a *AH is the encoder's *mlx5.AddressVector
-	// (mlx5.go, mlx5SendWRs).
-	av     mlx5.AddressVector
+	// drv is what the providers read of the AH when they encode a UD
+	// send: rxe its AH number, mlx5 its address vector (mlx5.CreateAH) and a
+	// non-zero stand-in number, so that the checks both share accept the
+	// AH. It comes first: a *AH is a *provider.AH (provider.go, sendWRs).
+	drv    provider.AH
 	pd     *PD
 	h      uint64
 	handle uint32
-	// num is rxe's AH number, which UD WQEs carry; on mlx5, whose sends
-	// carry the address vector instead, a non-zero stand-in, so that the
-	// validation both providers share accepts the AH.
-	num    uint32
 	attr   AHAttr
 	mu     sync.Mutex
 	closed atomic.Bool
@@ -58,29 +55,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	}
 	ah := &AH{pd: pd, h: newHandle(), attr: attr}
 	req := abi.UverbsCreateAH{UserHandle: ah.h, PDHandle: pd.handle, Attr: attr.toAHAttr()}
-	if c.mlx != nil {
-		if err := ah.createMLX5(op, c, &req); err != nil {
-			pd.kids.unhold()
-			return nil, err
-		}
-	} else {
-		// rxe returns struct rxe_create_ah_resp (the AH number) after the
-		// core response when there is room for it (kernel:
-		// sw/rxe/rxe_verbs.c rxe_create_ah).
-		var resp struct {
-			core abi.UverbsCreateAHResp
-			drv  abi.RxeCreateAHResp
-		}
-		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(&req), bytesOf(&resp)); err != nil {
-			pd.kids.unhold()
-			return nil, err
-		}
-		ah.handle, ah.num = resp.core.AHHandle, resp.drv.AHNum
-		if ah.num == 0 && c.dev.DriverID == DriverRXE {
-			ah.destroy()
-			pd.kids.unhold()
-			return nil, &OpError{Op: op, Err: fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", ErrNotSupported)}
-		}
+	if err := ah.create(op, c, &req); err != nil {
+		pd.kids.unhold()
+		return nil, err
 	}
 	pd.kids.adopt(ah, kindAH)
 	if err := r.add(op, ah.h, kindAH, ah); err != nil {

@@ -239,9 +239,7 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 	// mlx5: the arm sequence moves on first, so that an arm by a waiter
 	// that sees the CQ disarmed below carries the new number (the device
 	// ignores an arm with the number of the one that fired).
-	if cq.ctx.mlx != nil {
-		cq.mlx5Event()
-	}
+	cq.providerEvent()
 	cq.armed.Store(false)
 	cq.events.Add(1)
 	ch.noteM.Lock()

@@ -7,8 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // CQInit describes a completion queue to create.
@@ -72,11 +71,10 @@ type CQ struct {
 	events atomic.Uint64
 
 	mu      ringLock
-	ring    *sys.Mapping
-	q       *rxe.CQ // rxe; nil once closed
-	mx      *mlx5CQ // mlx5 (mlx5cq.go); nil on rxe and once closed
-	pending []WC    // completions pulled out of the ring by QP.Close; Poll returns them first
-	broken  bool    // a resize lost the ring
+	cqRing              // rxe (provider.go); nil once closed
+	drv     provider.CQ // another provider (providers, provider.go); nil on rxe and once closed
+	pending []WC        // completions pulled out of the ring by QP.Close; Poll returns them first
+	broken  bool        // a resize lost the ring
 	notify  notifyCmd
 }
 
@@ -136,26 +134,8 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 		CompVector:  uint32(init.Vector),
 		CompChannel: chFD,
 	}
-	if c.mlx != nil {
-		if err := cq.createMLX5(op, &req, init.Depth); err != nil {
-			return fail(err)
-		}
-	} else {
-		var resp struct {
-			core abi.UverbsCreateCQResp
-			drv  abi.RxeCreateCQResp
-		}
-		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
-			return fail(err)
-		}
-		cq.handle = resp.core.CQHandle
-		m, q, err := c.mapCQ(op, resp.drv.MI)
-		if err != nil {
-			cq.destroy()
-			return fail(err)
-		}
-		cq.ring, cq.q = m, q
-		cq.depth.Store(int32(q.Capacity()))
+	if err := cq.create(op, &req, init.Depth); err != nil {
+		return fail(err)
 	}
 	cq.notify.hdr = abi.UverbsCmdHdr{
 		Command: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
@@ -172,185 +152,12 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 	return cq, nil
 }
 
-// mapCQ maps a CQ ring described by the driver's mmap info and checks its
-// header (rxe: struct rxe_queue_buf with 128-byte slots, docs/abi.md §3.4).
-func (c *Device) mapCQ(op string, mi abi.RxeMminfo) (*sys.Mapping, *rxe.CQ, error) {
-	m, err := c.mmapRing(op, mi, "cq ring")
-	if err != nil {
-		return nil, nil, err
-	}
-	q, err := rxe.NewCQ(m.Bytes())
-	if err != nil {
-		m.Unmap()
-		return nil, nil, &OpError{Op: op, Err: err}
-	}
-	return m, q, nil
-}
-
 // Depth returns the number of completions the CQ holds (the ring's
 // index_mask; at least the depth asked for).
 func (cq *CQ) Depth() int { return int(cq.depth.Load()) }
 
 // Channel returns the completion channel given at creation, or nil.
 func (cq *CQ) Channel() *CompChannel { return cq.ch }
-
-// Poll moves up to len(wcs) completions into wcs and returns how many. It
-// never waits and never allocates. Completions a QP.Close pulled out of the
-// ring while draining come first, then the ring's, in order.
-//
-// rdma-core: ibv_poll_cq.
-func (cq *CQ) Poll(wcs []WC) (int, error) {
-	cq.mu.Lock()
-	// The common case first, an rxe CQ with nothing pulled aside: one
-	// load of producer_index, one decode straight into the caller's
-	// slice, and one consumer_index store for the whole batch, made in the
-	// same call as the unlock; no call at all when the ring is empty
-	// (Refresh is inlined). No defer, which would cost every poll its
-	// set-up: nothing in between can panic (the decoder writes within
-	// len(wcs), read once).
-	if q := cq.q; q != nil && len(cq.pending) == 0 {
-		if !q.Refresh() {
-			cq.mu.Unlock()
-			return 0, nil
-		}
-		n := q.Take(rxeWCs(wcs))
-		cq.mu.storeUnlock(q.IndexStore())
-		return n, nil
-	}
-	// The same on mlx5, with no SRQ to complete (its lock is the slow
-	// path's). The decoder reads the entry within the ring and the
-	// request IDs at masked indexes. An empty CQ skips the consumer-index
-	// store, which would write the value the last poll wrote.
-	if m := cq.mx; m != nil && len(cq.pending) == 0 && !m.srqs {
-		if m.q.Empty() {
-			cq.mu.Unlock()
-			return 0, nil
-		}
-		n, err := m.q.Poll(mlx5WCs(wcs))
-		cq.mu.Unlock()
-		if err != nil {
-			return n, mlx5PollError(err)
-		}
-		return n, nil
-	}
-	return cq.pollSlow(wcs)
-}
-
-// pollSlow is Poll for the other cases: completions pulled aside by
-// QP.Close, an mlx5 CQ with SRQ completions, a closed CQ. It is called
-// with cq.mu held and releases it.
-func (cq *CQ) pollSlow(wcs []WC) (int, error) {
-	defer cq.mu.Unlock()
-	if cq.q == nil && cq.mx == nil {
-		return 0, cq.unusable("poll_cq")
-	}
-	n := 0
-	if len(cq.pending) > 0 {
-		n = copy(wcs, cq.pending)
-		cq.pending = cq.pending[n:]
-		if len(cq.pending) == 0 {
-			cq.pending = nil
-		}
-	}
-	if n < len(wcs) {
-		if cq.mx != nil {
-			m, err := cq.mx.poll(cq.ctx.mlx, wcs[n:])
-			return n + m, err
-		}
-		n += cq.q.Poll(rxeWCs(wcs[n:]))
-	}
-	return n, nil
-}
-
-// WC has the field order and types of the provider's decoded completion, so
-// Poll decodes into the caller's []WC directly (checked again in
-// TestWCLayout).
-var (
-	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(rxe.WC{})]byte
-	_ [unsafe.Sizeof(rxe.WC{}) - unsafe.Sizeof(WC{})]byte
-	_ [unsafe.Offsetof(WC{}.Imm) - unsafe.Offsetof(rxe.WC{}.ImmData)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.ImmData) - unsafe.Offsetof(WC{}.Imm)]byte
-	_ [unsafe.Offsetof(WC{}.QPN) - unsafe.Offsetof(rxe.WC{}.QPNum)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.QPNum) - unsafe.Offsetof(WC{}.QPN)]byte
-	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(rxe.WC{}.Flags)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
-	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(rxe.WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(WC{}.Port) - unsafe.Offsetof(rxe.WC{}.PortNum)]byte
-	_ [unsafe.Offsetof(rxe.WC{}.PortNum) - unsafe.Offsetof(WC{}.Port)]byte
-)
-
-func rxeWCs(w []WC) []rxe.WC {
-	return unsafe.Slice((*rxe.WC)(unsafe.Pointer(unsafe.SliceData(w))), len(w))
-}
-
-// pull moves every completion in the ring to the pending list, for
-// QP.Close, which must see the completions of the QP it drains without
-// losing those of other QPs sharing the CQ. It returns false if the CQ is
-// closed.
-func (cq *CQ) pull() bool {
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.mx != nil {
-		cq.mx.pull(cq.ctx.mlx, &cq.pending)
-		return true
-	}
-	if cq.q == nil {
-		return false
-	}
-	var w rxe.WC
-	for !cq.q.Empty() {
-		rxe.DecodeCQE(cq.q.Peek(), &w)
-		cq.q.Consume()
-		var wc WC
-		wc.fromRXE(&w)
-		cq.pending = append(cq.pending, wc)
-	}
-	return true
-}
-
-// ReqNotify arms the CQ: the next completion (with solicitedOnly, the next
-// solicited receive or any failed one) sends one notification to the CQ's
-// completion channel (write() command REQ_NOTIFY_CQ; rxe has no
-// user-mapped arm flag, docs/abi.md §3.10). It allocates nothing.
-//
-// rdma-core: ibv_req_notify_cq.
-func (cq *CQ) ReqNotify(solicitedOnly bool) error {
-	const op = "req_notify_cq"
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.q == nil && cq.mx == nil {
-		return cq.unusable(op)
-	}
-	if cq.ch == nil {
-		return &OpError{Op: op, Err: fmt.Errorf("the CQ has no completion channel to notify: create it with CQInit.Channel")}
-	}
-	cq.notify.req.SolicitedOnly = 0
-	if solicitedOnly {
-		cq.notify.req.SolicitedOnly = 1
-	}
-	if cq.mx != nil {
-		// The arm word and the UAR doorbell, no system call
-		// (docs/mlx5.md §5).
-		cq.armed.Store(true)
-		cq.mx.q.Arm(solicitedOnly)
-		return nil
-	}
-	c := cq.ctx
-	if err := c.lockCmd(op); err != nil {
-		return err
-	}
-	// Set before the kernel can raise the event, so that reading it always
-	// clears the flag.
-	cq.armed.Store(true)
-	// REQ_NOTIFY_CQ never sleeps (rxe: a spin lock around the arm flag).
-	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
-	c.mu.RUnlock()
-	if err != nil {
-		cq.armed.Store(false)
-	}
-	return err
-}
 
 // PollWait returns the next completions: it polls the CQ into wcs and,
 // while it is empty, arms it (ReqNotify, once per event), polls again (a
@@ -405,52 +212,6 @@ func (cq *CQ) waiting(seq uint64) bool {
 	return cq.armed.Load() && cq.events.Load() == seq
 }
 
-// Resize changes the CQ to hold at least n completions (write() command
-// RESIZE_CQ). The kernel moves the completions not yet polled to the new
-// ring; it refuses (EINVAL) a size smaller than their number.
-//
-// rdma-core: ibv_resize_cq.
-func (cq *CQ) Resize(n int) error {
-	const op = "resize_cq"
-	if n <= 0 {
-		return &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", n)}
-	}
-	if err := cq.ctx.checkCQDepth(n); err != nil {
-		return &OpError{Op: op, Err: err}
-	}
-	if cq.ctx.mlx != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 CQ is not implemented: create a larger CQ: %w", ErrNotSupported)}
-	}
-	cq.mu.Lock()
-	defer cq.mu.Unlock()
-	if cq.q == nil {
-		return cq.unusable(op)
-	}
-	req := abi.UverbsResizeCQ{CQHandle: cq.handle, CQE: uint32(n)}
-	var resp struct {
-		core abi.UverbsResizeCQResp
-		drv  abi.RxeResizeCQResp
-	}
-	if err := cq.ctx.write(op, abi.IB_USER_VERBS_CMD_RESIZE_CQ, bytesOf(&req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	// The kernel copied the unread entries into a new ring and frees the
-	// old one once unmapped (kernel: sw/rxe/rxe_queue.c rxe_queue_resize).
-	old := cq.ring
-	m, q, err := cq.ctx.mapCQ(op, resp.drv.MI)
-	old.Unmap()
-	if err != nil {
-		// The kernel has switched rings; without the new one the CQ is
-		// unusable.
-		cq.ring, cq.q = nil, nil
-		cq.broken = true
-		return &OpError{Op: op, Err: fmt.Errorf("the CQ was resized but its new ring could not be mapped, so it is no longer usable: close it: %w", err)}
-	}
-	cq.ring, cq.q = m, q
-	cq.depth.Store(int32(q.Capacity()))
-	return nil
-}
-
 // Close destroys the CQ (DESTROY_CQ) and unmaps its ring. It refuses with an
 // error matching ErrBusy while QPs use the CQ. Completions not yet polled
 // are lost.
@@ -470,13 +231,8 @@ func (cq *CQ) close(force bool) error {
 	}
 	cq.mu.Lock()
 	err = cq.destroy()
-	if cq.ring != nil {
-		cq.ring.Unmap()
-	}
-	if cq.mx != nil {
-		cq.mx.mem.unmap()
-	}
-	cq.ring, cq.q, cq.mx, cq.pending = nil, nil, nil, nil
+	cq.release()
+	cq.pending = nil
 	cq.mu.Unlock()
 	if cq.ch != nil {
 		cq.ch.last.CompareAndSwap(cq, nil)

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // ErrNoDevice is returned when the machine has no RDMA device at all.
@@ -18,7 +19,7 @@ var ErrNoDevice = errors.New("no RDMA device: create a soft-RoCE device with `rd
 // the ioctl ABI answers EPROTONOSUPPORT for an unknown object, method or
 // mandatory attribute and ENOTTY when it is absent altogether
 // (kernel: core/uverbs_ioctl.c). The errno stays reachable with errors.Is.
-var ErrNotSupported = errors.New("not supported by this kernel or device")
+var ErrNotSupported = provider.ErrNotSupported
 
 // ErrClosed is returned by any call on a closed Device (or on an object whose
 // Device was closed).

@@ -65,7 +65,7 @@ func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, sq: sq, lim: lim}
+	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, qpSendRing: qpSendRing{sq: sq}, lim: lim}
 	fakeLKey(qp.pd, 7) // the lkey of the benchmarks' SGEs
 	qp.state.Store(uint32(QPStateRTS))
 	singleGoroutine(single, "a fake QP", &qp.sendMu, &qp.recvMu)
@@ -126,7 +126,7 @@ func fakeCQ(tb testing.TB, single bool) (cq *CQ, produce func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cq = &CQ{q: q}
+	cq = &CQ{cqRing: cqRing{q: q}}
 	singleGoroutine(single, "a fake CQ", &cq.mu)
 	return cq, func() { prod.Store((prod.Load() + 1) & 1023) }
 }
@@ -140,7 +140,7 @@ func TestPollPublishesConsumerIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq := &CQ{q: q}
+	cq := &CQ{cqRing: cqRing{q: q}}
 	for i := range 3 {
 		binary.LittleEndian.PutUint64(buf[rxe.RingHeaderSize+i<<6:], uint64(100+i)) // wr_id
 	}
@@ -170,7 +170,7 @@ func TestPollTakesWhatArrivedSinceItsLastLook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq := &CQ{q: q}
+	cq := &CQ{cqRing: cqRing{q: q}}
 	for i := range 8 {
 		binary.LittleEndian.PutUint64(buf[rxe.RingHeaderSize+i<<6:], uint64(100+i)) // wr_id
 	}

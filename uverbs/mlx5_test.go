@@ -20,6 +20,7 @@ import (
 	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // The mlx5 seam on the host, without a ConnectX: the commands' driver data
@@ -29,109 +30,15 @@ import (
 
 var be = binary.BigEndian
 
-func TestMLX5AllocUcontextReq(t *testing.T) {
-	for _, c := range []struct {
-		page, tot, lowLat int
-	}{
-		// mlx5.c get_total_uuars: max(page/4096 × 2, 16) aligned to 2;
-		// get_num_low_lat_uuars: max(4, total − 12).
-		{4096, 16, 4},
-		{16384, 16, 4},
-		{65536, 32, 20},
-	} {
-		req := mlx5AllocUcontextReq(c.page)
-		b := bytesOf(&req)
-		if len(b) != 32 {
-			t.Fatalf("mlx5_ib_alloc_ucontext_req_v2 is %d bytes, want 32", len(b))
-		}
-		// Offsets of struct mlx5_ib_alloc_ucontext_req_v2: total_num_bfregs
-		// 0, num_low_latency_bfregs 4, flags 8, comp_mask 12,
-		// max_cqe_version 16, lib_caps 24.
-		le := binary.LittleEndian
-		if got := le.Uint32(b[0:]); got != uint32(c.tot) {
-			t.Errorf("page %d: total_num_bfregs %d, want %d", c.page, got, c.tot)
-		}
-		if got := le.Uint32(b[4:]); got != uint32(c.lowLat) {
-			t.Errorf("page %d: num_low_latency_bfregs %d, want %d", c.page, got, c.lowLat)
-		}
-		if got := le.Uint32(b[8:]); got != 0 {
-			t.Errorf("page %d: flags %#x, want 0 (no DEVX)", c.page, got)
-		}
-		if b[16] != 1 {
-			t.Errorf("page %d: max_cqe_version %d, want 1", c.page, b[16])
-		}
-		if got := le.Uint64(b[24:]); got != abi.MLX5_LIB_CAP_4K_UAR {
-			t.Errorf("page %d: lib_caps %#x, want MLX5_LIB_CAP_4K_UAR alone", c.page, got)
-		}
-		for _, i := range []int{12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23} {
-			if b[i] != 0 {
-				t.Errorf("page %d: byte %d is %#x, want 0", c.page, i, b[i])
-			}
-		}
-	}
-}
-
-func TestMLX5UARPages(t *testing.T) {
-	for _, c := range []struct {
-		tot, perPage, logSize uint32
-		pages, uarsPerPage    int
-	}{
-		{16, 1, 12, 8, 1},
-		{32, 16, 12, 1, 16}, // 64 KiB pages, 4 KiB UARs
-		{16, 0, 0, 8, 1},    // a kernel that reports neither: one UAR a page
-		{16, 0, 12, 0, 0},
-	} {
-		r := abi.Mlx5AllocUcontextResp{TotBfregs: c.tot, NumUarsPerPage: c.perPage, LogUarSize: c.logSize}
-		pages, per := mlx5UARPages(&r)
-		if pages != c.pages || per != c.uarsPerPage {
-			t.Errorf("%+v: %d pages of %d UARs, want %d of %d", c, pages, per, c.pages, c.uarsPerPage)
-		}
-	}
-	// (MLX5_IB_MMAP_REGULAR_PAGE << 8 | index) pages.
-	if got := mlx5UARMmapOffset(3, 4096); got != 3*4096 {
-		t.Errorf("UAR page 3: mmap offset %#x, want %#x", got, 3*4096)
-	}
-}
-
-func TestMLX5BFRegLayout(t *testing.T) {
-	pages := [][]byte{make([]byte, 16384), make([]byte, 16384)}
-	mc := &mlx5Context{}
-	// 16 bfregs for QPs (two a UAR), the top 4 of them low-latency.
-	if err := mc.layBFRegs(pages, 4, 512, 12); err != nil {
-		t.Fatal(err)
-	}
-	if len(mc.bfregs) != 2*4*4 {
-		t.Fatalf("%d bfregs, want 32", len(mc.bfregs))
-	}
-	for n := range mc.bfregs {
-		page, sub, slot := n/16, n/4%4, n%4
-		want := &pages[page][4096*sub+0x800+slot*512]
-		bf := &mc.bfregs[n].bf
-		if &bf.Reg[0] != want || len(bf.Reg) != 512 || bf.BufSize != 256 || bf.Dedicated != (n != 0) {
-			t.Errorf("bfreg %d: register at page %d offset %#x, %d bytes, halves %d, dedicated %v",
-				n, page, uintptr(unsafe.Pointer(&bf.Reg[0]))-uintptr(unsafe.Pointer(&pages[page][0])), len(bf.Reg), bf.BufSize, bf.Dedicated)
-		}
-		// The kernel's numbers 12-15 (mlx5_ib_alloc_ucontext's
-		// low-latency ones) are slots 0 and 1 of UARs 6 and 7.
-		lowLat := n == 24 || n == 25 || n == 28 || n == 29
-		if shared := bf.Lock != nil; shared == lowLat {
-			t.Errorf("bfreg %d: locked %v, want %v", n, shared, !lowLat)
-		}
-	}
-	if err := (&mlx5Context{}).layBFRegs([][]byte{make([]byte, 4096)}, 2, 512, 12); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("bfregs past the page: %v, want ErrNotSupported", err)
-	}
-}
-
 func TestMLX5CreateCommands(t *testing.T) {
 	page := os.Getpagesize()
-	q, err := newMLX5Queue(3*64+5, "test queue")
+	q, err := mlx5.NewQueue(3*64+5, "test queue")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.unmap()
-	if q.ringAddr()%uint64(page) != 0 || q.dbrecAddr()%uint64(page) != 0 || q.dbrecAddr() <= q.ringAddr() {
-		t.Fatalf("ring at %#x, doorbell record at %#x: both must be page-aligned, the record after the ring", q.ringAddr(), q.dbrecAddr())
+	defer q.Unmap()
+	if q.RingAddr()%uint64(page) != 0 || q.DBRecAddr()%uint64(page) != 0 || q.DBRecAddr() <= q.RingAddr() {
+		t.Fatalf("ring at %#x, doorbell record at %#x: both must be page-aligned, the record after the ring", q.RingAddr(), q.DBRecAddr())
 	}
 	le := binary.LittleEndian
 
@@ -139,13 +46,13 @@ func TestMLX5CreateCommands(t *testing.T) {
 	cq := struct {
 		core abi.UverbsCreateCQ
 		drv  abi.Mlx5CreateCQ
-	}{abi.UverbsCreateCQ{CQE: 7}, mlx5.CreateCQCmd(q.ringAddr(), q.dbrecAddr())}
+	}{abi.UverbsCreateCQ{CQE: 7}, mlx5.CreateCQCmd(q.RingAddr(), q.DBRecAddr())}
 	b := bytesOf(&cq)
 	if len(b) != 32+32 {
 		t.Fatalf("CREATE_CQ command is %d bytes, want 64", len(b))
 	}
 	d := b[32:]
-	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() || le.Uint32(d[16:]) != 64 || !zero(d[20:]) {
+	if le.Uint64(d[0:]) != q.RingAddr() || le.Uint64(d[8:]) != q.DBRecAddr() || le.Uint32(d[16:]) != 64 || !zero(d[20:]) {
 		t.Errorf("mlx5_ib_create_cq: % x", d)
 	}
 
@@ -155,7 +62,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	qp := struct {
 		core abi.UverbsCreateQP
 		drv  abi.Mlx5CreateQP
-	}{abi.UverbsCreateQP{}, mlx5.CreateQPCmd(q.ringAddr(), q.dbrecAddr(), sq, rq, 0x1234)}
+	}{abi.UverbsCreateQP{}, mlx5.CreateQPCmd(q.RingAddr(), q.DBRecAddr(), sq, rq, 0x1234)}
 	b = bytesOf(&qp)
 	if len(b) != 56+56 {
 		t.Fatalf("CREATE_QP command is %d bytes, want 112", len(b))
@@ -164,7 +71,7 @@ func TestMLX5CreateCommands(t *testing.T) {
 	// mlx5_ib_create_qp: buf_addr 0, db_addr 8, sq_wqe_count 16,
 	// rq_wqe_count 20, rq_wqe_shift 24, flags 28, uidx 32, bfreg_index 36,
 	// sq_buf_addr 40, ece_options 48.
-	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() ||
+	if le.Uint64(d[0:]) != q.RingAddr() || le.Uint64(d[8:]) != q.DBRecAddr() ||
 		le.Uint32(d[16:]) != 16 || le.Uint32(d[20:]) != 8 || le.Uint32(d[24:]) != 5 ||
 		le.Uint32(d[28:]) != 0 || le.Uint32(d[32:]) != 0x1234 || !zero(d[36:]) {
 		t.Errorf("mlx5_ib_create_qp: % x", d)
@@ -175,13 +82,13 @@ func TestMLX5CreateCommands(t *testing.T) {
 	srq := struct {
 		core abi.UverbsCreateSRQ
 		drv  abi.Mlx5CreateSRQ
-	}{abi.UverbsCreateSRQ{}, mlx5.CreateSRQCmd(q.ringAddr(), q.dbrecAddr())}
+	}{abi.UverbsCreateSRQ{}, mlx5.CreateSRQCmd(q.RingAddr(), q.DBRecAddr())}
 	b = bytesOf(&srq)
 	if len(b) != 32+32 {
 		t.Fatalf("CREATE_SRQ command is %d bytes, want 64", len(b))
 	}
 	d = b[32:]
-	if le.Uint64(d[0:]) != q.ringAddr() || le.Uint64(d[8:]) != q.dbrecAddr() || !zero(d[16:]) {
+	if le.Uint64(d[0:]) != q.RingAddr() || le.Uint64(d[8:]) != q.DBRecAddr() || !zero(d[16:]) {
 		t.Errorf("mlx5_ib_create_srq: % x", d)
 	}
 }
@@ -193,26 +100,6 @@ func zero(b []byte) bool {
 		}
 	}
 	return true
-}
-
-func TestMLX5UserIndex(t *testing.T) {
-	mc := &mlx5Context{cqeVersion: 1, uidxUsed: map[uint32]bool{}}
-	a, _ := mc.allocUIDX()
-	b, _ := mc.allocUIDX()
-	if a == b {
-		t.Fatalf("two QPs got user index %d", a)
-	}
-	mc.freeUIDX(a)
-	mc.uidxNext = mlx5DefaultUIDX - 1
-	c, _ := mc.allocUIDX()
-	d, _ := mc.allocUIDX()
-	if c != mlx5DefaultUIDX-1 || d != a {
-		t.Errorf("after %#x came %#x, want the free index %#x (never %#x)", c, d, a, mlx5DefaultUIDX)
-	}
-	v0 := &mlx5Context{}
-	if u, _ := v0.allocUIDX(); u != mlx5DefaultUIDX {
-		t.Errorf("CQE version 0: user index %#x, want MLX5_IB_DEFAULT_UIDX", u)
-	}
 }
 
 // fakeMLX5 is a Device with an mlx5 context over a plain-memory UAR page.
@@ -232,16 +119,12 @@ func newFakeMLX5V(tb testing.TB, v int) *fakeMLX5 {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { m.Unmap() })
-	mc := &mlx5Context{
-		lim:        mlx5.DeviceLimits{MaxSQDescSize: 512, MaxRQDescSize: 512, MaxSendWQEBB: 1 << 16, MaxRecvWR: 1 << 15, MaxSRQRecvWR: 1 << 15},
-		cqeVersion: v,
-		uidxUsed:   map[uint32]bool{},
-	}
+	mc := mlx5.NewContextState(mlx5.DeviceLimits{MaxSQDescSize: 512, MaxRQDescSize: 512, MaxSendWQEBB: 1 << 16, MaxRecvWR: 1 << 15, MaxSRQRecvWR: 1 << 15}, v)
 	// One UAR: bfreg 1 is low-latency (unlocked), 2 and 3 are shared.
-	if err := mc.layBFRegs([][]byte{m.Bytes()}, 1, 512, 1); err != nil {
+	if err := mc.LayBFRegs([][]byte{m.Bytes()}, 1, 512, 1, func() sync.Locker { return new(ringLock) }); err != nil {
 		tb.Fatal(err)
 	}
-	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, mlx: mc}
+	c := &Device{dev: DeviceInfo{Name: "mlx5_fake", DriverID: DriverMLX5}, deviceProvider: deviceProvider{drv: mc}}
 	c.devAttr.Store(&DeviceAttr{AtomicCap: AtomicHCA})
 	return &fakeMLX5{c: c, uar: m.Bytes(), pd: &PD{ctx: c}}
 }
@@ -252,67 +135,75 @@ func (f *fakeMLX5) cq(tb testing.TB, depth int, cqn uint32) *CQ {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	mem, err := newMLX5Queue(entries*mlx5.CQESize, "fake cq")
+	mem, err := mlx5.NewQueue(entries*mlx5.CQESize, "fake cq")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(mem.unmap)
-	mlx5.InitCQRing(mem.ring)
-	cq := &CQ{ctx: f.c, ch: &CompChannel{}}
-	if err := cq.attachMLX5(mem, entries, cqn); err != nil {
+	tb.Cleanup(mem.Unmap)
+	mlx5.InitCQRing(mem.Ring)
+	m, err := mlx5.AttachCQ(f.c.drv.(*mlx5.Context), mem, entries, cqn)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	cq := &CQ{ctx: f.c, ch: &CompChannel{}, drv: m}
+	cq.depth.Store(int32(m.Depth()))
 	return cq
 }
 
 func (f *fakeMLX5) qp(tb testing.TB, init QPInit, qpn uint32, bfreg int) *QP {
 	tb.Helper()
-	mc := f.c.mlx
-	sq, sqBytes, err := mlx5.SQSize(&mc.lim, mlx5QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
+	mc := f.c.drv.(*mlx5.Context)
+	sq, sqBytes, err := mlx5.SQSize(&mc.Lim, mlx5.QPType(init.Type), init.Cap.MaxSendWR, init.Cap.MaxSendSGE, init.Cap.MaxInline)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var rq mlx5.RQConfig
 	rqBytes := 0
 	if init.SRQ == nil {
-		if rq, rqBytes, err = mlx5.RQSize(&mc.lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
+		if rq, rqBytes, err = mlx5.RQSize(&mc.Lim, init.Cap.MaxRecvWR, init.Cap.MaxRecvSGE); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	mem, err := newMLX5Queue(rqBytes+sqBytes, "fake qp")
+	mem, err := mlx5.NewQueue(rqBytes+sqBytes, "fake qp")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(mem.unmap)
-	uidx, err := mc.allocUIDX()
+	tb.Cleanup(mem.Unmap)
+	uidx, err := mc.AllocUIDX()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	qp := &QP{ctx: f.c, pd: f.pd, typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ, srq: init.SRQ, qpn: qpn}
-	if err := qp.attachMLX5(mem, uidx, bfreg, sq, rq, &init); err != nil {
+	atomics := false
+	if a := f.c.deviceLimits(); a != nil {
+		atomics = a.AtomicCap != AtomicNone
+	}
+	m, err := mlx5.AttachQP(mc, mem, uidx, bfreg, qpn, sq, rq, init.SignalAll, atomics)
+	if err != nil {
 		tb.Fatal(err)
 	}
+	qp.attachProvider(m, &init)
 	qp.state.Store(uint32(QPStateRTS))
 	return qp
 }
 
 func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 	tb.Helper()
-	mc := f.c.mlx
-	cfg, n, err := mlx5.SRQSize(&mc.lim, maxWR, maxSGE)
+	mc := f.c.drv.(*mlx5.Context)
+	cfg, n, err := mlx5.SRQSize(&mc.Lim, maxWR, maxSGE)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	mem, err := newMLX5Queue(n, "fake srq")
+	mem, err := mlx5.NewQueue(n, "fake srq")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(mem.unmap)
-	q, err := mlx5.NewSRQ(mem.ring, mem.dbrec[:4], cfg)
+	tb.Cleanup(mem.Unmap)
+	q, err := mlx5.NewSRQ(mem.Ring, mem.DBRec[:4], cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, mx: &mlx5SRQ{q: q, mem: mem}}
+	return &SRQ{ctx: f.c, pd: f.pd, srqn: 0x55, drv: mlx5.NewSRQState(f.c.drv.(*mlx5.Context), q, mem, 0x55)}
 }
 
 // putCQE writes completion n of a CQ as the device would: opcode and owner
@@ -320,7 +211,7 @@ func (f *fakeMLX5) srq(tb testing.TB, maxWR, maxSGE int) *SRQ {
 // WQE opcode and QPN in sop_drop_qpn, byte_cnt and wqe_counter
 // (docs/mlx5.md §5).
 func putCQE(cq *CQ, n int, opcode, wqeOpcode uint8, qpn, uidx uint32, counter uint16, byteCnt uint32) {
-	ring := cq.mx.mem.ring
+	ring := cq.drv.(*mlx5.CQState).Mem.Ring
 	entries := len(ring) / 64
 	e := ring[(n&(entries-1))*64:][:64]
 	clear(e)
@@ -338,8 +229,8 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Errorf("CQ depth %d, want 15 (16 entries less one)", cq.Depth())
 	}
 	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 4, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x123, 1)
-	m := qp.mx
-	if c := qp.Cap(); c.MaxSendWR != m.sq.Config().MaxPost || c.MaxRecvWR != 4 || c.MaxRecvSGE != 1 {
+	m := qp.drv.(*mlx5.QPState)
+	if c := qp.Cap(); c.MaxSendWR != m.SQ.Config().MaxPost || c.MaxRecvWR != 4 || c.MaxRecvSGE != 1 {
 		t.Errorf("Cap %+v does not report the queues' max_post and max_gs", c)
 	}
 
@@ -349,7 +240,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostSend([]SendWR{{ID: 7, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{sge}}}); err != nil {
 		t.Fatal(err)
 	}
-	w := m.sqRing
+	w := m.SQRing
 	if got := be.Uint32(w[0:]); got != 0x0a {
 		t.Errorf("opmod_idx_opcode %#x, want SEND at index 0", got)
 	}
@@ -362,10 +253,10 @@ func TestMLX5DataPath(t *testing.T) {
 	if be.Uint32(w[16:]) != 100 || be.Uint32(w[20:]) != 0xabcd || be.Uint64(w[24:]) != 0x1000 {
 		t.Errorf("data segment % x", w[16:32])
 	}
-	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
+	if got := be.Uint32(m.Mem.DBRec[4:]); got != 1 {
 		t.Errorf("send doorbell record %d, want 1", got)
 	}
-	reg := f.c.mlx.bfregs[1].bf.Reg
+	reg := f.c.drv.(*mlx5.Context).BFRegs[1].BF.Reg
 	if string(reg[:64]) != string(w[:64]) {
 		t.Errorf("BlueFlame register holds % x, want the WQE", reg[:64])
 	}
@@ -374,11 +265,11 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostRecv([]RecvWR{{ID: 9, SGEs: []SGE{{Addr: 0x2000, Length: 256, LKey: 0x11}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if be.Uint32(m.rqRing[0:]) != 256 || be.Uint32(m.rqRing[4:]) != 0x11 || be.Uint32(m.mem.dbrec[0:]) != 1 {
-		t.Errorf("receive WQE % x, doorbell record %d", m.rqRing[:16], be.Uint32(m.mem.dbrec[0:]))
+	if be.Uint32(m.RQRing[0:]) != 256 || be.Uint32(m.RQRing[4:]) != 0x11 || be.Uint32(m.Mem.DBRec[0:]) != 1 {
+		t.Errorf("receive WQE % x, doorbell record %d", m.RQRing[:16], be.Uint32(m.Mem.DBRec[0:]))
 	}
-	putCQE(cq, 0, 0, 0x0a, 0x123, m.uidx, 0, 0) // REQ, SEND
-	putCQE(cq, 1, 2, 0, 0x123, m.uidx, 0, 42)   // RESP_SEND
+	putCQE(cq, 0, 0, 0x0a, 0x123, m.UIDX, 0, 0) // REQ, SEND
+	putCQE(cq, 1, 2, 0, 0x123, m.UIDX, 0, 42)   // RESP_SEND
 	wcs := make([]WC, 4)
 	for i := range wcs {
 		wcs[i] = WC{SrcQP: 0xdead, SLID: 3, Port: 9} // left from an earlier poll
@@ -398,7 +289,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if wcs[1].ID != 9 || wcs[1].Status != WCSuccess || wcs[1].Opcode != WCOpRecv || wcs[1].ByteLen != 42 {
 		t.Errorf("receive completion %+v", wcs[1])
 	}
-	if got := be.Uint32(cq.mx.mem.dbrec[0:]); got != 2 {
+	if got := be.Uint32(cq.drv.(*mlx5.CQState).Mem.DBRec[0:]); got != 2 {
 		t.Errorf("consumer index in the CQ doorbell record %d, want 2", got)
 	}
 	if s, r := qp.pendingNow(); s != 0 || r != 0 {
@@ -421,7 +312,7 @@ func TestMLX5DataPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	word := uint32(1<<24 | 2)
-	if got := be.Uint32(cq.mx.mem.dbrec[4:]); got != word {
+	if got := be.Uint32(cq.drv.(*mlx5.CQState).Mem.DBRec[4:]); got != word {
 		t.Errorf("arm word %#x, want %#x", got, word)
 	}
 	if got := be.Uint64(f.uar[0x20:]); got != uint64(word)<<32|0x77 {
@@ -439,7 +330,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if !errors.Is(err, ErrBadSendFlags) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.EINVAL) || errors.Is(err, ErrTooManySGEs) {
 		t.Errorf("a SEND with the IP checksum flag: %v, want ErrBadSendFlags, ErrInvalidWR and EINVAL", err)
 	}
-	full := make([]SendWR, m.sq.Config().MaxPost+1)
+	full := make([]SendWR, m.SQ.Config().MaxPost+1)
 	for i := range full {
 		full[i] = SendWR{ID: uint64(i), Op: OpSend}
 	}
@@ -451,7 +342,7 @@ func TestMLX5DataPath(t *testing.T) {
 	if err := qp.PostRecv(rfull); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 3 {
 		t.Errorf("5 receives on a 4-entry queue holding one: %v, want ErrQueueFull at index 3", err)
 	}
-	if got := be.Uint32(m.mem.dbrec[4:]); got != 1 {
+	if got := be.Uint32(m.Mem.DBRec[4:]); got != 1 {
 		t.Errorf("refused posts moved the send doorbell record to %d", got)
 	}
 }
@@ -468,7 +359,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv([]RecvWR{{ID: 31, SGEs: []SGE{{Addr: 0x3000, Length: 64, LKey: 5}}}, {ID: 32}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := be.Uint32(srq.mx.mem.dbrec[0:]); got != 2 {
+		if got := be.Uint32(srq.drv.(*mlx5.SRQState).Mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d, want 2", got)
 		}
 		// libmlx5 reports max_wr = the free list's tail, roundup_pow2(4+1)
@@ -481,7 +372,7 @@ func TestMLX5SRQ(t *testing.T) {
 		// the receive (docs/mlx5.md §5).
 		name := srq.srqn
 		if v == 1 {
-			name = qp.mx.uidx
+			name = qp.drv.(*mlx5.QPState).UIDX
 		}
 		putCQE(cq, 0, 2, 0, 0x200, name, 1, 8)
 		wcs := make([]WC, 2)
@@ -489,7 +380,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err != nil || n != 1 || wcs[0].ID != 32 || wcs[0].ByteLen != 8 || wcs[0].QPN != 0x200 {
 			t.Fatalf("CQE version %d: Poll: %d, %v, %+v; want the SRQ's request 32 on QP 0x200", v, n, err, wcs[0])
 		}
-		if !cq.mx.srqs {
+		if !cq.drv.(*mlx5.CQState).SRQs {
 			t.Error("the CQ of a QP with an SRQ does not take the SRQ lock")
 		}
 		// Request 31 is still posted and names lkey 5 (MR.Close asks).
@@ -505,7 +396,7 @@ func TestMLX5SRQ(t *testing.T) {
 		if err := srq.PostRecv(make([]RecvWR, 7)); !errors.Is(err, ErrQueueFull) || !errors.As(err, &pe) || pe.Index != 6 {
 			t.Errorf("seven receives on an SRQ with room for six: %v, want ErrQueueFull at index 6", err)
 		}
-		if got := be.Uint32(srq.mx.mem.dbrec[0:]); got != 2 {
+		if got := be.Uint32(srq.drv.(*mlx5.SRQState).Mem.DBRec[0:]); got != 2 {
 			t.Errorf("SRQ doorbell record %d after a refused list, want 2", got)
 		}
 	}
@@ -526,8 +417,8 @@ func TestMLX5HotPathAllocs(t *testing.T) {
 		if err := qp.PostRecv(rwr); err != nil {
 			t.Fatal(err)
 		}
-		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.mx.uidx, uint16(i), 0)
-		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.mx.uidx, uint16(i), 8)
+		putCQE(cq, 2*i, 0, 0x08, 0x300, qp.drv.(*mlx5.QPState).UIDX, uint16(i), 0)
+		putCQE(cq, 2*i+1, 2, 0, 0x300, qp.drv.(*mlx5.QPState).UIDX, uint16(i), 8)
 		i++
 		if n, err := cq.Poll(wcs); n != 2 || err != nil {
 			t.Fatalf("Poll: %d, %v", n, err)
@@ -542,12 +433,12 @@ func TestMLX5UDSend(t *testing.T) {
 	f := newFakeMLX5(t)
 	cq := f.cq(t, 7, 0x7a)
 	qp := f.qp(t, QPInit{Type: UD, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 2, MaxRecvWR: 2, MaxSendSGE: 1, MaxRecvSGE: 1}}, 0x400, 2)
-	a := mlx5AHAttr(&AHAttr{DLID: 0x21, SL: 3})
+	a := mlx5.AHAttr{DLID: 0x21, SL: 3}
 	av, err := mlx5.BuildAV(&a, mlx5.PortLink{}, [6]byte{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ah := &AH{pd: f.pd, av: av, num: mlx5AHNum}
+	ah := &AH{pd: f.pd, drv: provider.AH{Data: av, Num: mlx5.AHNum}}
 	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
 	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
 		t.Fatal(err)
@@ -555,7 +446,7 @@ func TestMLX5UDSend(t *testing.T) {
 	// Control segment, the AH's address vector with the Q_Key at 0 and
 	// the remote QPN | 0x80000000 at 8, then the data segment
 	// (docs/mlx5.md §3).
-	w := qp.mx.sqRing
+	w := qp.drv.(*mlx5.QPState).SQRing
 	if got := be.Uint32(w[4:]); got != 0x400<<8|5 {
 		t.Errorf("qpn_ds %#x, want QPN 0x400, 5 segments", got)
 	}
@@ -597,7 +488,7 @@ func TestMLX5NoReceiveQueue(t *testing.T) {
 // request comes back once, in order.
 func TestMLX5PostBesidePoll(t *testing.T) {
 	f := newFakeMLX5(t)
-	if f.c.mlx.bfregs[1].bf.Lock != nil || f.c.mlx.bfregs[2].bf.Lock == nil {
+	if f.c.drv.(*mlx5.Context).BFRegs[1].BF.Lock != nil || f.c.drv.(*mlx5.Context).BFRegs[2].BF.Lock == nil {
 		t.Fatal("the fake's bfreg 1 should be its QP's own and bfreg 2 shared")
 	}
 	cq := f.cq(t, 255, 0x7b)
@@ -617,7 +508,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 			for s, r := uint64(0), uint64(0); s < n || r < n; runtime.Gosched() {
 				var err error
 				if s < n {
-					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, num: mlx5AHNum}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
+					if err = qp.PostSend([]SendWR{{ID: s, Op: OpSend, Flags: SendSignaled, SGEs: sge, AH: &AH{pd: f.pd, drv: provider.AH{Num: mlx5.AHNum}}, RemoteQPN: 1, RemoteQKey: 2}}); err == nil {
 						s++
 					}
 				}
@@ -649,15 +540,15 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 		default:
 		}
 		for k, qp := range qps {
-			m, s := qp.mx, &st[k]
-			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 0)))
-			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.mem.dbrec, 4)))
+			m, s := qp.drv.(*mlx5.QPState), &st[k]
+			recvDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.Mem.DBRec, 0)))
+			sendDB := bits.ReverseBytes32(mmio.LoadAcquire32(mmio.U32(m.Mem.DBRec, 4)))
 			for ; s.sent&0xffff != sendDB; s.sent += 2 {
-				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.uidx, uint16(s.sent), 0)
+				putCQE(cq, cqe, 0, 0x0a, qp.qpn, m.UIDX, uint16(s.sent), 0)
 				cqe++
 			}
 			for ; s.recvd&0xffff != recvDB; s.recvd++ {
-				putCQE(cq, cqe, 2, 0, qp.qpn, m.uidx, 0, 8)
+				putCQE(cq, cqe, 2, 0, qp.qpn, m.UIDX, 0, 8)
 				cqe++
 			}
 		}
@@ -694,7 +585,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 }
 
 // Send lists go to the mlx5 encoder and completions come from its decoder
-// as they are (mlx5SendWRs, mlx5WCs), so the opcodes, flags and statuses
+// as they are (sendWRs, mlx5.SendWRs, mlx5.WCs), so the opcodes, flags and statuses
 // must have the provider's values, and an AH must read as its address
 // vector.
 func TestMLX5SharedValues(t *testing.T) {
@@ -739,11 +630,11 @@ func TestMLX5SharedValues(t *testing.T) {
 	}
 
 	ah := &AH{}
-	ah.av[0], ah.av[47] = 1, 2
+	ah.drv.Data[0], ah.drv.Data[47] = 1, 2
 	w := []SendWR{{ID: 3, Op: OpSendImm, Flags: SendSignaled, SGEs: []SGE{{Addr: 4, Length: 5, LKey: 6}}, Imm: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AH: ah, RemoteQPN: 12, RemoteQKey: 13}}
-	got := mlx5SendWRs(w)[0]
-	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: &ah.av, RemoteQPN: 12, RemoteQKey: 13}
-	if !reflect.DeepEqual(got, want) || got.AV != &ah.av {
+	got := mlx5.SendWRs(sendWRs(w))[0]
+	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: (*mlx5.AddressVector)(&ah.drv.Data), RemoteQPN: 12, RemoteQKey: 13}
+	if !reflect.DeepEqual(got, want) || got.AV != (*mlx5.AddressVector)(&ah.drv.Data) {
 		t.Errorf("the encoder reads %+v, want %+v", got, want)
 	}
 }
@@ -765,7 +656,7 @@ func TestMLX5PostErrors(t *testing.T) {
 		{mlx5.ErrInlineNotAllowed, ErrInlineNotAllowed, unix.EINVAL},
 		{mlx5.ErrUDAddress, ErrUDAddress, unix.EINVAL},
 	} {
-		err := mlx5PostError("post_send", 1, 7, 2, 16, fmt.Errorf("%w: detail", tc.err))
+		err := providerPostError("post_send", 1, 7, 2, 16, fmt.Errorf("%w: detail", tc.err))
 		var pe *PostError
 		if !errors.Is(err, tc.want) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, tc.errno) || !errors.As(err, &pe) || pe.Index != 1 || pe.ID != 7 {
 			t.Errorf("%v: %v, want %v, ErrInvalidWR and %v at index 1, ID 7", tc.err, err, tc.want, tc.errno)
@@ -775,10 +666,10 @@ func TestMLX5PostErrors(t *testing.T) {
 		}
 	}
 	// A refusal the list does not name is still an ErrInvalidWR.
-	if err := mlx5PostError("post_send", 0, 1, 1, 3, fmt.Errorf("%w: a later check", mlx5.ErrInvalidWR)); !errors.Is(err, ErrInvalidWR) {
+	if err := providerPostError("post_send", 0, 1, 1, 3, fmt.Errorf("%w: a later check", mlx5.ErrInvalidWR)); !errors.Is(err, ErrInvalidWR) {
 		t.Errorf("an unnamed mlx5 refusal: %v, want ErrInvalidWR", err)
 	}
-	err := mlx5PostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
+	err := providerPostError("post_send", 3, 9, 5, 3, mlx5.ErrQueueFull)
 	if !errors.Is(err, ErrQueueFull) || errors.Is(err, ErrInvalidWR) || !errors.Is(err, unix.ENOMEM) {
 		t.Errorf("a full queue: %v, want ErrQueueFull and ENOMEM, not ErrInvalidWR", err)
 	}
@@ -794,11 +685,11 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	f := newFakeMLX5(t)
 	cq := f.cq(t, 15, 0x77)
 	qp := f.qp(t, QPInit{Type: RC, SendCQ: cq, RecvCQ: cq, Cap: QPCap{MaxSendWR: 4, MaxRecvWR: 8, MaxSendSGE: 1, MaxRecvSGE: 2, MaxInline: 64}}, 0x123, 1)
-	m := qp.mx
-	ring := slices.Clone(m.sqRing)
+	m := qp.drv.(*mlx5.QPState)
+	ring := slices.Clone(m.SQRing)
 	untouched := func(what string) {
 		t.Helper()
-		if !bytes.Equal(m.sqRing, ring) || m.sq.Outstanding() != 0 {
+		if !bytes.Equal(m.SQRing, ring) || m.SQ.Outstanding() != 0 {
 			t.Errorf("%s: the send ring was written", what)
 		}
 	}
@@ -828,8 +719,8 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	if err := qp.PostSend(write); err != nil {
 		t.Fatalf("a plain WRITE: %v", err)
 	}
-	if m.sq.Outstanding() != 1 {
-		t.Errorf("a plain WRITE left %d requests outstanding, want 1", m.sq.Outstanding())
+	if m.SQ.Outstanding() != 1 {
+		t.Errorf("a plain WRITE left %d requests outstanding, want 1", m.SQ.Outstanding())
 	}
 
 	// Receives: a list whose second entry overflows is refused whole.
@@ -838,13 +729,13 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	if err := qp.PostRecv(bad); !errors.Is(err, ErrInvalidWR) {
 		t.Errorf("a receive list with an overflowing second entry: %v, want ErrInvalidWR", err)
 	}
-	if n := m.rq.Outstanding(); n != 0 {
+	if n := m.RQ.Outstanding(); n != 0 {
 		t.Errorf("a refused receive list posted %d receives", n)
 	}
 	if err := qp.PostRecv([]RecvWR{{ID: 3, SGEs: one}, {ID: 4, SGEs: one}, {ID: 5, SGEs: one}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.rq.Outstanding(); n != 3 {
+	if n := m.RQ.Outstanding(); n != 3 {
 		t.Errorf("a list of three receives posted %d", n)
 	}
 }

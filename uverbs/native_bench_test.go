@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -168,7 +169,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		qp := &QP{pd: pd, typ: typ, qpn: 0x11, sq: sq, lim: lim}
+		qp := &QP{pd: pd, typ: typ, qpn: 0x11, qpSendRing: qpSendRing{sq: sq}, lim: lim}
 		qp.state.Store(uint32(QPStateRTS))
 		return qp, buf, fakeConsumer{prod, cons}
 	}
@@ -195,7 +196,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq, r.cqProd = &CQ{q: cq}, cqProd
+	r.cq, r.cqProd = &CQ{cqRing: cqRing{q: cq}}, cqProd
 	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
 	singleGoroutine(benchSingle, "a benchmark's CQ", &r.cq.mu)
 
@@ -209,7 +210,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	}
 
 	r.write, r.list, r.inl, r.recv, r.recvList = nativeWRs(buf)
-	r.udSend = nativeUDSend(&AH{pd: pd, num: 1})
+	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Num: 1}})
 	return r
 }
 

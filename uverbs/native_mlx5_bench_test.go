@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -133,7 +134,7 @@ const (
 
 type nativeMLX5Rig struct {
 	qp, ud           *QP // RC (with a receive queue) and UD
-	m                *mlx5QP
+	m                *mlx5.QPState
 	sqCfg, udCfg     mlx5.SQConfig
 	rqCfg            mlx5.RQConfig
 	write, list, inl []SendWR
@@ -156,9 +157,9 @@ func words(n int) []byte {
 // newNativeMLX5QP builds the mlx5 side of a QP in the Go heap: the send
 // queue (max_send_sge 1, max_inline 64, room for two lists of 32 as the
 // rxe rows), with receive queue (max_recv_sge 1) unless rq is false, and a
-// doorbell record and a dedicated bfreg of its own (mlx5.go: the second
+// doorbell record and a dedicated bfreg of its own (mlx5.Context.LayBFRegs: the second
 // half of the UAR page from 0x800, two halves of 256 bytes).
-func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQConfig, mlx5.RQConfig) {
+func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5.QPState, mlx5.SQConfig, mlx5.RQConfig) {
 	tb.Helper()
 	sqCfg, sqBytes, err := mlx5.SQSize(&nativeMLX5Limits, typ, 2*nativeList, 1, 64)
 	if err != nil {
@@ -167,9 +168,9 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 	sqCfg.QPN = 0x11
 	dbrec := words(8)
 	uar := words(4096)
-	bf := &mlx5BFReg{bf: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
-	m := &mlx5QP{bf: bf}
-	if m.sq, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.bf, sqCfg); err != nil {
+	bf := &mlx5.BFReg{BF: mlx5.BlueFlame{Reg: uar[0x800 : 0x800+512], BufSize: 256, Dedicated: true, PreferBF: true}}
+	m := &mlx5.QPState{BF: bf}
+	if m.SQ, err = mlx5.NewSQ(words(sqBytes), dbrec, &bf.BF, sqCfg); err != nil {
 		tb.Fatal(err)
 	}
 	if !rq {
@@ -179,7 +180,7 @@ func newNativeMLX5QP(tb testing.TB, typ mlx5.QPType, rq bool) (*mlx5QP, mlx5.SQC
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if m.rq, err = mlx5.NewRQ(words(rqBytes), dbrec, rqCfg); err != nil {
+	if m.RQ, err = mlx5.NewRQ(words(rqBytes), dbrec, rqCfg); err != nil {
 		tb.Fatal(err)
 	}
 	return m, sqCfg, rqCfg
@@ -207,22 +208,22 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq = &CQ{ctx: &Device{mlx: &mlx5Context{cqeVersion: 1}}, mx: &mlx5CQ{q: q}}
+	r.cq = &CQ{ctx: &Device{deviceProvider: deviceProvider{drv: mlx5.NewContextState(mlx5.DeviceLimits{}, 1)}}, drv: &mlx5.CQState{Q: q}}
 
 	pd := &PD{}
 	fakeLKey(pd, 7) // the lkey of the rows' SGEs
-	newQP := func(m *mlx5QP, sqCfg mlx5.SQConfig, typ QPType, rt rxe.QPType) *QP {
+	newQP := func(m *mlx5.QPState, sqCfg mlx5.SQConfig, typ QPType, rt rxe.QPType) *QP {
 		_, _, _, inline := mlx5.QPCaps(sqCfg, mlx5.RQConfig{})
-		qp := &QP{pd: pd, typ: typ, qpn: sqCfg.QPN, mx: m, sendCQ: r.cq, recvCQ: r.cq,
+		qp := &QP{pd: pd, typ: typ, qpn: sqCfg.QPN, drv: m, sendCQ: r.cq, recvCQ: r.cq,
 			lim: rxe.SendLimits{QPType: rt, MaxSGE: sqCfg.MaxSGE, MaxInline: max(inline, 0)}}
 		qp.state.Store(uint32(QPStateRTS))
 		return qp
 	}
 	r.m, r.sqCfg, r.rqCfg = newNativeMLX5QP(tb, mlx5.QPTypeRC, true)
 	r.qp = newQP(r.m, r.sqCfg, RC, rxe.QPTypeRC)
-	r.m.uidx, r.m.key = nativeMLX5UIDX, nativeMLX5UIDX
-	r.m.reg = mlx5.QP{SQ: r.m.sq, RQ: r.m.rq}
-	r.cq.registerMLX5(r.m.key, &r.m.reg)
+	r.m.UIDX, r.m.Key = nativeMLX5UIDX, nativeMLX5UIDX
+	r.m.Reg = mlx5.QP{SQ: r.m.SQ, RQ: r.m.RQ}
+	r.cq.attach(r.m, nil)
 	mud, udCfg, _ := newNativeMLX5QP(tb, mlx5.QPTypeUD, false)
 	r.ud, r.udCfg = newQP(mud, udCfg, UD, rxe.QPTypeUD), udCfg
 	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
@@ -241,7 +242,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.udSend = nativeUDSend(&AH{pd: pd, av: av, num: mlx5AHNum})
+	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Data: av, Num: mlx5.AHNum}})
 	return r
 }
 
@@ -268,14 +269,14 @@ func (r *nativeMLX5Rig) send(tb testing.TB, qp *QP, wrs []SendWR) {
 	if err := qp.PostSend(wrs); err != nil {
 		tb.Fatal(err)
 	}
-	qp.mx.sq.Retire()
+	qp.drv.(*mlx5.QPState).SQ.Retire()
 }
 
 func (r *nativeMLX5Rig) postRecv(tb testing.TB, wrs []RecvWR) {
 	if err := r.qp.PostRecv(wrs); err != nil {
 		tb.Fatal(err)
 	}
-	r.m.rq.Retire()
+	r.m.RQ.Retire()
 }
 
 // pollN has the fake device publish n completions, only writing the
@@ -308,7 +309,7 @@ func (r *nativeMLX5Rig) pollN(tb testing.TB, n int) {
 func nativeMLX5Cases(tb testing.TB, ms int) string {
 	r := newNativeMLX5Rig(tb)
 	var b strings.Builder
-	rq, bf := r.rqCfg, r.m.bf.bf
+	rq, bf := r.rqCfg, r.m.BF.BF
 	b2i := func(v bool) int {
 		if v {
 			return 1
@@ -349,7 +350,7 @@ func nativeMLX5Cases(tb testing.TB, ms int) string {
 			for _, w := range sends {
 				av := "-"
 				if w.AH != nil {
-					av = fmt.Sprintf("%x", w.AH.av[:])
+					av = fmt.Sprintf("%x", w.AH.drv.Data[:])
 				}
 				fmt.Fprintf(&b, "wr %#x %d %d %#x %#x %#x %#x %#x %#x %#x %s %d\n", w.ID, w.Op, w.Flags, w.Imm, w.RemoteAddr, w.RKey, w.CompareAdd, w.Swap,
 					w.RemoteQPN, w.RemoteQKey, av, len(w.SGEs))

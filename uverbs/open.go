@@ -35,7 +35,7 @@ type Device struct {
 
 	// mlx is the mlx5 context (UAR pages, limits) on an mlx5 device, nil
 	// on rxe (provider.go).
-	mlx *mlx5Context
+	deviceProvider
 
 	closeOnce sync.Once
 	closeErr  error
@@ -87,11 +87,7 @@ func OpenDevice(dev DeviceInfo) (*Device, error) {
 		c.portPath.v.Store(choiceFallback)
 		c.gidPath.v.Store(choiceFallback)
 	}
-	getContext := c.getContext
-	if dev.DriverID == DriverMLX5 {
-		getContext = c.getMLX5Context
-	}
-	if err := getContext(); err != nil {
+	if err := c.openContext(); err != nil {
 		fd.Close()
 		return nil, err
 	}
@@ -171,9 +167,7 @@ func (c *Device) Close() error {
 		c.mu.Unlock()
 		errA := c.async.Close()
 		errF := c.fd.Close()
-		if c.mlx != nil {
-			c.mlx.unmap()
-		}
+		c.closeProvider()
 		c.closeErr = errors.Join(errA, errF)
 	})
 	return c.closeErr

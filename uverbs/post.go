@@ -2,89 +2,47 @@ package uverbs
 
 import (
 	"fmt"
-	"strconv"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // SGE is a scatter/gather entry: Length bytes at address Addr inside the
 // memory region whose local key is LKey (rdma-core: struct ibv_sge).
 // MR.SGE builds one.
-type SGE struct {
-	Addr   uint64
-	Length uint32
-	LKey   uint32
-}
-
-// SGE has the layout of the provider's entry, so a []SGE is handed to the
-// encoders without copying (checked again in TestSGELayout).
-var (
-	_ [unsafe.Sizeof(SGE{}) - unsafe.Sizeof(rxe.SGE{})]byte
-	_ [unsafe.Sizeof(rxe.SGE{}) - unsafe.Sizeof(SGE{})]byte
-	_ [unsafe.Offsetof(SGE{}.Length) - unsafe.Offsetof(rxe.SGE{}.Length)]byte
-	_ [unsafe.Offsetof(rxe.SGE{}.Length) - unsafe.Offsetof(SGE{}.Length)]byte
-	_ [unsafe.Offsetof(SGE{}.LKey) - unsafe.Offsetof(rxe.SGE{}.LKey)]byte
-	_ [unsafe.Offsetof(rxe.SGE{}.LKey) - unsafe.Offsetof(SGE{}.LKey)]byte
-)
-
-func rxeSGEs(s []SGE) []rxe.SGE {
-	return unsafe.Slice((*rxe.SGE)(unsafe.Pointer(unsafe.SliceData(s))), len(s))
-}
+type SGE = provider.SGE
 
 // WROpcode is the operation of a send work request (enum ib_wr_opcode;
-// rdma-core: enum ibv_wr_opcode).
-type WROpcode uint32
+// rdma-core: enum ibv_wr_opcode). String gives rdma-core's
+// ibv_wr_opcode_str text ("rdma-write").
+type WROpcode = provider.WROpcode
 
 const (
-	OpWrite          WROpcode = WROpcode(rxe.OpRDMAWrite)         // IBV_WR_RDMA_WRITE
-	OpWriteImm       WROpcode = WROpcode(rxe.OpRDMAWriteWithImm)  // IBV_WR_RDMA_WRITE_WITH_IMM: also consumes a receive at the peer
-	OpSend           WROpcode = WROpcode(rxe.OpSend)              // IBV_WR_SEND
-	OpSendImm        WROpcode = WROpcode(rxe.OpSendWithImm)       // IBV_WR_SEND_WITH_IMM
-	OpRead           WROpcode = WROpcode(rxe.OpRDMARead)          // IBV_WR_RDMA_READ
-	OpAtomicCmpSwap  WROpcode = WROpcode(rxe.OpAtomicCmpAndSwp)   // IBV_WR_ATOMIC_CMP_AND_SWP
-	OpAtomicFetchAdd WROpcode = WROpcode(rxe.OpAtomicFetchAndAdd) // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpWrite          = provider.OpWrite          // IBV_WR_RDMA_WRITE
+	OpWriteImm       = provider.OpWriteImm       // IBV_WR_RDMA_WRITE_WITH_IMM: also consumes a receive at the peer
+	OpSend           = provider.OpSend           // IBV_WR_SEND
+	OpSendImm        = provider.OpSendImm        // IBV_WR_SEND_WITH_IMM
+	OpRead           = provider.OpRead           // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  = provider.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd = provider.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
 )
-
-// String returns rdma-core's ibv_wr_opcode_str text ("rdma-write").
-func (o WROpcode) String() string {
-	switch o {
-	case OpWrite:
-		return "rdma-write"
-	case OpWriteImm:
-		return "rdma-write-with-imm"
-	case OpSend:
-		return "send"
-	case OpSendImm:
-		return "send-with-imm"
-	case OpRead:
-		return "rdma-read"
-	case OpAtomicCmpSwap:
-		return "atomic-cmp-and-swp"
-	case OpAtomicFetchAdd:
-		return "atomic-fetch-and-add"
-	}
-	return "opcode " + strconv.Itoa(int(o))
-}
 
 // SendFlags modify a send work request (enum ib_send_flags; rdma-core: enum
 // ibv_send_flags).
-type SendFlags uint32
+type SendFlags = provider.SendFlags
 
 const (
 	// SendFence waits for earlier RDMA READ and atomic requests to complete
 	// before this one starts.
-	SendFence SendFlags = SendFlags(rxe.SendFence)
+	SendFence = provider.SendFence
 	// SendSignaled makes the request produce a completion when it
 	// succeeds (failures always do). Every send queue slot is released only
 	// when the kernel retires the request, signaled or not.
-	SendSignaled SendFlags = SendFlags(rxe.SendSignaled)
+	SendSignaled = provider.SendSignaled
 	// SendSolicited sets the solicited-event bit: a peer CQ armed with
 	// ReqNotify(true) is notified.
-	SendSolicited SendFlags = SendFlags(rxe.SendSolicited)
+	SendSolicited = provider.SendSolicited
 	// SendInline copies the bytes the SGEs point at into the work request
 	// at post time (up to QP.Cap().MaxInline in total); the memory may be
 	// reused as soon as PostSend returns. The copy reads it through the SGE
@@ -92,7 +50,7 @@ const (
 	// of the QP's PD (its LKey is ignored); other addresses are refused
 	// with ErrInvalidWR rather than risk a fault. Valid for SEND and RDMA
 	// WRITE.
-	SendInline SendFlags = SendFlags(rxe.SendInline)
+	SendInline = provider.SendInline
 )
 
 // SendWR is a send work request (rdma-core: struct ibv_send_wr).
@@ -122,38 +80,35 @@ type SendWR struct {
 	RemoteQKey uint32
 }
 
-// RecvWR is a receive work request (rdma-core: struct ibv_recv_wr). On a UD
-// QP the first 40 bytes of what it receives are a GRH area (for IPv4: 20
-// zero bytes, then the IPv4 header), so the buffers need 40 bytes more than
-// the largest message.
-type RecvWR struct {
-	ID   uint64
-	SGEs []SGE
-}
+// RecvWR is a receive work request (rdma-core: struct ibv_recv_wr): ID
+// and SGEs. On a UD QP the first 40 bytes of what it receives are a GRH
+// area (for IPv4: 20 zero bytes, then the IPv4 header), so the buffers need
+// 40 bytes more than the largest message.
+type RecvWR = provider.RecvWR
 
 // Errors of PostSend and PostRecv, all refused before anything is written
 // to the ring. Test with errors.Is; they also match unix.EINVAL (or
 // unix.ENOMEM for ErrQueueFull), the errnos rdma-core's rxe provider
-// returns for the same checks (providers/rxe/rxe.c validate_send_wr). On
-// an mlx5 device a refusal only its encoder makes matches the error of the
-// same check here and libmlx5's errno for it (EOPNOTSUPP for atomics the
-// device lacks).
+// returns for the same checks (providers/rxe/rxe.c validate_send_wr). A
+// refusal only a driver's encoder makes (mlx5) matches the error of the
+// same check here and that library's errno for it (EOPNOTSUPP for atomics
+// the device lacks).
 var (
 	// ErrQueueFull: the queue has no room for all the work requests of the
 	// call. Poll the CQ: send slots are freed when the kernel retires work
 	// requests, receive slots when messages arrive.
-	ErrQueueFull = rxe.ErrQueueFull
+	ErrQueueFull = provider.ErrQueueFull
 	// ErrInvalidWR is matched by every validation error below.
-	ErrInvalidWR          = rxe.ErrInvalidWR
-	ErrTooManySGEs        = rxe.ErrTooManySGEs
-	ErrInlineTooLong      = rxe.ErrInlineTooLong
-	ErrInlineNotAllowed   = rxe.ErrInlineNotAllowed
-	ErrAtomicAlignment    = rxe.ErrAtomicAlignment
-	ErrAtomicLength       = rxe.ErrAtomicLength
-	ErrOpcodeNotSupported = rxe.ErrOpcodeNotSupported
-	ErrBadSendFlags       = rxe.ErrBadSendFlags
-	ErrLengthOverflow     = rxe.ErrLengthOverflow
-	ErrUDAddress          = rxe.ErrUDAddress
+	ErrInvalidWR          = provider.ErrInvalidWR
+	ErrTooManySGEs        = provider.ErrTooManySGEs
+	ErrInlineTooLong      = provider.ErrInlineTooLong
+	ErrInlineNotAllowed   = provider.ErrInlineNotAllowed
+	ErrAtomicAlignment    = provider.ErrAtomicAlignment
+	ErrAtomicLength       = provider.ErrAtomicLength
+	ErrOpcodeNotSupported = provider.ErrOpcodeNotSupported
+	ErrBadSendFlags       = provider.ErrBadSendFlags
+	ErrLengthOverflow     = provider.ErrLengthOverflow
+	ErrUDAddress          = provider.ErrUDAddress
 	// ErrQPState: the QP's state does not allow posting: receives need
 	// INIT or later, sends RTS or later (the kernel refuses the doorbell
 	// before RTS, docs/abi.md §3.7).
@@ -183,133 +138,37 @@ func (e *PostError) Error() string {
 
 func (e *PostError) Unwrap() error { return e.Err }
 
-// SendWR has rxe.SendWQE's layout, so the rxe encoder reads the caller's
-// requests in place (rxeSendWR); a copy into a SendWQE cost a post about
-// 2.5 ns (BENCHMARKS.md, rxe item 31). Imm is the union ex, as in
-// ibv_send_wr. Checked here at compile time: a negative array length does
-// not compile.
-var (
-	_ [unsafe.Sizeof(SendWR{}) - unsafe.Sizeof(rxe.SendWQE{})]byte
-	_ [unsafe.Sizeof(rxe.SendWQE{}) - unsafe.Sizeof(SendWR{})]byte
-	_ [unsafe.Offsetof(SendWR{}.Op) - unsafe.Offsetof(rxe.SendWQE{}.Opcode)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.Opcode) - unsafe.Offsetof(SendWR{}.Op)]byte
-	_ [unsafe.Offsetof(SendWR{}.Flags) - unsafe.Offsetof(rxe.SendWQE{}.Flags)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.Flags) - unsafe.Offsetof(SendWR{}.Flags)]byte
-	_ [unsafe.Offsetof(SendWR{}.SGEs) - unsafe.Offsetof(rxe.SendWQE{}.SGEs)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.SGEs) - unsafe.Offsetof(SendWR{}.SGEs)]byte
-	_ [unsafe.Offsetof(SendWR{}.Imm) - unsafe.Offsetof(rxe.SendWQE{}.Ex)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.Ex) - unsafe.Offsetof(SendWR{}.Imm)]byte
-	_ [unsafe.Offsetof(SendWR{}.RemoteAddr) - unsafe.Offsetof(rxe.SendWQE{}.RemoteAddr)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.RemoteAddr) - unsafe.Offsetof(SendWR{}.RemoteAddr)]byte
-	_ [unsafe.Offsetof(SendWR{}.RKey) - unsafe.Offsetof(rxe.SendWQE{}.RKey)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.RKey) - unsafe.Offsetof(SendWR{}.RKey)]byte
-	_ [unsafe.Offsetof(SendWR{}.CompareAdd) - unsafe.Offsetof(rxe.SendWQE{}.CompareAdd)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.CompareAdd) - unsafe.Offsetof(SendWR{}.CompareAdd)]byte
-	_ [unsafe.Offsetof(SendWR{}.Swap) - unsafe.Offsetof(rxe.SendWQE{}.Swap)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.Swap) - unsafe.Offsetof(SendWR{}.Swap)]byte
-	_ [unsafe.Offsetof(SendWR{}.AH) - unsafe.Offsetof(rxe.SendWQE{}.AH)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.AH) - unsafe.Offsetof(SendWR{}.AH)]byte
-	_ [unsafe.Offsetof(SendWR{}.RemoteQPN) - unsafe.Offsetof(rxe.SendWQE{}.RemoteQPN)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.RemoteQPN) - unsafe.Offsetof(SendWR{}.RemoteQPN)]byte
-	_ [unsafe.Offsetof(SendWR{}.RemoteQKey) - unsafe.Offsetof(rxe.SendWQE{}.RemoteQKey)]byte
-	_ [unsafe.Offsetof(rxe.SendWQE{}.RemoteQKey) - unsafe.Offsetof(SendWR{}.RemoteQKey)]byte
-)
-
-// rxeSendWR is wr as the rxe encoder reads it; the opcodes and flags have
-// the same values (post.go's constants are rxe's).
-func rxeSendWR(wr *SendWR) *rxe.SendWQE { return (*rxe.SendWQE)(unsafe.Pointer(wr)) }
-
 // ahNum is the number of wr's AH, 0 without one.
 func (wr *SendWR) ahNum() uint32 {
 	if wr.AH != nil {
-		return wr.AH.num
+		return wr.AH.drv.Num
 	}
 	return 0
 }
 
-// udAddr is the UD destination the encoder writes (zero without one).
-func (wr *SendWR) udAddr() rxe.UDAddr { return rxeSendWR(wr).UDAddr(wr.ahNum()) }
-
-// PostSend posts the send work requests of wrs, all of them or none: each
-// is validated as rdma-core's rxe provider does (opcode for the QP type,
-// SGE count, inline length summed in 64 bits, atomic alignment and length,
-// UD address), and the queue must have room for all, before the first is
-// written to the send ring. Then it rings the doorbell once (write()
-// command POST_SEND with wr_count 0, the only system call of the data
-// path). It allocates nothing. wrs and their SGE lists must not change
-// while the call runs: it reads them once to check and again to write.
-//
-// A refused request gives a *PostError. A QP that is not yet in RTS gives
-// ErrQPState. A send posted on a QP in the error state completes with
-// WCFlushError.
-//
-// rdma-core: ibv_post_send.
-func (qp *QP) PostSend(wrs []SendWR) error {
-	const op = "post_send"
-	qp.sendMu.Lock()
-	// No defer, which would cost every post its set-up: stageSend checks
-	// the list before it writes and cannot panic on it unless the caller
-	// changes wrs while the call runs (as PostRecv). The common mlx5 list
-	// (stageSend's fast path on an mlx5 QP) is written here, where the
-	// encoder rings the doorbell: a call less per post; plainSends has
-	// checked it, so the encoder checks only the room (mlx5.SQ.PostPlain).
-	var err error
-	if m := qp.mx; m != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
-		if i, perr := m.sq.PostPlain(mlx5SendWRs(wrs)); perr != nil {
-			err = m.sendError(op, wrs, i, perr)
-		}
-	} else {
-		err = qp.stageSend(op, wrs)
-		if err == nil && len(wrs) > 0 && qp.mx == nil { // mlx5: stageSend rang the doorbell
-			err = qp.ringDoorbell(op)
-		}
-	}
-	qp.sendMu.Unlock()
-	return err
-}
-
-// stageSend is PostSend without the doorbell: it checks the QP, validates
-// every request, writes them into the send ring and publishes the producer
-// index. On mlx5 it also rings the doorbell, which is a register write
-// there. The caller holds sendMu. The common list (an open QP in RTS,
-// requests plainSends passes) goes straight to the provider, with one
-// call before it; everything else takes stageSendSlow. On rxe the common
-// list is written here, writeSends' rxe half written out: a call less per
-// post (BENCHMARKS.md, rxe item 32).
-func (qp *QP) stageSend(op string, wrs []SendWR) error {
-	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
-		return qp.stageSendSlow(op, wrs)
-	}
-	sq := qp.sq
-	if qp.mx != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
-		return qp.writeSends(op, wrs)
-	}
-	for i := range wrs {
-		rxe.EncodeSend(sq.Slot(), rxeSendWR(&wrs[i]), wrs[i].ahNum())
-		sq.Stage()
-	}
-	sq.Commit() // one producer_index store for the batch
-	return nil
+// udAddr is the UD destination the checks see (zero without one).
+func (wr *SendWR) udAddr() provider.UDAddr {
+	return provider.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.ahNum()}
 }
 
 // plainSends returns the index of the first request of wrs that
 // checkSend might refuse, or that needs the PD's MRs looked up (len(wrs)
 // if none): each before it has an AH, if any, open and of the QP's PD,
-// passes rxe.PlainSend and rxe.PlainInline, and takes its inline bytes, if
+// passes provider.PlainSend and provider.PlainInline, and takes its inline bytes, if
 // any, from an open Buffer. One loop without calls, where a call per
 // request would cost a list its registers.
 func (qp *QP) plainSends(wrs []SendWR) int {
 	var list *[]bufEntry
 	for i := range wrs {
 		wr := &wrs[i]
-		ud := rxe.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
+		ud := provider.UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey}
 		if ah := wr.AH; ah != nil {
 			if ah.closed.Load() || ah.pd != qp.pd {
 				return i
 			}
-			ud.AHNum = ah.num
+			ud.AHNum = ah.drv.Num
 		}
-		if !rxe.PlainSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags&^SendInline), len(wr.SGEs), ud, &qp.lim) {
+		if !provider.PlainSend(wr.Op, wr.Flags&^SendInline, len(wr.SGEs), ud, &qp.lim) {
 			return i
 		}
 		if wr.Flags&SendInline == 0 {
@@ -323,7 +182,7 @@ func (qp *QP) plainSends(wrs []SendWR) int {
 			continue
 		}
 		// At most one SGE (PlainSend); its bytes are read by the copy.
-		if !rxe.PlainInline(rxe.SendOpcode(wr.Op), rxeSGEs(wr.SGEs), &qp.lim) {
+		if !provider.PlainInline(wr.Op, wr.SGEs, &qp.lim) {
 			return i
 		}
 		if len(wr.SGEs) == 1 && wr.SGEs[0].Length != 0 {
@@ -401,7 +260,7 @@ func (qp *QP) stageSendChecked(op string, wrs []SendWR, list []bufEntry, checkMR
 }
 
 // checkSend checks request i of a post, with the errors a caller sees: its
-// AH, the checks of rxe.CheckSend, and with checkMRs its inline sources
+// AH, the checks of provider.CheckSend, and with checkMRs its inline sources
 // against the open Buffers of list and the PD's MRs. Requests are checked
 // on their own fields: each is converted once, where it is written.
 func (qp *QP) checkSend(op string, i int, wr *SendWR, list []bufEntry, checkMRs bool) error {
@@ -410,7 +269,7 @@ func (qp *QP) checkSend(op string, i int, wr *SendWR, list []bufEntry, checkMRs 
 			return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 		}
 	}
-	if err := rxe.CheckSend(rxe.SendOpcode(wr.Op), rxe.SendFlags(wr.Flags), rxeSGEs(wr.SGEs), wr.RemoteAddr, wr.udAddr(), &qp.lim); err != nil {
+	if err := provider.CheckSend(wr.Op, wr.Flags, wr.SGEs, wr.RemoteAddr, wr.udAddr(), &qp.lim); err != nil {
 		return &PostError{Op: op, Index: i, ID: wr.ID, Err: err}
 	}
 	if checkMRs && wr.Flags&SendInline != 0 {
@@ -419,29 +278,6 @@ func (qp *QP) checkSend(op string, i int, wr *SendWR, list []bufEntry, checkMRs 
 				ErrInvalidWR, j, wr.SGEs[j].Length, wr.SGEs[j].Addr)}
 		}
 	}
-	return nil
-}
-
-// writeSends writes checked requests: on mlx5 it encodes them and rings
-// the doorbell (qp.c _mlx5_post_send, post_send_db), the CQ's lock not
-// taken, as polls share only what mlx5.SQ orders; on rxe it writes them
-// into the send ring, if it has room for all, and publishes them with one
-// producer_index store.
-func (qp *QP) writeSends(op string, wrs []SendWR) error {
-	if m := qp.mx; m != nil {
-		if i, err := m.sq.Post(mlx5SendWRs(wrs)); err != nil {
-			return m.sendError(op, wrs, i, err)
-		}
-		return nil
-	}
-	if free := qp.sq.Free(); free < len(wrs) {
-		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
-	}
-	for i := range wrs {
-		rxe.EncodeSend(qp.sq.Slot(), rxeSendWR(&wrs[i]), wrs[i].ahNum())
-		qp.sq.Stage()
-	}
-	qp.sq.Commit() // one producer_index store for the batch
 	return nil
 }
 
@@ -505,148 +341,4 @@ func (qp *QP) checkAH(ah *AH) error {
 		return fmt.Errorf("%w: the AH belongs to another PD than the QP", ErrUDAddress)
 	}
 	return nil
-}
-
-// ringDoorbell writes the prebuilt POST_SEND command. The caller holds
-// sendMu; the Device's command lock keeps the descriptor open for the call.
-func (qp *QP) ringDoorbell(op string) error {
-	c := qp.ctx
-	if err := c.lockCmd(op); err != nil {
-		return err
-	}
-	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), doorbellLen)
-	c.mu.RUnlock()
-	if err != nil {
-		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
-	}
-	return nil
-}
-
-// PostRecv posts the receive work requests of wrs, all of them or none
-// (SGE count and total length are checked, and the queue must have room for
-// all, before anything is written). Receives need no system call: the
-// kernel takes them from the ring when messages arrive. It allocates
-// nothing. As with PostSend, wrs must not change while the call runs. A
-// QP with an SRQ has no receive queue: post to the SRQ.
-//
-// rdma-core: ibv_post_recv.
-func (qp *QP) PostRecv(wrs []RecvWR) error {
-	const op = "post_recv"
-	qp.recvMu.Lock()
-	// The common case first: an open QP with a receive queue of its own,
-	// out of RESET (rdma-core refuses receives in RESET; the kernel
-	// wipes the ring when a QP is reset, kernel: sw/rxe/rxe_qp.c
-	// rxe_qp_reset). No defer, which would cost every post its set-up:
-	// the queues check the list before they write and cannot panic on it
-	// unless the caller changes wrs while the call runs. One receive of at
-	// most one SGE within the limit (on rxe: of one SGE), which no check
-	// can refuse (one SGE's length is one u32), goes straight to the queue
-	// on either provider:
-	// postRecv's and mlx5QP.postRecv's first step written out here, a
-	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
-	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		if m := qp.mx; m != nil && m.rq != nil {
-			var err error
-			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.rq.MaxSGE() &&
-				(len(wrs[0].SGEs) == 0 || qp.recvKeys.has(wrs[0].SGEs[0].LKey)) {
-				if i, perr := m.rq.Post(mlx5RecvWRs(wrs)); perr != nil {
-					err = mlx5PostError(op, i, wrs[i].ID, len(wrs), m.rq.Config().MaxPost, perr)
-				}
-			} else {
-				qp.trackRecvs(wrs)
-				err = m.postRecv(op, wrs)
-			}
-			qp.recvMu.Unlock()
-			return err
-		}
-		if q := qp.rq; q != nil {
-			var err error
-			// The lkey recorded by an earlier post (mrusers.go), else
-			// trackRecvs records it.
-			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && qp.recvKeys.has(wrs[0].SGEs[0].LKey) {
-				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, rxe.SGE(wrs[0].SGEs[0]))
-				q.Publish()
-			} else { // a full ring too: postRecvList reports it
-				qp.trackRecvs(wrs)
-				err = postRecvList(op, q, wrs)
-			}
-			qp.recvMu.Unlock()
-			return err
-		}
-	}
-	return qp.postRecvSlow(op, wrs)
-}
-
-// postRecvSlow is PostRecv for every other case: a closed QP, one with an
-// SRQ or no receive queue, an empty list, RESET. It is called with recvMu
-// held and releases it.
-func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
-	defer qp.recvMu.Unlock()
-	if qp.closed {
-		return closedErr(op)
-	}
-	if qp.srq != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("QP %#x receives from an SRQ: post receives with SRQ.PostRecv: %w", qp.qpn, unix.EINVAL)}
-	}
-	if len(wrs) == 0 {
-		return nil
-	}
-	if st := QPState(qp.state.Load()); st == QPStateReset {
-		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
-	}
-	qp.trackRecvs(wrs)
-	if qp.mx != nil {
-		return qp.mx.postRecv(op, wrs)
-	}
-	return postRecv(op, qp.rq, wrs)
-}
-
-// postRecv validates and posts wrs on a receive queue or SRQ; the caller
-// holds the queue's lock.
-func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
-	// One receive of one SGE, the common case, without the loops below: it
-	// cannot fail the checks (one SGE's length is one u32), and a full ring
-	// takes the path below, which reports it.
-	if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
-		rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, rxe.SGE(wrs[0].SGEs[0]))
-		q.Publish()
-		return nil
-	}
-	return postRecvList(op, q, wrs)
-}
-
-// postRecvList is postRecv for any list.
-func postRecvList(op string, q *rxe.RQ, wrs []RecvWR) error {
-	maxSGE := q.MaxSGE()
-	for i := range wrs {
-		// One SGE within the limit cannot fail (its length is one u32):
-		// only longer lists need the full check.
-		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
-			continue
-		}
-		if err := rxe.CheckRecv(rxeSGEs(wrs[i].SGEs), maxSGE); err != nil {
-			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
-		}
-	}
-	if free := q.Free(); free < len(wrs) {
-		return recvQueueFull(op, q, wrs, free)
-	}
-	var w rxe.RecvWQE
-	for i := range wrs {
-		if sges := wrs[i].SGEs; len(sges) == 1 {
-			rxe.EncodeRecvOne(q.Slot(), wrs[i].ID, rxe.SGE(sges[0]))
-		} else {
-			w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: rxeSGEs(sges)}
-			rxe.EncodeRecv(q.Slot(), &w)
-		}
-		q.Stage()
-	}
-	q.Commit()
-	return nil
-}
-
-// recvQueueFull is postRecv's error for a ring with room for free of wrs,
-// built apart so that the formatting does not weigh on every post.
-func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
-	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -29,9 +30,9 @@ func TestPlainSends(t *testing.T) {
 
 	pd, other := &PD{}, &PD{}
 	fakeLKey(pd, 0) // the SGEs' lkey names an MR, recorded by an earlier post
-	closed := &AH{pd: pd, num: 2}
+	closed := &AH{pd: pd, drv: provider.AH{Num: 2}}
 	closed.closed.Store(true)
-	ahs := []*AH{nil, {pd: pd, num: 1}, closed, {pd: other, num: 3}}
+	ahs := []*AH{nil, {pd: pd, drv: provider.AH{Num: 1}}, closed, {pd: other, drv: provider.AH{Num: 3}}}
 
 	plain := 0
 	for _, typ := range []struct {

@@ -7,11 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // QPType is the transport of a QP (enum ib_uverbs_qp_type).
@@ -106,13 +104,10 @@ type QP struct {
 
 	closeMu sync.Mutex // serialises Close
 
-	sendMu   ringLock
-	sendKeys lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
-	sq       *rxe.SQ
-	sqMap    *sys.Mapping
-	db       *doorbell    // in dbMap
-	dbMap    *sys.Mapping // off-heap page holding the doorbell command and its response
-	lim      rxe.SendLimits
+	sendMu     ringLock
+	sendKeys   lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
+	qpSendRing           // rxe (provider.go)
+	lim        provider.SendLimits
 	// The Buffer the last inline source was found in, and the list it
 	// was found on (plainSends; under sendMu): a source inside it, while
 	// that list is still the one published, needs no search.
@@ -122,32 +117,18 @@ type QP struct {
 	// users of (buffer.go), under sendMu; Close takes it out of them.
 	inlineBufs []*bufUsers
 
-	recvMu   ringLock
-	recvKeys lkeyCache // lkeys the receive queue's posts recorded
-	rq       *rxe.RQ   // nil with an SRQ
-	rqMap    *sys.Mapping
+	recvMu     ringLock
+	recvKeys   lkeyCache // lkeys the receive queue's posts recorded
+	qpRecvRing           // rxe (provider.go); none with an SRQ
 
-	// mx is the mlx5 state (mlx5qp.go); nil on rxe, where sq, rq and db
-	// are used instead (provider.go).
-	mx *mlx5QP
+	// drv is the QP of another provider (providers, provider.go); nil on
+	// rxe, where sq, rq and db are used instead.
+	drv provider.QP
 
 	closed bool // set with both locks held
 
 	mrs map[*MR]struct{} // MRs whose users include the QP, under pd.usersMu
 }
-
-// doorbell is the write() command POST_SEND with wr_count 0, which makes
-// rxe run the QP's requester on the WQEs already in the send ring
-// (rdma-core providers/rxe/rxe.c post_send_db; docs/abi.md §3.7). It lives
-// in an mmap'd page so that the response pointer inside it always points at
-// memory that cannot move, and PostSend builds nothing.
-type doorbell struct {
-	hdr  abi.UverbsCmdHdr
-	cmd  abi.UverbsPostSend
-	resp abi.UverbsPostSendResp
-}
-
-const doorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{})
 
 // CreateQP creates a QP in the RESET state (write() command CREATE_QP) and
 // maps its rings: the response's rq_mi then sq_mi (rxe_create_qp_resp), and
@@ -229,29 +210,9 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		req.IsSRQ = 1
 		req.MaxRecvWR, req.MaxRecvSGE = 0, 0
 	}
-	if c.mlx != nil {
-		if err := qp.createMLX5(op, &req, &init); err != nil {
-			release()
-			return nil, err
-		}
-	} else {
-		// rxe takes no driver input for CREATE_QP (it refuses any) and
-		// returns struct rxe_create_qp_resp after the core response.
-		var resp struct {
-			core abi.UverbsCreateQPResp
-			drv  abi.RxeCreateQPResp
-		}
-		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&req), bytesOf(&resp)); err != nil {
-			release()
-			return nil, err
-		}
-		qp.handle, qp.qpn = resp.core.QPHandle, resp.core.QPN
-		if err := qp.mapRings(op, &resp.core, &resp.drv); err != nil {
-			qp.destroy()
-			qp.unmap()
-			release()
-			return nil, err
-		}
+	if err := qp.create(op, &req, &init); err != nil {
+		release()
+		return nil, err
 	}
 	for _, p := range parents {
 		p.kids.adopt(qp, kindQP)
@@ -291,66 +252,7 @@ func checkQPInit(pd *PD, init *QPInit) error {
 	if c.MaxSendSGE < 0 || c.MaxRecvSGE < 0 || c.MaxInline < 0 || c.MaxRecvWR < 0 {
 		return fmt.Errorf("negative capability in %+v", c)
 	}
-	if pd.ctx.dev.DriverID != DriverRXE {
-		return nil // the provider's sizing checks the rest (mlx5qp.go)
-	}
-	if c.MaxSendSGE > rxe.MaxSGE || c.MaxRecvSGE > rxe.MaxSGE {
-		return fmt.Errorf("Cap %+v: rxe allows at most %d scatter/gather entries per work request", c, rxe.MaxSGE)
-	}
-	if c.MaxInline > rxe.MaxInlineData {
-		return fmt.Errorf("Cap.MaxInline %d: rxe allows at most %d bytes of inline data", c.MaxInline, rxe.MaxInlineData)
-	}
-	return nil
-}
-
-// mapRings maps the send ring, the receive ring (without an SRQ) and the
-// doorbell page, and builds the ring views from their headers.
-func (qp *QP) mapRings(op string, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) error {
-	c := qp.ctx
-	var err error
-	if qp.srq == nil {
-		if qp.rqMap, err = c.mmapRing(op, drv.RQMI, "rq ring"); err != nil {
-			return err
-		}
-		if qp.rq, err = rxe.NewRQ(qp.rqMap.Bytes(), int(core.MaxRecvSGE)); err != nil {
-			return &OpError{Op: op, Err: err}
-		}
-	}
-	if qp.sqMap, err = c.mmapRing(op, drv.SQMI, "sq ring"); err != nil {
-		return err
-	}
-	qp.lim = rxe.SendLimits{QPType: rxe.QPType(qp.typ), MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
-	if qp.sq, err = rxe.NewSQ(qp.sqMap.Bytes(), qp.lim); err != nil {
-		return &OpError{Op: op, Err: err}
-	}
-	if qp.dbMap, err = sys.MmapAnon(int(unsafe.Sizeof(doorbell{})), "doorbell "+c.dev.Name); err != nil {
-		return err
-	}
-	qp.db = (*doorbell)(unsafe.Pointer(unsafe.SliceData(qp.dbMap.Bytes())))
-	qp.db.hdr = abi.UverbsCmdHdr{
-		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
-		InWords:  uint16(doorbellLen / 4),
-		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
-	}
-	qp.db.cmd = abi.UverbsPostSend{
-		Response: uint64(uintptr(unsafe.Pointer(&qp.db.resp))),
-		QPHandle: qp.handle,
-		// Any wqe_size of at least sizeof(ib_uverbs_send_wr) is accepted
-		// (kernel: core/uverbs_cmd.c ib_uverbs_post_send).
-		WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
-	}
-	qp.cap = QPCap{
-		MaxSendWR:  qp.sq.Capacity(),
-		MaxSendSGE: int(core.MaxSendSGE),
-		MaxRecvSGE: int(core.MaxRecvSGE),
-		MaxInline:  int(core.MaxInlineData),
-	}
-	if qp.rq != nil {
-		qp.cap.MaxRecvWR = qp.rq.Capacity()
-	} else {
-		qp.cap.MaxRecvSGE = 0
-	}
-	return nil
+	return checkProviderCap(pd.ctx, c)
 }
 
 // QPN returns the QP number, which the peer needs (RTRAttr.DestQPN).
@@ -390,22 +292,6 @@ func (qp *QP) outstanding() (send, recv int) {
 	return qp.pendingNow()
 }
 
-// outstandingLocked returns the number of work requests in the send and
-// receive rings that the kernel has not retired yet. The caller holds both
-// ring locks.
-func (qp *QP) outstandingLocked() (send, recv int) {
-	if qp.mx != nil {
-		return qp.mx.outstanding()
-	}
-	if qp.sq != nil {
-		send = qp.sq.Pending()
-	}
-	if qp.rq != nil {
-		recv = qp.rq.Pending()
-	}
-	return send, recv
-}
-
 // usesLKey reports whether a work request of the QP that the kernel has
 // not retired names lkey in its SGE list, and how many requests are
 // outstanding. It only reads the rings, so it is safe while Close drains.
@@ -436,23 +322,6 @@ func (qp *QP) releaseLKey(lkey uint32) (used bool, send, recv int) {
 	qp.sendKeys.forget(lkey)
 	qp.recvKeys.forget(lkey)
 	return qp.usesLKeyLocked(lkey)
-}
-
-// usesLKeyLocked is usesLKey; the caller holds both ring locks. A closed
-// QP has no rings left and uses nothing.
-func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
-	if qp.mx != nil {
-		return qp.mx.usesLKey(lkey)
-	}
-	if qp.sq != nil {
-		send = qp.sq.PendingNow()
-		used = qp.sq.PendingUsesLKey(lkey)
-	}
-	if qp.rq != nil {
-		recv = qp.rq.PendingNow()
-		used = used || qp.rq.PendingUsesLKey(lkey)
-	}
-	return used, send, recv
 }
 
 // drainTimeout bounds how long Close waits for the kernel to flush.
@@ -527,21 +396,6 @@ func (qp *QP) close(bool) error {
 	return errors.Join(errDrain, ignoreClosedContext(errDestroy))
 }
 
-// pendingNow loads the kernel's consumer indices; Close calls it without
-// the ring locks once posting is stopped.
-func (qp *QP) pendingNow() (send, recv int) {
-	if qp.mx != nil {
-		return qp.mx.outstanding()
-	}
-	if qp.sq != nil {
-		send = qp.sq.PendingNow()
-	}
-	if qp.rq != nil {
-		recv = qp.rq.PendingNow()
-	}
-	return send, recv
-}
-
 // drain moves the QP to ERR and waits until the kernel has flushed both
 // rings (kernel: sw/rxe/rxe_qp.c rxe_qp_error schedules the requester,
 // completer and responder, which complete every queued WQE with
@@ -583,21 +437,4 @@ func (qp *QP) destroy() error {
 	req := abi.UverbsDestroyQP{QPHandle: qp.handle}
 	var resp abi.UverbsDestroyQPResp
 	return qp.ctx.write("destroy_qp", abi.IB_USER_VERBS_CMD_DESTROY_QP, bytesOf(&req), bytesOf(&resp))
-}
-
-// unmap releases the rings and the doorbell page (after DESTROY_QP, as
-// rdma-core does: the kernel keeps the queue memory until the last mapping
-// goes).
-func (qp *QP) unmap() {
-	if qp.mx != nil {
-		qp.mx.release(qp)
-		qp.mx = nil
-	}
-	qp.sq, qp.rq, qp.db = nil, nil, nil
-	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
-		if m != nil {
-			m.Unmap()
-		}
-	}
-	qp.sqMap, qp.rqMap, qp.dbMap = nil, nil, nil
 }

@@ -313,8 +313,8 @@ func (qp *QP) modifyLocked(attr *QPAttr, mask QPAttrMask) error {
 	}
 	if mask&QPAttrState != 0 {
 		qp.state.Store(uint32(attr.State))
-		if attr.State == QPStateReset && qp.mx != nil {
-			qp.mx.reset(qp)
+		if attr.State == QPStateReset {
+			qp.providerReset()
 		}
 	}
 	if mask&QPAttrPort != 0 {

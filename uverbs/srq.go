@@ -2,12 +2,9 @@ package uverbs
 
 import (
 	"fmt"
-	"runtime"
-	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // MODIFY_SRQ attribute mask bits (kernel: include/rdma/ib_verbs.h enum
@@ -69,18 +66,13 @@ type SRQ struct {
 	srqn   uint32
 	kids   children // QPs
 
-	mu   ringLock
-	keys lkeyCache // lkeys the SRQ's posts recorded (mrusers.go), under mu
-	ring *sys.Mapping
-	rq   *rxe.RQ  // rxe; nil once closed
-	mx   *mlx5SRQ // mlx5 (mlx5srq.go); nil on rxe and once closed
+	mu      ringLock
+	keys    lkeyCache    // lkeys the SRQ's posts recorded (mrusers.go), under mu
+	srqRing              // rxe (provider.go); nil once closed
+	drv     provider.SRQ // another provider (providers, provider.go); nil on rxe and once closed
 
 	mrs map[*MR]struct{} // MRs whose users include the SRQ, under pd.usersMu
 }
-
-// gone reports whether the SRQ is closed (or lost its ring). The caller
-// holds mu.
-func (srq *SRQ) gone() bool { return srq.rq == nil && srq.mx == nil }
 
 // CreateSRQ creates a shared receive queue (write() command CREATE_SRQ) and
 // maps its ring.
@@ -119,26 +111,9 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		MaxSGE:     uint32(init.MaxSGE),
 		SRQLimit:   uint32(init.Limit),
 	}
-	if c.mlx != nil {
-		if err := srq.createMLX5(op, &req, init); err != nil {
-			pd.kids.unhold()
-			return nil, err
-		}
-	} else {
-		var resp struct {
-			core abi.UverbsCreateSRQResp
-			drv  abi.RxeCreateSRQResp
-		}
-		if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&req), bytesOf(&resp)); err != nil {
-			pd.kids.unhold()
-			return nil, err
-		}
-		srq.handle, srq.srqn = resp.core.SRQHandle, resp.core.SRQN
-		if err := srq.mapRing(op, resp.drv.MI, int(resp.core.MaxSGE)); err != nil {
-			srq.destroy()
-			pd.kids.unhold()
-			return nil, err
-		}
+	if err := srq.create(op, &req, init); err != nil {
+		pd.kids.unhold()
+		return nil, err
 	}
 	pd.kids.adopt(srq, kindSRQ)
 	if err := r.add(op, srq.h, kindSRQ, srq); err != nil {
@@ -148,86 +123,11 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	return srq, nil
 }
 
-func (srq *SRQ) mapRing(op string, mi abi.RxeMminfo, maxSGE int) error {
-	m, err := srq.ctx.mmapRing(op, mi, "srq ring")
-	if err != nil {
-		return err
-	}
-	q, err := rxe.NewRQ(m.Bytes(), maxSGE)
-	if err != nil {
-		m.Unmap()
-		return &OpError{Op: op, Err: err}
-	}
-	srq.ring, srq.rq = m, q
-	return nil
-}
-
 // SRQN returns the SRQ number.
 func (srq *SRQ) SRQN() uint32 { return srq.srqn }
 
 // PD returns the SRQ's protection domain.
 func (srq *SRQ) PD() *PD { return srq.pd }
-
-// MaxWR returns the number of receive work requests the ring holds.
-func (srq *SRQ) MaxWR() int {
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.mx != nil {
-		return srq.mx.q.Config().Tail
-	}
-	if srq.rq == nil {
-		return 0
-	}
-	return srq.rq.Capacity()
-}
-
-// MaxSGE returns the scatter/gather entries per work request.
-func (srq *SRQ) MaxSGE() int {
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.mx != nil {
-		return srq.mx.q.Config().MaxSGE
-	}
-	if srq.rq == nil {
-		return 0
-	}
-	return srq.rq.MaxSGE()
-}
-
-// PostRecv posts receive work requests, all of them or none (see
-// QP.PostRecv). It allocates nothing.
-//
-// rdma-core: ibv_post_srq_recv.
-func (srq *SRQ) PostRecv(wrs []RecvWR) error {
-	const op = "post_srq_recv"
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.gone() {
-		return closedErr(op)
-	}
-	if len(wrs) == 0 {
-		return nil
-	}
-	srq.trackRecvs(wrs)
-	if srq.mx != nil {
-		return srq.mx.postRecv(op, srq.ctx.mlx, wrs)
-	}
-	return postRecv(op, srq.rq, wrs)
-}
-
-// outstanding returns the number of posted receives not consumed yet.
-func (srq *SRQ) outstanding() int {
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.mx != nil {
-		n, _ := srq.mx.posted(srq.ctx.mlx, 0)
-		return n
-	}
-	if srq.rq == nil {
-		return 0
-	}
-	return srq.rq.PendingNow()
-}
 
 // usesLKey reports whether a posted receive the kernel has not consumed
 // names lkey, and how many receives are posted.
@@ -253,17 +153,6 @@ func (srq *SRQ) releaseLKey(lkey uint32) (used bool, n int) {
 	return srq.usesLKeyLocked(lkey)
 }
 
-func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
-	if srq.mx != nil {
-		n, used = srq.mx.posted(srq.ctx.mlx, lkey)
-		return used, n
-	}
-	if srq.rq == nil {
-		return false, 0
-	}
-	return srq.rq.PendingUsesLKey(lkey), srq.rq.PendingNow()
-}
-
 // SetLimit arms the limit event (MODIFY_SRQ with IB_SRQ_LIMIT): when fewer
 // than n work requests remain, the kernel raises EventSRQLimitReached once.
 // 0 disarms it.
@@ -280,65 +169,6 @@ func (srq *SRQ) SetLimit(n int) error {
 		return closedErr(op)
 	}
 	return srq.modify(op, srqAttrLimit, 0, n, 0)
-}
-
-// Resize changes the number of work requests the SRQ holds (MODIFY_SRQ with
-// IB_SRQ_MAX_WR). The kernel copies the posted receives into a new ring,
-// which replaces the mapping (docs/abi.md §3.11).
-//
-// rdma-core: ibv_modify_srq with IBV_SRQ_MAX_WR.
-func (srq *SRQ) Resize(maxWR int) error {
-	const op = "modify_srq"
-	if maxWR < 1 {
-		return &OpError{Op: op, Err: fmt.Errorf("max_wr %d: an SRQ holds at least one work request", maxWR)}
-	}
-	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
-		return &OpError{Op: op, Err: err}
-	}
-	if srq.ctx.mlx != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an mlx5 SRQ is not implemented: create a larger SRQ: %w", ErrNotSupported)}
-	}
-	srq.mu.Lock()
-	defer srq.mu.Unlock()
-	if srq.rq == nil {
-		return closedErr(op)
-	}
-	// rxe writes the new ring's mmap info through a user pointer passed as
-	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
-	// sw/rxe/rxe_srq.c rxe_srq_from_attr), so it must be memory that does
-	// not move: pinned heap memory.
-	mi := new(abi.RxeMminfo)
-	var pin runtime.Pinner
-	pin.Pin(mi)
-	err := srq.modify(op, srqAttrMaxWR, maxWR, 0, uint64(uintptr(unsafe.Pointer(mi))))
-	pin.Unpin()
-	if err != nil {
-		return err
-	}
-	maxSGE := srq.rq.MaxSGE()
-	old := srq.ring
-	srq.ring, srq.rq = nil, nil
-	err = srq.mapRing(op, *mi, maxSGE)
-	old.Unmap()
-	if err != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("the SRQ was resized but its new ring could not be mapped; it is no longer usable: close it: %w", err)}
-	}
-	return nil
-}
-
-// modify issues MODIFY_SRQ with rxe's driver input. The caller holds mu.
-func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) error {
-	var cmd struct {
-		core abi.UverbsModifySRQ
-		drv  abi.RxeModifySRQCmd
-	}
-	cmd.core = abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, MaxWR: uint32(maxWR), SRQLimit: uint32(limit)}
-	cmd.drv.MmapInfoAddr = miAddr
-	if srq.ctx.mlx != nil {
-		// mlx5 takes no driver input for the limit.
-		return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd.core), nil)
-	}
-	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
 }
 
 // Query returns the SRQ's attributes (write() command QUERY_SRQ).
@@ -378,13 +208,7 @@ func (srq *SRQ) close(force bool) error {
 	}
 	srq.mu.Lock()
 	err = srq.destroy()
-	if srq.ring != nil {
-		srq.ring.Unmap()
-	}
-	if srq.mx != nil {
-		srq.mx.mem.unmap()
-	}
-	srq.ring, srq.rq, srq.mx = nil, nil, nil
+	srq.release()
 	srq.mu.Unlock()
 	srq.pd.dropUser(lkeyUser{srq: srq}) // no receive of it is left for an MR to wait for
 	srq.pd.kids.drop(srq)

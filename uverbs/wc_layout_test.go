@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -16,10 +17,12 @@ func TestWCLayout(t *testing.T) {
 	sameLayout(t, reflect.TypeFor[WC](), reflect.TypeFor[mlx5.WC]())
 }
 
-// The mlx5 provider takes send and receive lists as they are
-// (mlx5SendWRs, mlx5RecvWRs), and rxe's encoder each send request
-// (rxeSendWR).
+// The providers take send lists as they are: provider.go views a []SendWR
+// as a []provider.SendWR (sendWRs), which rxe's encoder reads and mlx5's
+// views as its own (mlx5.SendWRs); receive lists and SGEs are the
+// provider's types.
 func TestWRLayout(t *testing.T) {
+	sameLayout(t, reflect.TypeFor[SendWR](), reflect.TypeFor[provider.SendWR]())
 	sameLayout(t, reflect.TypeFor[SendWR](), reflect.TypeFor[mlx5.SendWR]())
 	sameLayout(t, reflect.TypeFor[SendWR](), reflect.TypeFor[rxe.SendWQE]())
 	sameLayout(t, reflect.TypeFor[RecvWR](), reflect.TypeFor[mlx5.RecvWR]())
@@ -39,8 +42,7 @@ func sameLayout(t *testing.T, a, b reflect.Type) {
 	}
 }
 
-// kind is t's kind, with unsafe.Pointer counted as a pointer (rxe.SendWQE's
-// AH is the caller's *AH, which that package does not read).
+// kind is t's kind, with unsafe.Pointer counted as a pointer.
 func kind(t reflect.Type) reflect.Kind {
 	if t.Kind() == reflect.UnsafePointer {
 		return reflect.Pointer

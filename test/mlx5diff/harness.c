@@ -323,7 +323,9 @@ static void print_sq(struct mlx5_qp *qp, uint8_t *ring, size_t ring_size,
 		     uint8_t *dbrec, int bf_size)
 {
 	hex("db", dbrec, 8);
-	hex("bf", uar + 0x800, 2 * bf_size);
+	/* The shared bfreg 0 has no halves (buf_size 0): its doorbell is
+	 * the first 8 bytes, so at least 16 bytes are shown. */
+	hex("bf", uar + 0x800, 2 * bf_size > 16 ? 2 * bf_size : 16);
 	hex("ring", ring, ring_size);
 	printf("idx %x %x %x\n", qp->sq.cur_post, qp->sq.head, qp->bf->offset);
 	printf("wrid");

@@ -29,7 +29,7 @@ type PortLink struct {
 
 // ErrAHNeedsGRH refuses an AH without a global route on a RoCE port or a
 // port that requires one.
-var ErrAHNeedsGRH = error(&wrError{"mlx5: this port needs a global route (GRH) in every address handle: set the AH's destination GID", syscall.EINVAL})
+var ErrAHNeedsGRH = error(&wrError{"mlx5: this port needs a global route (GRH) in every address handle: set the AH's destination GID", syscall.EINVAL, nil})
 
 // rateTable maps enum ibv_rate to the device's static rate code
 // (verbs.c ib_to_mlx5_rate_table); rates past its end are unlimited (0).

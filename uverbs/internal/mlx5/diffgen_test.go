@@ -217,6 +217,9 @@ func fixedCases() []diffCase {
 					c := diffCase{name: fmt.Sprintf("doorbell-bf%d-ded%v-prefer%v-shut%v", bfSize, dedicated, prefer, shut)}
 					sh := sqShapeFor(QPTypeRC, 8, 8, 128)
 					sh.bfSize, sh.dedicated, sh.preferBF, sh.shutUp = bfSize, dedicated, prefer, shut
+					if !dedicated {
+						sh.bfSize = 0 // bfreg 0: no halves (mlx5.c mlx5_init_context)
+					}
 					c.add("%s", sh.line())
 					c.post(wrFor(OpSend, SendInline|SendSignaled, inlineSGEs(100), 1))
 					c.post(wrFor(OpRDMAWrite, SendSignaled, sges(8, 64), 2))
@@ -671,6 +674,9 @@ func randomSend(r *rand.Rand, name string) diffCase {
 	sh.atomics = r.IntN(8) != 0
 	sh.bfSize = pick(r, 256, 512)
 	sh.dedicated = r.IntN(4) != 0
+	if !sh.dedicated {
+		sh.bfSize = 0 // bfreg 0: no halves (mlx5.c mlx5_init_context)
+	}
 	sh.preferBF = r.IntN(4) == 0
 	sh.shutUp = r.IntN(8) == 0
 	sh.start = pick(r, 0, r.Uint32(), uint32(r.IntN(sh.wqeCnt)), 0xffff-uint32(r.IntN(4)))

@@ -237,7 +237,7 @@ func runSQ(first string, r *caseReader, o *out) error {
 			fmt.Fprintf(o, "post 0 -1\n")
 		}
 		o.hex("db", dbrec)
-		o.hex("bf", uar[BFRegOffset:BFRegOffset+2*bfSize])
+		o.hex("bf", uar[BFRegOffset:BFRegOffset+max(2*bfSize, 16)]) // bfreg 0 has no halves: its doorbell is the first 8 bytes
 		o.hex("ring", ring)
 		fmt.Fprintf(o, "idx %x %x %x\n", sq.curPost, sq.head.Load(), bf.offset)
 		o.WriteString("wrid")

@@ -6,10 +6,14 @@
 // Unlike rxe, the process owns an mlx5 QP's rings and doorbell records
 // (page-aligned memory it passes to CREATE_QP / CREATE_CQ / CREATE_SRQ by
 // address) and maps only the UAR page holding the doorbell and BlueFlame
-// registers. The uverbs package allocates and maps; this package reads and
-// writes the bytes it is given, the way rdma-core's libmlx5 does
-// (providers/mlx5/qp.c, cq.c, srq.c). docs/mlx5.md lists the formats and
-// the behaviour followed.
+// registers. This package reads and writes those bytes the way rdma-core's
+// libmlx5 does (providers/mlx5/qp.c, cq.c, srq.c), in the providers'
+// vocabulary (uverbs/internal/provider; vocab.go pins the layouts it views
+// the caller's requests and completions through), and sets its objects up
+// through a provider.Device, which uverbs implements: the context with its
+// UAR pages and bfregs (context.go), the queue memory, and the create
+// commands with mlx5's driver data (objects.go). docs/mlx5.md lists the
+// formats and the behaviour followed.
 //
 // Every byte this package writes was compared with what libmlx5 writes for
 // the same input by the differential harness in test/mlx5diff; the tests of

@@ -3,22 +3,28 @@ package mlx5
 import (
 	"errors"
 	"syscall"
+
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // ErrInvalidWR matches every work-request validation error below, which also
 // match the errno libmlx5 returns for the same request (errors.Is with
 // syscall.EINVAL, ENOMEM or EOPNOTSUPP).
-var ErrInvalidWR = errors.New("mlx5: invalid work request")
+// They match provider.ErrInvalidWR too, and the provider error of the same
+// check (ErrBadOpcode matches provider.ErrOpcodeNotSupported), so that a
+// caller tests one set of errors whatever the device.
+var ErrInvalidWR error = &wrError{"mlx5: invalid work request", syscall.EINVAL, nil}
 
 type wrError struct {
 	msg   string
 	errno syscall.Errno
+	same  error // the provider error of the same check
 }
 
 func (e *wrError) Error() string { return e.msg }
 
 func (e *wrError) Is(target error) bool {
-	return target == ErrInvalidWR || target == e.errno
+	return target == ErrInvalidWR || target == provider.ErrInvalidWR || target == e.errno || (e.same != nil && target == e.same)
 }
 
 // Errno is the error number libmlx5 returns for the same refusal.
@@ -30,21 +36,21 @@ func (e *wrError) Errno() syscall.Errno { return e.errno }
 var (
 	ErrQueueFull = error(&queueFull{})
 
-	ErrBadOpcode = error(&wrError{"mlx5: opcode not supported on this QP type (RC: all of SEND, SEND WITH IMM, RDMA WRITE (WITH IMM), RDMA READ, atomics; UC: SEND and RDMA WRITE, with or without IMM; UD: SEND, SEND WITH IMM)", syscall.EINVAL})
+	ErrBadOpcode = error(&wrError{"mlx5: opcode not supported on this QP type (RC: all of SEND, SEND WITH IMM, RDMA WRITE (WITH IMM), RDMA READ, atomics; UC: SEND and RDMA WRITE, with or without IMM; UD: SEND, SEND WITH IMM)", syscall.EINVAL, provider.ErrOpcodeNotSupported})
 
-	ErrTooManySGEs = error(&wrError{"mlx5: work request has more scatter/gather entries than the queue allows (max_send_sge / max_recv_sge from QP creation)", syscall.ENOMEM})
+	ErrTooManySGEs = error(&wrError{"mlx5: work request has more scatter/gather entries than the queue allows (max_send_sge / max_recv_sge from QP creation)", syscall.ENOMEM, provider.ErrTooManySGEs})
 
-	ErrTooManyRecvSGEs = error(&wrError{"mlx5: receive work request has more scatter/gather entries than the queue allows (max_recv_sge from QP or SRQ creation)", syscall.EINVAL})
+	ErrTooManyRecvSGEs = error(&wrError{"mlx5: receive work request has more scatter/gather entries than the queue allows (max_recv_sge from QP or SRQ creation)", syscall.EINVAL, provider.ErrTooManySGEs})
 
-	ErrInlineTooLong = error(&wrError{"mlx5: inline data is longer than the QP's max_inline_data; send it without the inline flag or create the QP with a larger max_inline_data", syscall.ENOMEM})
+	ErrInlineTooLong = error(&wrError{"mlx5: inline data is longer than the QP's max_inline_data; send it without the inline flag or create the QP with a larger max_inline_data", syscall.ENOMEM, provider.ErrInlineTooLong})
 
-	ErrInlineNotAllowed = error(&wrError{"mlx5: the inline flag is valid only for SEND and RDMA WRITE work requests", syscall.EINVAL})
+	ErrInlineNotAllowed = error(&wrError{"mlx5: the inline flag is valid only for SEND and RDMA WRITE work requests", syscall.EINVAL, provider.ErrInlineNotAllowed})
 
-	ErrAtomicsDisabled = error(&wrError{"mlx5: atomic operations are not enabled on this QP (the device reported no atomic capability)", syscall.EOPNOTSUPP})
+	ErrAtomicsDisabled = error(&wrError{"mlx5: atomic operations are not enabled on this QP (the device reported no atomic capability)", syscall.EOPNOTSUPP, provider.ErrOpcodeNotSupported})
 
-	ErrBadSendFlags = error(&wrError{"mlx5: unknown send flags (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)", syscall.EINVAL})
+	ErrBadSendFlags = error(&wrError{"mlx5: unknown send flags (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)", syscall.EINVAL, provider.ErrBadSendFlags})
 
-	ErrUDAddress = error(&wrError{"mlx5: UD sends need an address vector (an AH); connected (RC/UC) QPs take none", syscall.EINVAL})
+	ErrUDAddress = error(&wrError{"mlx5: UD sends need an address vector (an AH); connected (RC/UC) QPs take none", syscall.EINVAL, provider.ErrUDAddress})
 )
 
 type queueFull struct{}
@@ -53,7 +59,9 @@ func (*queueFull) Error() string {
 	return "mlx5: work queue is full: poll the completion queue to retire work requests before posting more, or create the queue with more work requests"
 }
 
-func (*queueFull) Is(target error) bool { return target == syscall.ENOMEM }
+func (*queueFull) Is(target error) bool {
+	return target == syscall.ENOMEM || target == provider.ErrQueueFull
+}
 
 // Errno is libmlx5's errno for a full queue.
 func (*queueFull) Errno() syscall.Errno { return syscall.ENOMEM }

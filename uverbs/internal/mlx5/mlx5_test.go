@@ -301,19 +301,22 @@ func (l *lockCounter) Unlock() {
 // context's bfreg, with its lock), with inline sends and PreferBF, which
 // would use BlueFlame on a dedicated one: the lock is held once around each
 // doorbell, the record counts the WQEBBs, and the doorbell is the control
-// segment's first 8 bytes in the register's current half, which flips, and
-// nothing more of the WQE.
+// segment's first 8 bytes at the register's start every time, and nothing
+// more of the WQE: the shared bfreg has no halves (BufSize 0, as libmlx5's
+// bfreg 0 has buf_size 0, mlx5.c mlx5_init_context; qp.c post_send_db
+// writes to bf->reg + bf->offset and flips offset by buf_size).
 func TestSharedBlueFlame(t *testing.T) {
 	q := newTestQP(t, QPTypeRC)
 	l := &lockCounter{t: t}
-	q.sq.bf.Dedicated, q.sq.bf.PreferBF, q.sq.bf.Lock = false, true, l
+	q.sq.bf.Dedicated, q.sq.bf.PreferBF, q.sq.bf.Lock, q.sq.bf.BufSize = false, true, l, 0
 	src := make([]byte, 64)
 	for i := range src {
 		src[i] = byte(i + 1)
 	}
 	zero := make([]byte, 56)
 	for i := range 3 {
-		half := q.sq.bf.offset
+		reg := q.sq.bf.Reg
+		clear(reg)
 		ctrl := int(q.sq.curPost) & (q.sq.cfg.WQECount - 1) * SendWQEBB
 		wr := SendWR{ID: uint64(i), Opcode: OpSend, Flags: SendSignaled | SendInline, SGEs: []SGE{{Addr: uintptrOf(src), Length: 64}}}
 		if _, err := q.sq.Post([]SendWR{wr}); err != nil {
@@ -325,12 +328,11 @@ func TestSharedBlueFlame(t *testing.T) {
 		if got, want := be.Uint32(q.dbrec[4*sndDBR:]), q.sq.curPost&0xffff; got != want {
 			t.Errorf("post %d: send doorbell record %d, want %d", i, got, want)
 		}
-		reg := q.sq.bf.Reg
-		if string(reg[half:half+8]) != string(q.sq.ring[ctrl:ctrl+8]) || string(reg[half+8:half+64]) != string(zero) {
-			t.Errorf("post %d: the register's half at %d holds % x, want the control segment's first 8 bytes % x and nothing more", i, half, reg[half:half+64], q.sq.ring[ctrl:ctrl+8])
+		if string(reg[:8]) != string(q.sq.ring[ctrl:ctrl+8]) || string(reg[8:64]) != string(zero) || string(reg[256:320]) != string(zero[:8])+string(zero) {
+			t.Errorf("post %d: the register holds % x, want the control segment's first 8 bytes % x at its start and nothing more", i, reg[:64], q.sq.ring[ctrl:ctrl+8])
 		}
-		if q.sq.bf.offset != half^q.sq.bf.BufSize {
-			t.Errorf("post %d: the BlueFlame half did not flip", i)
+		if q.sq.bf.offset != 0 {
+			t.Errorf("post %d: the doorbell offset moved to %d on the shared bfreg", i, q.sq.bf.offset)
 		}
 		q.sq.Retire()
 	}
@@ -791,7 +793,7 @@ func TestNewSQRefusesBadBlueFlame(t *testing.T) {
 		bf   *BlueFlame
 	}{
 		{"no register", nil},
-		{"a half of 0 bytes", &BlueFlame{Reg: reg, BufSize: 0}},
+		{"a dedicated register with halves of 0 bytes", &BlueFlame{Reg: reg, BufSize: 0, Dedicated: true}},
 		{"a half not a multiple of 64", &BlueFlame{Reg: reg, BufSize: 100}},
 		{"halves longer than the register", &BlueFlame{Reg: reg, BufSize: 320}},
 		{"a half whose double overflows", &BlueFlame{Reg: reg, BufSize: 1 << 62}},

@@ -5,11 +5,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // TestPostPlain: every request that passes uverbs PostSend's check
-// (rxe.PlainSend and, if inline, rxe.PlainInline, with the limits uverbs
+// (provider.PlainSend and, if inline, provider.PlainInline, with the limits uverbs
 // gives an mlx5 QP: the SQ's max_send_sge and its max_inline_data, 0 for
 // libmlx5's −4) is posted by PostPlain as Post posts it, alone and in a
 // list of three: the same ring, IDs, doorbell and BlueFlame bytes, and the
@@ -28,7 +28,7 @@ func TestPostPlain(t *testing.T) {
 				a.sq.cfg.MaxInline, b.sq.cfg.MaxInline = -4, -4
 			}
 			cfg := a.sq.cfg
-			lim := rxe.SendLimits{QPType: rxe.QPType(typ), MaxSGE: cfg.MaxSGE, MaxInline: max(cfg.MaxInline, 0)}
+			lim := provider.SendLimits{QPType: typ, MaxSGE: cfg.MaxSGE, MaxInline: max(cfg.MaxInline, 0)}
 			maxInline := uint32(lim.MaxInline)
 			shapes := [][]uint32{{}, {0}, {1}, {maxInline}, {maxInline + 1}, {16, 32}}
 			for op := SendOpcode(0); int(op) <= len(deviceOpcode); op++ {
@@ -37,7 +37,7 @@ func TestPostPlain(t *testing.T) {
 						for _, qpn := range []uint32{0, 0x4321} {
 							for _, shape := range shapes {
 								wr := SendWR{ID: uint64(posted), Opcode: op, Flags: flags, ImmData: 0x0c0d0e0f, RemoteAddr: 0x123456789abc, RKey: 0x77, RemoteQPN: qpn}
-								ud := rxe.UDAddr{RemoteQPN: qpn}
+								ud := provider.UDAddr{RemoteQPN: qpn}
 								if withAV {
 									wr.AV, ud.AHNum = &av, 1
 								}
@@ -46,12 +46,8 @@ func TestPostPlain(t *testing.T) {
 									wr.SGEs = append(wr.SGEs, SGE{Addr: uintptrOf(data) + off, Length: n, LKey: 0x99})
 									off += uint64(n)
 								}
-								sges := make([]rxe.SGE, len(wr.SGEs))
-								for i, g := range wr.SGEs {
-									sges[i] = rxe.SGE(g)
-								}
-								if !rxe.PlainSend(rxe.SendOpcode(op), rxe.SendFlags(flags&^SendInline), len(sges), ud, &lim) ||
-									flags&SendInline != 0 && !rxe.PlainInline(rxe.SendOpcode(op), sges, &lim) {
+								if !provider.PlainSend(op, flags&^SendInline, len(wr.SGEs), ud, &lim) ||
+									flags&SendInline != 0 && !provider.PlainInline(op, wr.SGEs, &lim) {
 									continue
 								}
 								for _, list := range [][]SendWR{{wr}, {wr, wr, wr}} {

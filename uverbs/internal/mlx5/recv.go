@@ -7,13 +7,11 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // RecvWR is a receive work request.
-type RecvWR struct {
-	ID   uint64
-	SGEs []SGE
-}
+type RecvWR = provider.RecvWR
 
 // RQConfig describes a QP's receive queue as RQSize computes it.
 type RQConfig struct {

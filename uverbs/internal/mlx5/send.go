@@ -8,20 +8,37 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// SendOpcode is a send work-request opcode with the libibverbs values
-// (enum ibv_wr_opcode), the same as the rxe package's.
-type SendOpcode uint32
+// The vocabulary is the providers' (uverbs/internal/provider): opcodes
+// and flags with the libibverbs values (enum ibv_wr_opcode, ibv_send_flags).
+type (
+	SendOpcode = provider.WROpcode
+	SendFlags  = provider.SendFlags
+	QPType     = provider.QPType
+	SGE        = provider.SGE
+)
 
 const (
-	OpRDMAWrite         SendOpcode = 0
-	OpRDMAWriteWithImm  SendOpcode = 1
-	OpSend              SendOpcode = 2
-	OpSendWithImm       SendOpcode = 3
-	OpRDMARead          SendOpcode = 4
-	OpAtomicCmpAndSwp   SendOpcode = 5
-	OpAtomicFetchAndAdd SendOpcode = 6
+	OpRDMAWrite         = provider.OpWrite
+	OpRDMAWriteWithImm  = provider.OpWriteImm
+	OpSend              = provider.OpSend
+	OpSendWithImm       = provider.OpSendImm
+	OpRDMARead          = provider.OpRead
+	OpAtomicCmpAndSwp   = provider.OpAtomicCmpSwap
+	OpAtomicFetchAndAdd = provider.OpAtomicFetchAdd
+
+	SendFence     = provider.SendFence
+	SendSignaled  = provider.SendSignaled
+	SendSolicited = provider.SendSolicited
+	SendInline    = provider.SendInline
+
+	sendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline
+
+	QPTypeRC = provider.QPTypeRC
+	QPTypeUC = provider.QPTypeUC
+	QPTypeUD = provider.QPTypeUD
 )
 
 // deviceOpcode maps an opcode to the WQE opcode (qp.c mlx5_ib_opcode).
@@ -33,46 +50,6 @@ var deviceOpcode = [...]uint8{
 	OpRDMARead:          opcodeRDMARead,
 	OpAtomicCmpAndSwp:   opcodeAtomicCS,
 	OpAtomicFetchAndAdd: opcodeAtomicFA,
-}
-
-// SendFlags are IBV_SEND_* flags.
-type SendFlags uint32
-
-const (
-	SendFence     SendFlags = 1
-	SendSignaled  SendFlags = 2
-	SendSolicited SendFlags = 4
-	SendInline    SendFlags = 8
-
-	sendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline
-)
-
-// QPType is a QP transport type with the kernel's values (enum ib_qp_type).
-type QPType uint8
-
-const (
-	QPTypeRC QPType = 2
-	QPTypeUC QPType = 3
-	QPTypeUD QPType = 4
-)
-
-func (t QPType) String() string {
-	switch t {
-	case QPTypeRC:
-		return "RC"
-	case QPTypeUC:
-		return "UC"
-	case QPTypeUD:
-		return "UD"
-	}
-	return fmt.Sprintf("QPType(%d)", uint8(t))
-}
-
-// SGE is a scatter/gather entry (struct ibv_sge).
-type SGE struct {
-	Addr   uint64
-	Length uint32
-	LKey   uint32
 }
 
 // AddressVector is an AH's struct mlx5_wqe_av (48 bytes), as libmlx5 builds
@@ -116,7 +93,11 @@ type SQConfig struct {
 // BlueFlame is a QP's UAR register pair (struct mlx5_bf): Reg is the
 // mapped register area, two halves of BufSize bytes each (bf_reg_size / 2),
 // starting BFRegOffset into a UAR page. Dedicated is false for the bfreg
-// every context shares (uuarn 0), which takes only 8-byte doorbells. Reg
+// every context shares (uuarn 0), which takes only 8-byte doorbells and
+// has no halves: libmlx5 leaves its buf_size 0 (mlx5.c mlx5_init_context
+// sets buf_size only for bfi != 0), so post_send_db's offset ^= buf_size
+// never moves and every doorbell lands at the register's start. BufSize
+// is 0 there too. Reg
 // and BufSize must not change once NewSQ has checked them: the doorbell
 // writes the register through a pointer on their word.
 type BlueFlame struct {
@@ -175,8 +156,8 @@ func NewSQ(ring, dbrec []byte, bf *BlueFlame, cfg SQConfig) (*SQ, error) {
 	if err := mmio.CheckView(dbrec, 0, 8); err != nil {
 		return nil, fmt.Errorf("mlx5: QP doorbell record: %w", err)
 	}
-	if bf == nil || bf.BufSize <= 0 || bf.BufSize%SendWQEBB != 0 || bf.BufSize > len(bf.Reg)/2 { // (2*BufSize could overflow)
-		return nil, fmt.Errorf("mlx5: BlueFlame register area must hold two halves of a non-zero multiple of 64 bytes")
+	if bf == nil || bf.BufSize < 0 || bf.BufSize == 0 && bf.Dedicated || bf.BufSize%SendWQEBB != 0 || bf.BufSize > len(bf.Reg)/2 { // (2*BufSize could overflow)
+		return nil, fmt.Errorf("mlx5: BlueFlame register area must hold two halves of a non-zero multiple of 64 bytes (no halves only on the shared bfreg)")
 	}
 	if err := mmio.CheckView(bf.Reg, 0, 8); err != nil {
 		return nil, fmt.Errorf("mlx5: BlueFlame register: %w", err)
@@ -278,7 +259,7 @@ func opcodeAllowed(t QPType, op SendOpcode) bool {
 func (q *SQ) Post(wrs []SendWR) (int, error) { return q.post(wrs, false) }
 
 // PostPlain is Post for a list the caller has checked already, each
-// request with rxe.PlainSend (and rxe.PlainInline if inline) against the
+// request with provider.PlainSend (and provider.PlainInline if inline) against the
 // SQ's max_send_sge and max_inline_data (0 for libmlx5's −4), as uverbs'
 // PostSend does: such a request passes Post's per-request checks, so only
 // the room is checked here (TestPostPlain posts every such request both

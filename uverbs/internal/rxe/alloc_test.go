@@ -24,8 +24,8 @@ func TestHotPathAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sges := []SGE{{Addr: addrOf(src), Length: 32, LKey: 1}, {Addr: addrOf(src[64:]), Length: 16, LKey: 1}}
-	send := &SendWQE{ID: 1, Opcode: OpRDMAWriteWithImm, Flags: SendSignaled, Ex: 7, RemoteAddr: 0x1000, RKey: 2, SGEs: sges}
-	inline := &SendWQE{ID: 2, Opcode: OpSend, Flags: SendInline, SGEs: sges}
+	send := &SendWQE{ID: 1, Op: OpRDMAWriteWithImm, Flags: SendSignaled, Imm: 7, RemoteAddr: 0x1000, RKey: 2, SGEs: sges}
+	inline := &SendWQE{ID: 2, Op: OpSend, Flags: SendInline, SGEs: sges}
 	recv := &RecvWQE{ID: 3, SGEs: sges}
 	wcs := make([]WC, 4)
 	slot := make([]byte, 256)
@@ -112,7 +112,7 @@ func TestSQAgainstConcurrentKernel(t *testing.T) {
 			want++
 		}
 	}()
-	wr := &SendWQE{Opcode: OpRDMAWrite, SGEs: make([]SGE, 1)}
+	wr := &SendWQE{Op: OpRDMAWrite, SGEs: make([]SGE, 1)}
 	for id := uint64(1); id <= total; {
 		wr.ID, wr.RemoteAddr, wr.RKey = id, id*8, uint32(id)
 		wr.SGEs[0] = SGE{Addr: id * 16, Length: uint32(id % 4096), LKey: 1}
@@ -140,7 +140,7 @@ func TestSQAgainstConcurrentKernel(t *testing.T) {
 
 func BenchmarkEncodeSend(b *testing.B) {
 	slot := make([]byte, 256)
-	wr := &SendWQE{ID: 1, Opcode: OpRDMAWrite, Flags: SendSignaled, RemoteAddr: 0x1000, RKey: 2,
+	wr := &SendWQE{ID: 1, Op: OpRDMAWrite, Flags: SendSignaled, RemoteAddr: 0x1000, RKey: 2,
 		SGEs: []SGE{{Addr: 0x2000, Length: 4096, LKey: 1}}}
 	lim := &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 48}
 	b.ReportAllocs()
@@ -158,7 +158,7 @@ func BenchmarkSQPost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wr := &SendWQE{ID: 1, Opcode: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x2000, Length: 64, LKey: 1}}}
+	wr := &SendWQE{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x2000, Length: 64, LKey: 1}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := sq.Post(wr, 0); err == ErrQueueFull {

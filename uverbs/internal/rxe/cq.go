@@ -6,6 +6,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/mmio"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // Work-completion flags (enum ib_wc_flags / IB_WC_*).
@@ -186,4 +187,28 @@ func (q *CQ) Take(wcs []WC) int {
 	}
 	c.next = next & mask
 	return n
+}
+
+// WC has provider.WC's field order and types, so a poll decodes into the
+// caller's completions directly (WCs). Checked here at compile time: a
+// negative array length does not compile.
+var (
+	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(provider.WC{})]byte
+	_ [unsafe.Sizeof(provider.WC{}) - unsafe.Sizeof(WC{})]byte
+	_ [unsafe.Offsetof(WC{}.ImmData) - unsafe.Offsetof(provider.WC{}.Imm)]byte
+	_ [unsafe.Offsetof(provider.WC{}.Imm) - unsafe.Offsetof(WC{}.ImmData)]byte
+	_ [unsafe.Offsetof(WC{}.QPNum) - unsafe.Offsetof(provider.WC{}.QPN)]byte
+	_ [unsafe.Offsetof(provider.WC{}.QPN) - unsafe.Offsetof(WC{}.QPNum)]byte
+	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(provider.WC{}.Flags)]byte
+	_ [unsafe.Offsetof(provider.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
+	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(provider.WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(provider.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(WC{}.PortNum) - unsafe.Offsetof(provider.WC{}.Port)]byte
+	_ [unsafe.Offsetof(provider.WC{}.Port) - unsafe.Offsetof(WC{}.PortNum)]byte
+)
+
+// WCs is a completion slice as the decoder fills it: the status, opcode
+// and flags are the kernel's values, which provider.WC carries.
+func WCs(wcs []provider.WC) []WC {
+	return unsafe.Slice((*WC)(unsafe.Pointer(unsafe.SliceData(wcs))), len(wcs))
 }

@@ -1,8 +1,12 @@
 // Package rxe is the data path of the soft-RoCE (rdma_rxe) provider: the
 // codec for the rings the kernel shares with user space, with no system
-// calls. The uverbs package creates the queues, maps them and rings the
-// doorbell; this package only reads and writes the mapped bytes it is
-// given.
+// calls on the data path. It speaks the providers' vocabulary
+// (uverbs/internal/provider): it encodes provider.SendWR and RecvWR, and
+// decodes into provider.WC's layout (WCs). Its objects' set-up
+// (objects.go: the create commands, mapping the kernel's rings at the
+// offsets of their mmap information, the prebuilt POST_SEND doorbell) runs
+// through a provider.Device, which uverbs implements; uverbs holds the
+// locks and writes the doorbell.
 //
 // # Rings
 //

@@ -1,56 +1,21 @@
 package rxe
 
-import (
-	"errors"
-	"syscall"
-)
+import "github.com/goverbs/rdma/uverbs/internal/provider"
 
-// ErrQueueFull is returned by SQ.Post and RQ.Post when every slot holds a
-// work request the kernel has not consumed yet. librxe returns ENOMEM here,
-// and errors.Is(err, syscall.ENOMEM) holds.
-var ErrQueueFull error = &queueFull{}
-
-type queueFull struct{}
-
-func (*queueFull) Error() string {
-	return "rxe: work queue is full: poll the completion queue to retire work requests before posting more, or create the QP with a larger max_send_wr/max_recv_wr"
-}
-
-func (*queueFull) Is(target error) bool { return target == syscall.ENOMEM }
-
-// ErrInvalidWR matches every work-request validation error below. librxe
-// returns EINVAL for the same checks, and errors.Is(err, syscall.EINVAL)
-// holds for each of them.
-var ErrInvalidWR = errors.New("rxe: invalid work request")
-
-type invalidWR struct{ msg string }
-
-func (e *invalidWR) Error() string { return e.msg }
-
-func (e *invalidWR) Is(target error) bool {
-	return target == ErrInvalidWR || target == syscall.EINVAL
-}
-
-// Validation errors. Each is returned wrapped with the values that failed;
-// test for them with errors.Is.
+// The errors of a refused post are the providers' (uverbs/internal/provider):
+// librxe's errnos for the same checks, ENOMEM for a full queue and EINVAL
+// for the others, match them through errors.Is.
 var (
-	ErrTooManySGEs = error(&invalidWR{"rxe: work request has more scatter/gather entries than the queue allows (max_send_sge / max_recv_sge from QP creation)"})
-
-	ErrInlineTooLong = error(&invalidWR{"rxe: inline data is longer than the QP's max_inline_data; send it without the inline flag or create the QP with a larger max_inline_data"})
-
-	ErrInlineNotAllowed = error(&invalidWR{"rxe: the inline flag is valid only for SEND and RDMA WRITE work requests"})
-
-	ErrAtomicAlignment = error(&invalidWR{"rxe: atomic remote address must be 8-byte aligned"})
-
-	ErrAtomicLength = error(&invalidWR{"rxe: atomic work request needs a local buffer of at least 8 bytes for the original value"})
-
-	ErrOpcodeNotSupported = error(&invalidWR{"rxe: opcode not supported on this QP type (RC: all; UC: RDMA WRITE, SEND, with IMM or INV; UD: SEND, SEND WITH IMM)"})
-
-	ErrOpcodeNotImplemented = error(&invalidWR{"rxe: opcode not implemented by this library yet (BIND_MW, FLUSH, ATOMIC_WRITE)"})
-
-	ErrBadSendFlags = error(&invalidWR{"rxe: unknown send flags (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8, IP_CSUM 16)"})
-
-	ErrLengthOverflow = error(&invalidWR{"rxe: total scatter/gather length does not fit in 32 bits"})
-
-	ErrUDAddress = error(&invalidWR{"rxe: UD sends need an address handle (non-zero AH number); connected (RC/UC) QPs take no UD address"})
+	ErrQueueFull            = provider.ErrQueueFull
+	ErrInvalidWR            = provider.ErrInvalidWR
+	ErrTooManySGEs          = provider.ErrTooManySGEs
+	ErrInlineTooLong        = provider.ErrInlineTooLong
+	ErrInlineNotAllowed     = provider.ErrInlineNotAllowed
+	ErrAtomicAlignment      = provider.ErrAtomicAlignment
+	ErrAtomicLength         = provider.ErrAtomicLength
+	ErrOpcodeNotSupported   = provider.ErrOpcodeNotSupported
+	ErrOpcodeNotImplemented = provider.ErrOpcodeNotImplemented
+	ErrBadSendFlags         = provider.ErrBadSendFlags
+	ErrLengthOverflow       = provider.ErrLengthOverflow
+	ErrUDAddress            = provider.ErrUDAddress
 )

@@ -79,7 +79,7 @@ func FuzzEncodeSend(f *testing.F) {
 		if op := SendOpcode(opcode); op == OpLocalInv || op == OpSendWithInv {
 			ex = inv
 		}
-		wr := &SendWQE{ID: id, Opcode: SendOpcode(opcode), Flags: SendFlags(flags), Ex: ex,
+		wr := &SendWQE{ID: id, Op: SendOpcode(opcode), Flags: SendFlags(flags), Imm: ex,
 			RemoteAddr: raddr, RKey: rkey, CompareAdd: cmp, Swap: swap, RemoteQPN: qpn, RemoteQKey: qkey, SGEs: sges}
 		lim := &SendLimits{QPType: QPType(qpType), MaxSGE: maxSGE, MaxInline: maxInline}
 		if err := ValidateSend(wr, ah, lim); err != nil {
@@ -110,7 +110,7 @@ func FuzzEncodeSend(f *testing.F) {
 		}
 		op := SendOpcode(opcode)
 		wantIOVA := uint64(0)
-		if op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead || isAtomic(op) {
+		if op == OpRDMAWrite || op == OpRDMAWriteWithImm || op == OpRDMARead || op == OpAtomicCmpAndSwp || op == OpAtomicFetchAndAdd {
 			wantIOVA = raddr
 		}
 		if u64(s, 152) != wantIOVA {

@@ -2,10 +2,10 @@ package rxe
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // RecvWQE is a receive work request in Go form, the input of EncodeRecv.
@@ -19,20 +19,8 @@ type RecvWQE struct {
 // fits the 32-bit dma.length.
 func ValidateRecv(wr *RecvWQE, maxSGE int) error { return CheckRecv(wr.SGEs, maxSGE) }
 
-// CheckRecv is ValidateRecv on the SGE list alone.
-func CheckRecv(sges []SGE, maxSGE int) error {
-	if len(sges) > maxSGE {
-		return fmt.Errorf("%w: %d SGEs, max_recv_sge is %d", ErrTooManySGEs, len(sges), maxSGE)
-	}
-	var length uint64
-	for i := range sges {
-		length += uint64(sges[i].Length)
-	}
-	if length > math.MaxUint32 {
-		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
-	}
-	return nil
-}
+// CheckRecv is ValidateRecv on the SGE list alone (provider.CheckRecv).
+func CheckRecv(sges []SGE, maxSGE int) error { return provider.CheckRecv(sges, maxSGE) }
 
 // EncodeRecv writes wr into slot as a struct rxe_recv_wqe: the header is
 // zeroed, then wr_id, dma.length = dma.resid = total, dma.num_sge and the

@@ -131,7 +131,7 @@ func TestDecodeCQE(t *testing.T) {
 // big-endian wire bytes the kernel copies from the WQE into the CQE.
 func TestImmRoundTrip(t *testing.T) {
 	slot := make([]byte, 256)
-	EncodeSend(slot, &SendWQE{Opcode: OpSendWithImm, Ex: 0x00c0ffee}, 0)
+	EncodeSend(slot, &SendWQE{Op: OpSendWithImm, Imm: 0x00c0ffee}, 0)
 	cqe := make([]byte, 64)
 	var ex [4]byte
 	copy(ex[:], slot[20:24]) // rxe copies wqe->wr.ex.imm_data into the packet's IMMDT and then into wc.ex

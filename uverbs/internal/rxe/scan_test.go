@@ -21,8 +21,8 @@ func TestSQPendingUsesLKey(t *testing.T) {
 	}
 	// Inline data is copied from this memory: its key is not kept.
 	src := mapAnon(t, 4096)
-	post(&SendWQE{ID: 1, Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: addrOf(src), Length: 16, LKey: 9}}})
-	post(&SendWQE{ID: 2, Opcode: OpSend, SGEs: []SGE{{Addr: 0x1000, Length: 8, LKey: 5}, {Addr: 0x2000, Length: 8, LKey: 7}}})
+	post(&SendWQE{ID: 1, Op: OpSend, Flags: SendInline, SGEs: []SGE{{Addr: addrOf(src), Length: 16, LKey: 9}}})
+	post(&SendWQE{ID: 2, Op: OpSend, SGEs: []SGE{{Addr: 0x1000, Length: 8, LKey: 5}, {Addr: 0x2000, Length: 8, LKey: 7}}})
 	if sq.PendingNow() != 2 {
 		t.Fatalf("PendingNow %d, want 2", sq.PendingNow())
 	}
@@ -43,7 +43,7 @@ func TestSQPendingUsesLKey(t *testing.T) {
 	}
 	// Wrap around the ring end: only the pending window is scanned.
 	for i := range 6 {
-		post(&SendWQE{ID: uint64(10 + i), Opcode: OpSend, SGEs: []SGE{{Addr: 0x3000, Length: 8, LKey: uint32(100 + i)}}})
+		post(&SendWQE{ID: uint64(10 + i), Op: OpSend, SGEs: []SGE{{Addr: 0x3000, Length: 8, LKey: uint32(100 + i)}}})
 	}
 	r.kcons.Store((r.kprod.Load() + r.slots - 1) & (r.slots - 1)) // all but the last retired
 	if !sq.PendingUsesLKey(105) || sq.PendingUsesLKey(104) || sq.PendingNow() != 1 {

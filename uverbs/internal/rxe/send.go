@@ -3,10 +3,9 @@ package rxe
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"unsafe"
 
 	"github.com/goverbs/rdma/internal/mmio"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // native is the byte order of the kernel's u16/u32/u64 fields. Only amd64
@@ -14,227 +13,63 @@ import (
 // little-endian.
 var native = binary.LittleEndian
 
-// SendOpcode is a send work-request opcode (enum ib_wr_opcode /
-// IB_UVERBS_WR_*, the values rxe reads from rxe_send_wr.opcode).
-type SendOpcode uint32
-
-const (
-	OpRDMAWrite         SendOpcode = 0
-	OpRDMAWriteWithImm  SendOpcode = 1
-	OpSend              SendOpcode = 2
-	OpSendWithImm       SendOpcode = 3
-	OpRDMARead          SendOpcode = 4
-	OpAtomicCmpAndSwp   SendOpcode = 5
-	OpAtomicFetchAndAdd SendOpcode = 6
-	OpLocalInv          SendOpcode = 7
-	OpBindMW            SendOpcode = 8
-	OpSendWithInv       SendOpcode = 9
-	OpFlush             SendOpcode = 14 // kernel 6.2+
-	OpAtomicWrite       SendOpcode = 15 // kernel 6.2+
+// The vocabulary is the providers' (uverbs/internal/provider): a send
+// work request, its opcodes and flags, with the values rxe reads from
+// struct rxe_send_wr (enum ib_wr_opcode, IB_SEND_*).
+type (
+	SendOpcode = provider.WROpcode
+	SendFlags  = provider.SendFlags
+	QPType     = provider.QPType
+	SGE        = provider.SGE
+	UDAddr     = provider.UDAddr
+	SendLimits = provider.SendLimits
+	// SendWQE is a send work request, the input of EncodeSend: the
+	// caller's request, read where it lies, without a copy. With
+	// SendInline the bytes its SGEs point at are copied into the WQE by
+	// EncodeSend, from the addresses in Addr: they must lie in memory the
+	// caller keeps mapped, and may be reused as soon as EncodeSend
+	// returns. Imm is the union ex of ibv_send_wr: for *_WITH_IMM the
+	// immediate value in host order (it goes on the wire and into the
+	// peer's completion in network order); for LOCAL_INV and
+	// SEND_WITH_INV the rkey to invalidate.
+	SendWQE = provider.SendWR
 )
 
-// SendFlags are IB_SEND_* flags (rxe_send_wr.send_flags).
-type SendFlags uint32
-
 const (
-	SendFence     SendFlags = 1
-	SendSignaled  SendFlags = 2
-	SendSolicited SendFlags = 4
-	SendInline    SendFlags = 8
-	SendIPCsum    SendFlags = 16
+	OpRDMAWrite         = provider.OpWrite
+	OpRDMAWriteWithImm  = provider.OpWriteImm
+	OpSend              = provider.OpSend
+	OpSendWithImm       = provider.OpSendImm
+	OpRDMARead          = provider.OpRead
+	OpAtomicCmpAndSwp   = provider.OpAtomicCmpSwap
+	OpAtomicFetchAndAdd = provider.OpAtomicFetchAdd
+	OpLocalInv          = provider.OpLocalInv
+	OpBindMW            = provider.OpBindMW
+	OpSendWithInv       = provider.OpSendInv
+	OpFlush             = provider.OpFlush
+	OpAtomicWrite       = provider.OpAtomicWrite
 
-	sendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline | SendIPCsum
+	SendFence     = provider.SendFence
+	SendSignaled  = provider.SendSignaled
+	SendSolicited = provider.SendSolicited
+	SendInline    = provider.SendInline
+	SendIPCsum    = provider.SendIPCsum
+
+	sendFlagsKnown = provider.SendFlagsKnown
+
+	QPTypeRC = provider.QPTypeRC
+	QPTypeUC = provider.QPTypeUC
+	QPTypeUD = provider.QPTypeUD
 )
 
-// QPType is a QP transport type, with the kernel's values (enum ib_qp_type,
-// ib_uverbs_create_qp.qp_type).
-type QPType uint8
-
-const (
-	QPTypeRC QPType = 2
-	QPTypeUC QPType = 3
-	QPTypeUD QPType = 4
-)
-
-func (t QPType) String() string {
-	switch t {
-	case QPTypeRC:
-		return "RC"
-	case QPTypeUC:
-		return "UC"
-	case QPTypeUD:
-		return "UD"
-	}
-	return fmt.Sprintf("QPType(%d)", uint8(t))
-}
-
-// SGE is a scatter/gather entry: Length bytes at virtual address Addr inside
-// the memory region whose local key is LKey (struct ibv_sge / rxe_sge).
-type SGE struct {
-	Addr   uint64
-	Length uint32
-	LKey   uint32
-}
-
-// UDAddr addresses a UD send: destination QPN and Q_Key, and the AH number
-// CREATE_AH returned in struct rxe_create_ah_resp.
-type UDAddr struct {
-	RemoteQPN  uint32
-	RemoteQKey uint32
-	AHNum      uint32
-}
-
-// SendWQE is a send work request in Go form, the input of EncodeSend. It
-// has the layout of uverbs.SendWR, which checks so at compile time, so that
-// a post encodes the caller's requests where they lie, without a copy.
-type SendWQE struct {
-	ID     uint64 // returned in the completion's wr_id; never a Go pointer
-	Opcode SendOpcode
-	Flags  SendFlags
-
-	// SGEs are the local buffers. With SendInline their bytes are copied
-	// into the WQE by EncodeSend, from the addresses in Addr: they must lie
-	// in memory the caller keeps mapped (registered memory), and may be
-	// reused as soon as EncodeSend returns.
-	SGEs []SGE
-
-	// Ex is the union ex of ibv_send_wr: for *_WITH_IMM the immediate
-	// value, in host order (it goes on the wire and into the peer's
-	// completion in network order, as the __be32 imm_data of ibv_send_wr
-	// does once the caller applies htonl); for LOCAL_INV and SEND_WITH_INV
-	// the rkey to invalidate.
-	Ex uint32
-
-	RemoteAddr uint64 // RDMA and atomic target address
-	RKey       uint32 // RDMA and atomic target key
-	CompareAdd uint64 // ATOMIC_CMP_AND_SWP compare value, ATOMIC_FETCH_AND_ADD addend
-	Swap       uint64 // ATOMIC_CMP_AND_SWP swap value
-
-	// AH is the caller's address handle, which this package does not read:
-	// a UD send's AH number is an argument of EncodeSend and ValidateSend.
-	AH unsafe.Pointer
-	// The UD destination; leave zero on RC/UC.
-	RemoteQPN  uint32
-	RemoteQKey uint32
-}
-
-// UDAddr is the UD address of wr with the AH number ahNum.
-func (wr *SendWQE) UDAddr(ahNum uint32) UDAddr {
-	return UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: ahNum}
-}
-
-// SendLimits are the send-queue capabilities the kernel returned from
-// CREATE_QP, which validation enforces as librxe does.
-type SendLimits struct {
-	QPType    QPType
-	MaxSGE    int // cap.max_send_sge
-	MaxInline int // cap.max_inline_data
-}
-
-// opcodeSupported reports whether rxe accepts op on QP type t
-// (providers/rxe/rxe.c RXE_SUP_RC/UC/UD_QP_SEND_OPS_FLAGS).
-func opcodeSupported(t QPType, op SendOpcode) bool {
-	switch t {
-	case QPTypeRC:
-		return op <= OpSendWithInv || op == OpFlush || op == OpAtomicWrite
-	case QPTypeUC:
-		return op <= OpSendWithImm || op == OpBindMW || op == OpSendWithInv
-	case QPTypeUD:
-		return op == OpSend || op == OpSendWithImm
-	}
-	return false
-}
-
-func isAtomic(op SendOpcode) bool {
-	return op == OpAtomicCmpAndSwp || op == OpAtomicFetchAndAdd
-}
-
-// ValidateSend checks wr against the QP's limits the way librxe does before
-// it touches the ring (providers/rxe/rxe.c validate_send_wr), plus checks
-// that turn silent kernel-side failures into clear errors. On success
-// EncodeSend cannot fail for a slot of an SQ built with the same limits.
-// ahNum is the number of wr's AH (0 without one).
+// ValidateSend checks wr against the QP's limits before anything touches
+// the ring (provider.CheckSend; rdma-core providers/rxe/rxe.c
+// validate_send_wr). On success EncodeSend cannot fail for a slot of an SQ
+// built with the same limits. ahNum is the number of wr's AH (0 without
+// one).
 func ValidateSend(wr *SendWQE, ahNum uint32, lim *SendLimits) error {
-	return CheckSend(wr.Opcode, wr.Flags, wr.SGEs, wr.RemoteAddr, wr.UDAddr(ahNum), lim)
-}
-
-// PlainSend reports whether CheckSend accepts a request without looking
-// further: a WRITE, WRITE_WITH_IMM, SEND, SEND_WITH_IMM or READ on an RC
-// QP with no UD address, or a SEND or SEND_WITH_IMM on a UD QP with an AH;
-// no flag but fence, signaled and solicited; at most one SGE (one length
-// cannot overflow) within max_send_sge. For an inline request, ask it with
-// SendInline left out of flags, and PlainInline too. Both are small
-// enough to be inlined, so the common request skips the call; every other
-// request (UC ones too) goes to CheckSend.
-func PlainSend(op SendOpcode, flags SendFlags, nsge int, ud UDAddr, lim *SendLimits) bool {
-	if flags&^(SendFence|SendSignaled|SendSolicited) != 0 || nsge > 1 || nsge > lim.MaxSGE || op > OpRDMARead {
-		return false
-	}
-	if lim.QPType == QPTypeUD {
-		return (op == OpSend || op == OpSendWithImm) && ud.AHNum != 0
-	}
-	return lim.QPType == QPTypeRC && ud == UDAddr{}
-}
-
-// PlainInline reports whether CheckSend's inline checks pass for a
-// request PlainSend passed with SendInline left out of its flags: not a
-// READ, and the one SGE's bytes, if any, within max_inline_data.
-func PlainInline(op SendOpcode, sges []SGE, lim *SendLimits) bool {
-	return op != OpRDMARead && (len(sges) == 0 || int64(sges[0].Length) <= int64(lim.MaxInline))
-}
-
-// CheckSend is ValidateSend on the fields it reads, so that a caller whose
-// work requests are in another form validates them without building a
-// SendWQE first.
-func CheckSend(op SendOpcode, flags SendFlags, sges []SGE, remoteAddr uint64, ud UDAddr, lim *SendLimits) error {
-	if !opcodeSupported(lim.QPType, op) {
-		return fmt.Errorf("%w: opcode %d on a %v QP", ErrOpcodeNotSupported, op, lim.QPType)
-	}
-	switch op {
-	case OpBindMW, OpFlush, OpAtomicWrite:
-		return fmt.Errorf("%w: opcode %d", ErrOpcodeNotImplemented, op)
-	}
-	if flags&^sendFlagsKnown != 0 {
-		return fmt.Errorf("%w: %#x", ErrBadSendFlags, uint32(flags&^sendFlagsKnown))
-	}
-	if len(sges) > lim.MaxSGE {
-		return fmt.Errorf("%w: %d SGEs, max_send_sge is %d", ErrTooManySGEs, len(sges), lim.MaxSGE)
-	}
-	// Sum in 64 bits so that many large SGEs cannot wrap around (rdma-core
-	// 665294c5a / 1e8ed0aff).
-	var length uint64
-	for i := range sges {
-		length += uint64(sges[i].Length)
-	}
-	if length > math.MaxUint32 {
-		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
-	}
-	if isAtomic(op) {
-		if remoteAddr&7 != 0 {
-			return fmt.Errorf("%w: remote address %#x", ErrAtomicAlignment, remoteAddr)
-		}
-		if length < 8 {
-			return fmt.Errorf("%w: local SGEs total %d bytes", ErrAtomicLength, length)
-		}
-	}
-	if flags&SendInline != 0 {
-		switch op {
-		case OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm, OpSendWithInv:
-		default:
-			return fmt.Errorf("%w: opcode %d", ErrInlineNotAllowed, op)
-		}
-		if length > uint64(lim.MaxInline) {
-			return fmt.Errorf("%w: %d bytes, max_inline_data is %d", ErrInlineTooLong, length, lim.MaxInline)
-		}
-	}
-	if lim.QPType == QPTypeUD {
-		if ud.AHNum == 0 {
-			return fmt.Errorf("%w: UD send to QPN %#x without an AH", ErrUDAddress, ud.RemoteQPN)
-		}
-	} else if ud != (UDAddr{}) {
-		return fmt.Errorf("%w: UD address %+v on a %v QP", ErrUDAddress, ud, lim.QPType)
-	}
-	return nil
+	ud := UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: ahNum}
+	return provider.CheckSend(wr.Op, wr.Flags, wr.SGEs, wr.RemoteAddr, ud, lim)
 }
 
 // sendSlotSize is the slot size an SQ with these limits needs
@@ -259,19 +94,19 @@ func EncodeSend(slot []byte, wr *SendWQE, ahNum uint32) {
 	h := (*[SendWQEHeaderSize]byte)(slot)
 	*h = [SendWQEHeaderSize]byte{}
 	native.PutUint64(h[sendWRID:], wr.ID)
-	native.PutUint32(h[sendOpcode:], uint32(wr.Opcode))
+	native.PutUint32(h[sendOpcode:], uint32(wr.Op))
 	native.PutUint32(h[sendFlags:], uint32(wr.Flags))
 
-	switch wr.Opcode {
+	switch wr.Op {
 	case OpRDMAWriteWithImm, OpSendWithImm:
 		// __be32 imm_data: network order in the WQE and on the wire.
-		binary.BigEndian.PutUint32(h[sendEx:], wr.Ex)
+		binary.BigEndian.PutUint32(h[sendEx:], wr.Imm)
 	case OpLocalInv, OpSendWithInv:
-		native.PutUint32(h[sendEx:], wr.Ex)
+		native.PutUint32(h[sendEx:], wr.Imm)
 	}
 
 	var iova uint64
-	switch wr.Opcode {
+	switch wr.Op {
 	case OpRDMAWrite, OpRDMAWriteWithImm, OpRDMARead:
 		native.PutUint64(h[sendRDMAAddr:], wr.RemoteAddr)
 		native.PutUint32(h[sendRDMARKey:], wr.RKey)

@@ -44,8 +44,8 @@ func checkZeroExcept(t *testing.T, s []byte, header int, ranges ...[2]int) {
 func TestEncodeSendRDMAWriteWithImm(t *testing.T) {
 	s := dirtySlot(t)
 	wr := &SendWQE{
-		ID: 0x1122334455667788, Opcode: OpRDMAWriteWithImm, Flags: SendSignaled | SendSolicited,
-		Ex: 0x01020304, RemoteAddr: 0xfeedface00001000, RKey: 0xabcd,
+		ID: 0x1122334455667788, Op: OpRDMAWriteWithImm, Flags: SendSignaled | SendSolicited,
+		Imm: 0x01020304, RemoteAddr: 0xfeedface00001000, RKey: 0xabcd,
 		SGEs: []SGE{{Addr: 0x7f0000001000, Length: 100, LKey: 7}, {Addr: 0x7f0000002000, Length: 28, LKey: 8}},
 	}
 	if err := ValidateSend(wr, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 4, MaxInline: 64}); err != nil {
@@ -84,7 +84,7 @@ func TestEncodeSendRDMAWriteWithImm(t *testing.T) {
 func TestEncodeSendUD(t *testing.T) {
 	s := dirtySlot(t)
 	wr := &SendWQE{
-		ID: 9, Opcode: OpSendWithImm, Flags: SendSignaled, Ex: 0xdeadbeef,
+		ID: 9, Op: OpSendWithImm, Flags: SendSignaled, Imm: 0xdeadbeef,
 		RemoteQPN: 0x11, RemoteQKey: 0x80010000,
 		SGEs: []SGE{{Addr: 0x5000, Length: 64, LKey: 1}},
 	}
@@ -112,7 +112,7 @@ func TestEncodeSendAtomics(t *testing.T) {
 	lim := &SendLimits{QPType: QPTypeRC, MaxSGE: 1, MaxInline: 16}
 	for _, op := range []SendOpcode{OpAtomicCmpAndSwp, OpAtomicFetchAndAdd} {
 		s := dirtySlot(t)
-		wr := &SendWQE{ID: 1, Opcode: op, RemoteAddr: 0x10008, RKey: 0x55, CompareAdd: 0x0102030405060708, Swap: 0x1112131415161718,
+		wr := &SendWQE{ID: 1, Op: op, RemoteAddr: 0x10008, RKey: 0x55, CompareAdd: 0x0102030405060708, Swap: 0x1112131415161718,
 			SGEs: []SGE{{Addr: 0x9000, Length: 8, LKey: 2}}}
 		if err := ValidateSend(wr, 0, lim); err != nil {
 			t.Fatal(err)
@@ -132,7 +132,7 @@ func TestEncodeSendAtomics(t *testing.T) {
 
 func TestEncodeSendReadAndInvalidate(t *testing.T) {
 	s := dirtySlot(t)
-	EncodeSend(s, &SendWQE{ID: 2, Opcode: OpRDMARead, RemoteAddr: 0x4000, RKey: 9, Ex: 0xffffffff, SGEs: []SGE{{Addr: 1, Length: 4096, LKey: 3}}}, 0)
+	EncodeSend(s, &SendWQE{ID: 2, Op: OpRDMARead, RemoteAddr: 0x4000, RKey: 9, Imm: 0xffffffff, SGEs: []SGE{{Addr: 1, Length: 4096, LKey: 3}}}, 0)
 	if u32(s, 12) != 4 || u64(s, 24) != 0x4000 || u32(s, 32) != 9 || u64(s, 152) != 0x4000 {
 		t.Errorf("read: % x iova %#x", s[12:36], u64(s, 152))
 	}
@@ -141,7 +141,7 @@ func TestEncodeSendReadAndInvalidate(t *testing.T) {
 	}
 	for _, op := range []SendOpcode{OpLocalInv, OpSendWithInv} {
 		s := dirtySlot(t)
-		EncodeSend(s, &SendWQE{ID: 3, Opcode: op, Ex: 0x12345678}, 0)
+		EncodeSend(s, &SendWQE{ID: 3, Op: op, Imm: 0x12345678}, 0)
 		if u32(s, 12) != uint32(op) || u32(s, 20) != 0x12345678 {
 			t.Errorf("op %d: invalidate_rkey@20 = %#x, want host-order 0x12345678", op, u32(s, 20))
 		}
@@ -154,7 +154,7 @@ func TestEncodeSendInline(t *testing.T) {
 	copy(src, "hello, ")
 	copy(src[1000:], "inline world")
 	s := dirtySlot(t)
-	wr := &SendWQE{ID: 4, Opcode: OpSend, Flags: SendInline | SendSignaled,
+	wr := &SendWQE{ID: 4, Op: OpSend, Flags: SendInline | SendSignaled,
 		SGEs: []SGE{{Addr: addrOf(src), Length: 7, LKey: 0}, {Addr: addrOf(src[1000:]), Length: 12}, {Addr: 0, Length: 0}}}
 	if err := ValidateSend(wr, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 3, MaxInline: 48}); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestEncodeSendInlineOne(t *testing.T) {
 	}
 	for _, n := range []uint32{0, 1, 63, 64} {
 		s := dirtySlot(t)
-		wr := &SendWQE{ID: 5, Opcode: OpSendWithImm, Flags: SendInline, Ex: 1, SGEs: []SGE{{Addr: addrOf(src[100:]), Length: n}}}
+		wr := &SendWQE{ID: 5, Op: OpSendWithImm, Flags: SendInline, Imm: 1, SGEs: []SGE{{Addr: addrOf(src[100:]), Length: n}}}
 		if err := ValidateSend(wr, 0, &SendLimits{QPType: QPTypeRC, MaxSGE: 1, MaxInline: 64}); err != nil {
 			t.Fatal(err)
 		}
@@ -209,38 +209,38 @@ func TestValidateSend(t *testing.T) {
 		want error
 		ah   uint32 // the number of the request's AH
 	}{
-		{"rc write", rc, SendWQE{Opcode: OpRDMAWrite, SGEs: sge8}, nil, 0},
-		{"rc send with inv", rc, SendWQE{Opcode: OpSendWithInv}, nil, 0},
-		{"rc local inv", rc, SendWQE{Opcode: OpLocalInv}, nil, 0},
-		{"uc write imm", uc, SendWQE{Opcode: OpRDMAWriteWithImm}, nil, 0},
-		{"uc send with inv", uc, SendWQE{Opcode: OpSendWithInv}, nil, 0},
-		{"ud send", ud, SendWQE{Opcode: OpSend, RemoteQPN: 5, RemoteQKey: 6}, nil, 1},
-		{"ud send imm inline", ud, SendWQE{Opcode: OpSendWithImm, Flags: SendInline, RemoteQPN: 5, RemoteQKey: 6, SGEs: sge8}, nil, 1},
-		{"too many sges", rc, SendWQE{Opcode: OpSend, SGEs: make([]SGE, 3)}, ErrTooManySGEs, 0},
-		{"inline too long", rc, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 3}}}, ErrInlineTooLong, 0},
-		{"inline at limit", rc, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 2}}}, nil, 0},
+		{"rc write", rc, SendWQE{Op: OpRDMAWrite, SGEs: sge8}, nil, 0},
+		{"rc send with inv", rc, SendWQE{Op: OpSendWithInv}, nil, 0},
+		{"rc local inv", rc, SendWQE{Op: OpLocalInv}, nil, 0},
+		{"uc write imm", uc, SendWQE{Op: OpRDMAWriteWithImm}, nil, 0},
+		{"uc send with inv", uc, SendWQE{Op: OpSendWithInv}, nil, 0},
+		{"ud send", ud, SendWQE{Op: OpSend, RemoteQPN: 5, RemoteQKey: 6}, nil, 1},
+		{"ud send imm inline", ud, SendWQE{Op: OpSendWithImm, Flags: SendInline, RemoteQPN: 5, RemoteQKey: 6, SGEs: sge8}, nil, 1},
+		{"too many sges", rc, SendWQE{Op: OpSend, SGEs: make([]SGE, 3)}, ErrTooManySGEs, 0},
+		{"inline too long", rc, SendWQE{Op: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 3}}}, ErrInlineTooLong, 0},
+		{"inline at limit", rc, SendWQE{Op: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 30}, {Length: 2}}}, nil, 0},
 		// 2*0xffffffff wraps a 32-bit sum to 0xfffffffe (rdma-core 665294c5a).
-		{"length overflow", rc, SendWQE{Opcode: OpSend, SGEs: []SGE{{Length: 0xffffffff}, {Length: 0xffffffff}}}, ErrLengthOverflow, 0},
-		{"inline 32-bit wrap", &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 512}, SendWQE{Opcode: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 0xffffffff}, {Length: 2}}}, ErrLengthOverflow, 0},
-		{"inline read", rc, SendWQE{Opcode: OpRDMARead, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed, 0},
-		{"inline atomic", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed, 0},
-		{"atomic misaligned", rc, SendWQE{Opcode: OpAtomicCmpAndSwp, RemoteAddr: 0x1004, SGEs: sge8}, ErrAtomicAlignment, 0},
-		{"atomic short", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 4}}}, ErrAtomicLength, 0},
-		{"atomic no sge", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000}, ErrAtomicLength, 0},
-		{"atomic 16 bytes", rc, SendWQE{Opcode: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 16}}}, nil, 0},
-		{"uc read", uc, SendWQE{Opcode: OpRDMARead}, ErrOpcodeNotSupported, 0},
-		{"uc atomic", uc, SendWQE{Opcode: OpAtomicCmpAndSwp, RemoteAddr: 8, SGEs: sge8}, ErrOpcodeNotSupported, 0},
-		{"uc local inv", uc, SendWQE{Opcode: OpLocalInv}, ErrOpcodeNotSupported, 0},
-		{"ud write", ud, SendWQE{Opcode: OpRDMAWrite, RemoteQPN: 5, RemoteQKey: 6}, ErrOpcodeNotSupported, 1},
-		{"ud send with inv", ud, SendWQE{Opcode: OpSendWithInv, RemoteQPN: 5, RemoteQKey: 6}, ErrOpcodeNotSupported, 1},
-		{"unknown opcode", rc, SendWQE{Opcode: 10}, ErrOpcodeNotSupported, 0},
-		{"bad qp type", &SendLimits{QPType: 9, MaxSGE: 1}, SendWQE{Opcode: OpSend}, ErrOpcodeNotSupported, 0},
-		{"bind mw", rc, SendWQE{Opcode: OpBindMW}, ErrOpcodeNotImplemented, 0},
-		{"flush", rc, SendWQE{Opcode: OpFlush}, ErrOpcodeNotImplemented, 0},
-		{"atomic write", rc, SendWQE{Opcode: OpAtomicWrite}, ErrOpcodeNotImplemented, 0},
-		{"unknown flag", rc, SendWQE{Opcode: OpSend, Flags: 32}, ErrBadSendFlags, 0},
-		{"ud without ah", ud, SendWQE{Opcode: OpSend, RemoteQPN: 5}, ErrUDAddress, 0},
-		{"rc with ud address", rc, SendWQE{Opcode: OpSend, RemoteQPN: 5, RemoteQKey: 6}, ErrUDAddress, 1},
+		{"length overflow", rc, SendWQE{Op: OpSend, SGEs: []SGE{{Length: 0xffffffff}, {Length: 0xffffffff}}}, ErrLengthOverflow, 0},
+		{"inline 32-bit wrap", &SendLimits{QPType: QPTypeRC, MaxSGE: 2, MaxInline: 512}, SendWQE{Op: OpSend, Flags: SendInline, SGEs: []SGE{{Length: 0xffffffff}, {Length: 2}}}, ErrLengthOverflow, 0},
+		{"inline read", rc, SendWQE{Op: OpRDMARead, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed, 0},
+		{"inline atomic", rc, SendWQE{Op: OpAtomicFetchAndAdd, Flags: SendInline, SGEs: sge8}, ErrInlineNotAllowed, 0},
+		{"atomic misaligned", rc, SendWQE{Op: OpAtomicCmpAndSwp, RemoteAddr: 0x1004, SGEs: sge8}, ErrAtomicAlignment, 0},
+		{"atomic short", rc, SendWQE{Op: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 4}}}, ErrAtomicLength, 0},
+		{"atomic no sge", rc, SendWQE{Op: OpAtomicFetchAndAdd, RemoteAddr: 0x1000}, ErrAtomicLength, 0},
+		{"atomic 16 bytes", rc, SendWQE{Op: OpAtomicFetchAndAdd, RemoteAddr: 0x1000, SGEs: []SGE{{Length: 16}}}, nil, 0},
+		{"uc read", uc, SendWQE{Op: OpRDMARead}, ErrOpcodeNotSupported, 0},
+		{"uc atomic", uc, SendWQE{Op: OpAtomicCmpAndSwp, RemoteAddr: 8, SGEs: sge8}, ErrOpcodeNotSupported, 0},
+		{"uc local inv", uc, SendWQE{Op: OpLocalInv}, ErrOpcodeNotSupported, 0},
+		{"ud write", ud, SendWQE{Op: OpRDMAWrite, RemoteQPN: 5, RemoteQKey: 6}, ErrOpcodeNotSupported, 1},
+		{"ud send with inv", ud, SendWQE{Op: OpSendWithInv, RemoteQPN: 5, RemoteQKey: 6}, ErrOpcodeNotSupported, 1},
+		{"unknown opcode", rc, SendWQE{Op: 10}, ErrOpcodeNotSupported, 0},
+		{"bad qp type", &SendLimits{QPType: 9, MaxSGE: 1}, SendWQE{Op: OpSend}, ErrOpcodeNotSupported, 0},
+		{"bind mw", rc, SendWQE{Op: OpBindMW}, ErrOpcodeNotImplemented, 0},
+		{"flush", rc, SendWQE{Op: OpFlush}, ErrOpcodeNotImplemented, 0},
+		{"atomic write", rc, SendWQE{Op: OpAtomicWrite}, ErrOpcodeNotImplemented, 0},
+		{"unknown flag", rc, SendWQE{Op: OpSend, Flags: 32}, ErrBadSendFlags, 0},
+		{"ud without ah", ud, SendWQE{Op: OpSend, RemoteQPN: 5}, ErrUDAddress, 0},
+		{"rc with ud address", rc, SendWQE{Op: OpSend, RemoteQPN: 5, RemoteQKey: 6}, ErrUDAddress, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -268,7 +268,7 @@ func TestSQPost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wr := &SendWQE{Opcode: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 10, LKey: 1}}}
+	wr := &SendWQE{Op: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: 0x1000, Length: 10, LKey: 1}}}
 	for i := uint64(1); i <= 3; i++ {
 		wr.ID = i
 		if err := sq.Post(wr, 0); err != nil {
@@ -287,7 +287,7 @@ func TestSQPost(t *testing.T) {
 		t.Fatal("a refused post changed the ring")
 	}
 	r.kernelConsumeAll()
-	bad := &SendWQE{Opcode: OpSend, SGEs: make([]SGE, 4)}
+	bad := &SendWQE{Op: OpSend, SGEs: make([]SGE, 4)}
 	if err := sq.Post(bad, 0); !errors.Is(err, ErrTooManySGEs) {
 		t.Fatalf("post with 4 SGEs: %v", err)
 	}
@@ -323,59 +323,4 @@ func TestNewSQLimits(t *testing.T) {
 	if _, err := NewSQ(r.buf, SendLimits{QPType: QPTypeRC, MaxSGE: 33}); err == nil {
 		t.Fatal("SQ accepted 33 SGEs")
 	}
-}
-
-// TestPlainSend checks that every request PlainSend lets past (its flags
-// without SendInline, and with SendInline PlainInline too, as PostSend asks
-// them), CheckSend accepts, over every opcode, flag set, SGE count and
-// length and kind of UD address, and that the common requests are plain.
-func TestPlainSend(t *testing.T) {
-	plain := 0
-	for _, typ := range []QPType{QPTypeRC, QPTypeUC, QPTypeUD} {
-		for cfgs := range 3 * 2 {
-			maxSGE, maxInline := cfgs%3, 64*(cfgs/3)
-			lim := &SendLimits{QPType: typ, MaxSGE: maxSGE, MaxInline: maxInline}
-			for op := SendOpcode(0); op <= OpAtomicWrite+1; op++ {
-				for flags := SendFlags(0); flags <= 2*sendFlagsKnown+1; flags++ {
-					for nsge := 0; nsge <= 2; nsge++ {
-						for _, length := range []uint32{0, 64, 65, 1<<32 - 1} {
-							sges := make([]SGE, nsge)
-							for i := range sges {
-								sges[i] = SGE{Addr: 0x1000, Length: length, LKey: 7}
-							}
-							for _, ud := range []UDAddr{{}, {RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, {RemoteQPN: 5}} {
-								if !PlainSend(op, flags&^SendInline, nsge, ud, lim) || flags&SendInline != 0 && !PlainInline(op, sges, lim) {
-									continue
-								}
-								plain++
-								if err := CheckSend(op, flags, sges, 0x1001, ud, lim); err != nil {
-									t.Errorf("%v QP (max_send_sge %d, max_inline_data %d): PlainSend passed opcode %d, flags %#x, %d SGEs of %d bytes, %+v, which CheckSend refuses: %v",
-										typ, maxSGE, maxInline, op, flags, nsge, length, ud, err)
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	rc := &SendLimits{QPType: QPTypeRC, MaxSGE: 1, MaxInline: 64}
-	ud := &SendLimits{QPType: QPTypeUD, MaxSGE: 1, MaxInline: 64}
-	for _, c := range []struct {
-		op    SendOpcode
-		flags SendFlags
-		ud    UDAddr
-		lim   *SendLimits
-	}{
-		{OpRDMAWrite, SendSignaled, UDAddr{}, rc},
-		{OpRDMARead, SendSignaled | SendFence, UDAddr{}, rc},
-		{OpSendWithImm, SendSolicited, UDAddr{}, rc},
-		{OpSend, SendSignaled | SendInline, UDAddr{}, rc},
-		{OpSend, SendSignaled, UDAddr{RemoteQPN: 5, RemoteQKey: 7, AHNum: 1}, ud},
-	} {
-		if !PlainSend(c.op, c.flags&^SendInline, 1, c.ud, c.lim) || c.flags&SendInline != 0 && !PlainInline(c.op, []SGE{{Length: 64}}, c.lim) {
-			t.Errorf("opcode %d, flags %#x on a %v QP is not plain", c.op, c.flags, c.lim.QPType)
-		}
-	}
-	t.Logf("%d plain requests checked", plain)
 }

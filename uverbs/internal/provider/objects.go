@@ -1,0 +1,141 @@
+package provider
+
+import "github.com/goverbs/rdma/internal/abi"
+
+// A provider whose objects uverbs drives through these interfaces (mlx5;
+// rxe's hot path is written out in uverbs' dispatch file) opens a Context
+// when the Device is opened, and the Context creates its CQs, QPs, SRQs
+// and AHs, each chosen once, at create time. uverbs holds one lock per
+// queue and calls each method under the lock its comment names; a
+// provider takes no uverbs lock of its own.
+
+// Open issues GET_CONTEXT with the provider's driver data (core is the
+// core command and response) and sets up what the provider needs for the
+// device's lifetime (mapped registers, limits). A write error is returned
+// as Device.Write returned it; on any other error the command succeeded,
+// and the caller owns what the core response names (the async event
+// descriptor).
+type Open func(dev Device, op string, core *abi.UverbsGetContextResp) (Context, error)
+
+// Context is a provider's side of an open device.
+type Context interface {
+	// CreateCQ issues CREATE_CQ (core is the core command) for a CQ of at
+	// least depth entries; it returns the kernel's handle.
+	CreateCQ(dev Device, op string, core abi.UverbsCreateCQ, depth int) (CQ, uint32, error)
+	// CreateQP issues CREATE_QP; it returns the kernel's handle and QPN.
+	// The QP is not attached to its CQs yet (CQ.Attach).
+	CreateQP(dev Device, op string, core abi.UverbsCreateQP, p QPParams) (QP, uint32, uint32, error)
+	// CreateSRQ issues CREATE_SRQ; it returns the kernel's handle and SRQN.
+	CreateSRQ(dev Device, op string, core abi.UverbsCreateSRQ, maxWR, maxSGE int) (SRQ, uint32, uint32, error)
+	// CreateAH issues CREATE_AH; it returns what UD sends read of the AH
+	// and the kernel's handle. A provider without UD refuses with an
+	// error matching ErrNotSupported.
+	CreateAH(dev Device, op string, core abi.UverbsCreateAH, a AHParams) (AH, uint32, error)
+	// Close releases the context, after every object and the device's
+	// descriptor are closed.
+	Close()
+}
+
+// QPParams are what a QP is created with; SRQ is nil without one.
+type QPParams struct {
+	Type                             QPType
+	MaxSendWR, MaxSendSGE, MaxInline int
+	MaxRecvWR, MaxRecvSGE            int
+	SRQ                              SRQ
+	SignalAll                        bool
+	Atomics                          bool // the device supports atomics
+}
+
+// QPCaps are the capabilities a QP reports (ibv_qp_cap).
+type QPCaps struct {
+	MaxSendWR, MaxRecvWR, MaxSendSGE, MaxRecvSGE, MaxInline int
+}
+
+// AHParams are an address handle's attributes (ibv_ah_attr) and what the
+// port says of its link.
+type AHParams struct {
+	DLID         uint16
+	SL           uint8
+	SrcPathBits  uint8
+	StaticRate   uint8
+	IsGlobal     bool
+	DGID         [16]byte
+	FlowLabel    uint32
+	SGIDIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	Ethernet     bool // the port's link layer is Ethernet (RoCE)
+	GRHRequired  bool // the port needs a GRH in every AH
+	RoCEv2       bool // the source GID is a RoCE v2 one
+}
+
+// CQ is a provider's completion queue. Every method but Release runs under
+// the CQ's lock.
+type CQ interface {
+	// Depth is the number of completions the CQ holds (ibv_cq.cqe).
+	Depth() int
+	// Poll moves up to len(wcs) completions into wcs; an error says that
+	// an entry could not be used (it was consumed).
+	Poll(wcs []WC) (int, error)
+	// Pull moves every completion in the ring to pending, skipping those
+	// it cannot use.
+	Pull(pending *[]WC)
+	// Arm arms the CQ in user space; solicitedOnly as ibv_req_notify_cq.
+	Arm(solicitedOnly bool)
+	// Event counts a completion event of the CQ that was read.
+	Event()
+	// Attach makes the CQ complete qp's work requests, and with srq (the
+	// QP's SRQ, given to its receive CQ, which is attached first) srq's
+	// receives.
+	Attach(qp QP, srq SRQ)
+	// Detach forgets qp.
+	Detach(qp QP)
+	// Release frees the ring, after DESTROY_CQ.
+	Release()
+}
+
+// QP is a provider's queue pair. PostSend runs under the QP's send lock,
+// PostRecv under its receive lock, the others under both.
+type QP interface {
+	Caps() QPCaps
+	// PostSend posts wrs, checked already by provider.CheckSend (with
+	// plain, every one of them passes provider.PlainSend), and rings the
+	// doorbell; on an error nothing was posted and the index of the
+	// refused request is returned.
+	PostSend(wrs []SendWR, plain bool) (int, error)
+	// SendQueueSize and RecvQueueSize are the requests each queue holds
+	// at most (0: the QP has no receive queue of its own).
+	SendQueueSize() int
+	RecvQueueSize() int
+	// PostRecv checks and posts wrs (provider.CheckRecv); on an error
+	// nothing was posted and the index of the refused request is
+	// returned.
+	PostRecv(wrs []RecvWR) (int, error)
+	// Outstanding counts the requests the CQs have not completed.
+	Outstanding() (send, recv int)
+	// UsesLKey reports whether an outstanding request may name lkey.
+	UsesLKey(lkey uint32) (used bool, send, recv int)
+	// Reset starts the queues over after a move to RESET (nothing is
+	// outstanding); sendCQ and recvCQ run their function under the lock
+	// of the QP's send and receive CQ.
+	Reset(sendCQ, recvCQ func(func()))
+	// Release frees the QP's memory, after DESTROY_QP and its CQs'
+	// Detach.
+	Release()
+}
+
+// SRQ is a provider's shared receive queue. Every method but Release runs
+// under the SRQ's lock.
+type SRQ interface {
+	MaxWR() int
+	MaxSGE() int
+	// QueueSize is the receives it holds at most.
+	QueueSize() int
+	// PostRecv is QP.PostRecv for the SRQ.
+	PostRecv(wrs []RecvWR) (int, error)
+	// Posted counts the posted receives and reports whether one names
+	// lkey.
+	Posted(lkey uint32) (n int, usesLKey bool)
+	// Release frees the ring, after DESTROY_SRQ.
+	Release()
+}

@@ -1,0 +1,183 @@
+package provider
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/goverbs/rdma/internal/sys"
+)
+
+// SGE is a scatter/gather entry: Length bytes at address Addr inside the
+// memory region whose local key is LKey (rdma-core: struct ibv_sge).
+type SGE struct {
+	Addr   uint64
+	Length uint32
+	LKey   uint32
+}
+
+// RecvWR is a receive work request (rdma-core: struct ibv_recv_wr).
+type RecvWR struct {
+	ID   uint64
+	SGEs []SGE
+}
+
+// WROpcode is the operation of a send work request (enum ib_wr_opcode;
+// rdma-core: enum ibv_wr_opcode; the kernel's IB_UVERBS_WR_* have the
+// same values).
+type WROpcode uint32
+
+const (
+	OpWrite          WROpcode = 0  // IBV_WR_RDMA_WRITE
+	OpWriteImm       WROpcode = 1  // IBV_WR_RDMA_WRITE_WITH_IMM
+	OpSend           WROpcode = 2  // IBV_WR_SEND
+	OpSendImm        WROpcode = 3  // IBV_WR_SEND_WITH_IMM
+	OpRead           WROpcode = 4  // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  WROpcode = 5  // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd WROpcode = 6  // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpLocalInv       WROpcode = 7  // IBV_WR_LOCAL_INV
+	OpBindMW         WROpcode = 8  // IBV_WR_BIND_MW
+	OpSendInv        WROpcode = 9  // IBV_WR_SEND_WITH_INV
+	OpFlush          WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
+	OpAtomicWrite    WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+)
+
+// String returns rdma-core's ibv_wr_opcode_str text ("rdma-write").
+func (o WROpcode) String() string {
+	switch o {
+	case OpWrite:
+		return "rdma-write"
+	case OpWriteImm:
+		return "rdma-write-with-imm"
+	case OpSend:
+		return "send"
+	case OpSendImm:
+		return "send-with-imm"
+	case OpRead:
+		return "rdma-read"
+	case OpAtomicCmpSwap:
+		return "atomic-cmp-and-swp"
+	case OpAtomicFetchAdd:
+		return "atomic-fetch-and-add"
+	}
+	return "opcode " + strconv.Itoa(int(o))
+}
+
+// SendFlags modify a send work request (enum ib_send_flags; rdma-core:
+// enum ibv_send_flags).
+type SendFlags uint32
+
+const (
+	SendFence     SendFlags = 1
+	SendSignaled  SendFlags = 2
+	SendSolicited SendFlags = 4
+	SendInline    SendFlags = 8
+	SendIPCsum    SendFlags = 16
+
+	// SendFlagsKnown are the flags CheckSend accepts.
+	SendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline | SendIPCsum
+)
+
+// QPType is a QP transport type with the kernel's values (enum ib_qp_type,
+// ib_uverbs_create_qp.qp_type).
+type QPType uint8
+
+const (
+	QPTypeRC QPType = 2
+	QPTypeUC QPType = 3
+	QPTypeUD QPType = 4
+)
+
+func (t QPType) String() string {
+	switch t {
+	case QPTypeRC:
+		return "RC"
+	case QPTypeUC:
+		return "UC"
+	case QPTypeUD:
+		return "UD"
+	}
+	return fmt.Sprintf("QPType(%d)", uint8(t))
+}
+
+// AVSize is the room AH.Data has for a provider's own form of an address
+// (mlx5's struct mlx5_wqe_av, 48 bytes, is the largest).
+const AVSize = 48
+
+// AH is what a UD send's address handle tells the providers. The caller's
+// address handle starts with one, so a send work request points at it.
+type AH struct {
+	// Data is the address in the form a provider's UD work requests carry
+	// it (mlx5: the struct mlx5_wqe_av of mlx5_create_ah). It comes
+	// first, so that a provider may view an *AH as a pointer to its own
+	// address type.
+	Data [AVSize]byte
+	// Num is the AH number UD work requests name it by (rxe:
+	// rxe_create_ah_resp.ah_num). It is not zero for an open AH on any
+	// provider, so that CheckSend tells a UD send with an AH from one
+	// without.
+	Num uint32
+}
+
+// SendWR is a send work request (rdma-core: struct ibv_send_wr) in the
+// layout every provider reads: uverbs.SendWR has it too, with a pointer to
+// its own AH type (which starts with an AH) in place of AH.
+type SendWR struct {
+	ID    uint64
+	Op    WROpcode
+	Flags SendFlags
+	SGEs  []SGE
+	// Imm is the union ex of ibv_send_wr: the immediate data of the
+	// *_WITH_IMM opcodes in host order, the rkey to invalidate of
+	// LOCAL_INV and SEND_WITH_INV.
+	Imm        uint32
+	RemoteAddr uint64
+	RKey       uint32
+	CompareAdd uint64
+	Swap       uint64
+	// UD only: the destination.
+	AH         *AH
+	RemoteQPN  uint32
+	RemoteQKey uint32
+}
+
+// AHNum is the number of wr's AH, 0 without one.
+func (wr *SendWR) AHNum() uint32 {
+	if wr.AH != nil {
+		return wr.AH.Num
+	}
+	return 0
+}
+
+// UDAddr is wr's UD destination (zero without one).
+func (wr *SendWR) UDAddr() UDAddr {
+	return UDAddr{RemoteQPN: wr.RemoteQPN, RemoteQKey: wr.RemoteQKey, AHNum: wr.AHNum()}
+}
+
+// UDAddr addresses a UD send: destination QPN and Q_Key, and the number
+// of its AH (AH.Num).
+type UDAddr struct {
+	RemoteQPN  uint32
+	RemoteQKey uint32
+	AHNum      uint32
+}
+
+// SendLimits are the send-queue capabilities CREATE_QP granted, which the
+// send checks enforce.
+type SendLimits struct {
+	QPType    QPType
+	MaxSGE    int // cap.max_send_sge
+	MaxInline int // cap.max_inline_data
+}
+
+// Device is what a provider needs of the device it creates its objects on:
+// write() commands with its driver data (in is the core command followed
+// by the driver's, out the core response followed by the driver's; op
+// names the verb in errors), mmap of n bytes at offset on the device's
+// descriptor (MAP_SHARED: the queues a driver allocates in the kernel and
+// names by an offset in its responses), and the device's name for errors
+// and the names of its mappings.
+type Device interface {
+	Write(op string, cmd uint32, in, out []byte) error
+	Mmap(op string, offset int64, n int, what string) (*sys.Mapping, error)
+	Name() string
+}
