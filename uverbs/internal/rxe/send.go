@@ -55,8 +55,6 @@ const (
 	SendInline    = provider.SendInline
 	SendIPCsum    = provider.SendIPCsum
 
-	sendFlagsKnown = provider.SendFlagsKnown
-
 	QPTypeRC = provider.QPTypeRC
 	QPTypeUC = provider.QPTypeUC
 	QPTypeUD = provider.QPTypeUD
