@@ -239,6 +239,9 @@ func (id *ID) Done() <-chan struct{} { return id.done }
 //
 // rdma-core: rdma_get_cm_event (for one ID), with rdma_ack_cm_event done.
 func (id *ID) GetEvent(ctx context.Context) (Event, error) {
+	if err := id.waitable("get_event"); err != nil {
+		return Event{}, err
+	}
 	for {
 		e, ok, err := id.nextEvent()
 		if ok || err != nil {
