@@ -70,9 +70,12 @@ type ID struct {
 	// SetLogf.
 	logf atomic.Pointer[func(format string, args ...any)]
 
-	qmu     sync.Mutex
-	queue   []Event
-	notify  chan struct{} // one token when queue may have grown
+	qmu    sync.Mutex
+	queue  []Event
+	notify chan struct{} // one token when queue may have grown
+	// also, if set, is woken with notify: the listener's, for a request
+	// that Listener.Accept waits on among others.
+	also    atomic.Pointer[chan struct{}]
 	done    chan struct{} // closed at DISCONNECTED, DEVICE_REMOVAL or Close
 	doneOK  bool
 	qclosed bool           // Close took the queue: nothing more is queued
@@ -226,6 +229,12 @@ func (id *ID) wake() {
 	select {
 	case id.notify <- struct{}{}:
 	default:
+	}
+	if also := id.also.Load(); also != nil {
+		select {
+		case *also <- struct{}{}:
+		default:
+		}
 	}
 }
 
