@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/rdmacm"
 )
 
@@ -68,7 +69,7 @@ func connrateCmd(args []string) error {
 		for _, p := range pairings {
 			port++
 			ps := strconv.Itoa(port)
-			rate, err := connratePair(cmd(p.server, "-b", addr, "-p", ps),
+			rate, err := connratePair(port, cmd(p.server, "-b", addr, "-p", ps),
 				cmd(p.dialer, "-s", addr, "-p", ps, "-n", strconv.Itoa(f.dialers), "-t", strconv.Itoa(f.seconds)))
 			if err != nil {
 				failed = append(failed, fmt.Sprintf("%s server, %s dialers: %v", p.server, p.dialer, err))
@@ -108,7 +109,7 @@ func connrateCmd(args []string) error {
 
 // connratePair runs one server and one set of dialers and returns the
 // dialers' connections per second.
-func connratePair(server, dialer []string) (float64, error) {
+func connratePair(port int, server, dialer []string) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	srv := exec.CommandContext(ctx, "taskset", append([]string{"-c", "0"}, server...)...)
@@ -117,18 +118,20 @@ func connratePair(server, dialer []string) (float64, error) {
 	if err := srv.Start(); err != nil {
 		return 0, err
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
 	defer func() {
 		srv.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { srv.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
 		case <-time.After(10 * time.Second):
 			srv.Process.Kill()
-			<-done
+			<-exited
 		}
 	}()
-	time.Sleep(time.Second) // the server listens well before this
+	if err := testutil.WaitListening(ctx, port, true, exited); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, tail(serr.Bytes()))
+	}
 	out, err := exec.CommandContext(ctx, "taskset", append([]string{"-c", "1"}, dialer...)...).CombinedOutput()
 	if err != nil {
 		return 0, fmt.Errorf("dialers: %v: %s%s", err, tail(out), tail(serr.Bytes()))
