@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,8 +164,20 @@ func connrateRun(args []string) error {
 	fs.IntVar(&port, "p", port, "port")
 	fs.IntVar(&dialers, "n", dialers, "concurrent dialers")
 	fs.IntVar(&seconds, "t", seconds, "seconds")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of this side here")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	// The same QP as cm_rate.c's: one work request of one SGE each way.
 	cfg := &rdmacm.Config{SendDepth: 1, RecvDepth: 1}
