@@ -25,6 +25,7 @@ type Listener struct {
 
 	amu     sync.Mutex
 	pending []pendingAccept // accepted, waiting for the client's RTU
+	closed  bool            // Close has taken pending
 }
 
 // Listen listens on address ("10.0.0.1:7471", ":7471" for every address,
@@ -164,6 +165,12 @@ func (l *Listener) startAccept(c *Conn) {
 		return
 	}
 	l.amu.Lock()
+	if l.closed {
+		// Close has taken the pending accepts already.
+		l.amu.Unlock()
+		c.Close()
+		return
+	}
 	l.pending = append(l.pending, pendingAccept{c: c, deadline: time.Now().Add(l.cfg.ConnectTimeout)})
 	l.amu.Unlock()
 }
@@ -276,7 +283,7 @@ func (l *Listener) Close() error {
 	err := l.id.Close()
 	l.amu.Lock()
 	pending := l.pending
-	l.pending = nil
+	l.pending, l.closed = nil, true
 	l.amu.Unlock()
 	for _, p := range pending {
 		p.c.Close()
