@@ -36,34 +36,29 @@ var stepTitles = [numSteps]string{"creating id", "binding source address", "reso
 // conn is one connection of the client and the times of its steps.
 type conn struct {
 	id      *rdmacm.ID
+	cq      *uverbs.CQ
 	qp      *uverbs.QP
 	times   [numSteps][2]time.Time
 	retries int   // resolution retries left in the step
 	err     error // the first step that failed; later steps but destroy skip it
 }
 
-// pds opens each device the CM picks once, with one PD and one CQ for all
-// its connections, as rdma-core's cmtime does (its open_verbs: a PD and a
-// CQ of one entry, which every QP's both queues use; nothing is ever posted).
+// pds opens each device the CM picks once, with one PD for all its
+// connections, as librdmacm does.
 type pds struct {
 	mu   sync.Mutex
-	devs map[string]*devVerbs
+	devs map[string]*uverbs.PD
 }
 
-type devVerbs struct {
-	pd *uverbs.PD
-	cq *uverbs.CQ
-}
-
-func (p *pds) get(id *rdmacm.ID) (*devVerbs, error) {
+func (p *pds) get(id *rdmacm.ID) (*uverbs.PD, error) {
 	info, _, ok := id.Device()
 	if !ok {
 		return nil, fmt.Errorf("%v has no device", id)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if v := p.devs[info.Name]; v != nil {
-		return v, nil
+	if pd := p.devs[info.Name]; pd != nil {
+		return pd, nil
 	}
 	dev, err := uverbs.OpenDevice(info)
 	if err != nil {
@@ -73,36 +68,36 @@ func (p *pds) get(id *rdmacm.ID) (*devVerbs, error) {
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
-	cq, err := dev.CreateCQ(uverbs.CQInit{Depth: 1})
-	if err != nil {
-		return nil, errors.Join(err, pd.Close(), dev.Close())
-	}
 	if p.devs == nil {
-		p.devs = make(map[string]*devVerbs)
+		p.devs = make(map[string]*uverbs.PD)
 	}
-	v := &devVerbs{pd: pd, cq: cq}
-	p.devs[info.Name] = v
-	return v, nil
+	p.devs[info.Name] = pd
+	return pd, nil
 }
 
-// close frees what get made, after every QP is closed.
 func (p *pds) close() {
-	for _, v := range p.devs {
-		v.cq.Close()
-		v.pd.Close()
-		v.pd.Device().Close()
+	for _, pd := range p.devs {
+		pd.Device().Close()
 	}
 }
 
 // createQP makes the connection's QP as cmtime asks for it (one send and
-// one receive work request of one SGE) on its device's shared CQ.
-func createQP(p *pds, id *rdmacm.ID) (*uverbs.QP, error) {
-	v, err := p.get(id)
+// one receive work request of one SGE) with a CQ for both queues.
+func createQP(p *pds, id *rdmacm.ID) (*uverbs.CQ, *uverbs.QP, error) {
+	pd, err := p.get(id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return id.CreateQP(v.pd, uverbs.QPInit{SendCQ: v.cq, RecvCQ: v.cq,
+	cq, err := pd.Device().CreateCQ(uverbs.CQInit{Depth: 2})
+	if err != nil {
+		return nil, nil, err
+	}
+	qp, err := id.CreateQP(pd, uverbs.QPInit{SendCQ: cq, RecvCQ: cq,
 		Cap: uverbs.QPCap{MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1}})
+	if err != nil {
+		return nil, nil, errors.Join(err, cq.Close())
+	}
+	return cq, qp, nil
 }
 
 // report prints an error as cmtime does: the event and its status for the
@@ -253,7 +248,7 @@ func client(ctx context.Context, o options, out io.Writer) error {
 	}
 	if err == nil {
 		run(stepCreateQP, func(c *conn) (err error) {
-			c.qp, err = createQP(&p, c.id)
+			c.cq, c.qp, err = createQP(&p, c.id)
 			return err
 		})
 		param := rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: uint8(min(o.retries, 7))}
@@ -270,18 +265,22 @@ func client(ctx context.Context, o options, out io.Writer) error {
 	}
 	if err == nil {
 		err = async(stepDisconnect, func(c *conn) error {
-			// As cmtime's rdma_disconnect and its QP's destruction.
-			return errors.Join(c.id.Disconnect(), c.qp.Close())
+			// As rdma_disconnect and rdma_destroy_qp (which destroys the
+			// CQs it made) do.
+			return errors.Join(c.id.Disconnect(), c.qp.Close(), c.cq.Close())
 		}, func(c *conn, e rdmacm.Event) error {
 			return want(e, rdmacm.EventDisconnected)
 		})
 	}
 	run(stepDestroy, func(c *conn) error {
-		var qerr error
+		var qerr, cerr error
 		if c.qp != nil {
 			qerr = c.qp.Close()
 		}
-		return errors.Join(qerr, c.id.Close())
+		if c.cq != nil {
+			cerr = c.cq.Close()
+		}
+		return errors.Join(qerr, c.id.Close(), cerr)
 	})
 	if err != nil {
 		return err
@@ -381,6 +380,9 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 		if c.qp != nil {
 			c.qp.Close()
 		}
+		if c.cq != nil {
+			c.cq.Close()
+		}
 		c.id.Close()
 	}
 	defer func() {
@@ -428,7 +430,7 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 // accept answers one request: its QP, then the accept; ESTABLISHED follows
 // on the channel.
 func accept(p *pds, c *conn) (err error) {
-	c.qp, err = createQP(p, c.id)
+	c.cq, c.qp, err = createQP(p, c.id)
 	if err != nil {
 		return err
 	}
