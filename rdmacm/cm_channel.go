@@ -29,7 +29,8 @@ var (
 // through Go's netpoller by one goroutine, which reads each event and hands
 // it to the ID it concerns; each ID has its own queue (ID.GetEvent), so many
 // IDs (a listener and all its connections) share one channel without
-// stealing each other's events.
+// stealing each other's events. A channel of NewAsyncEventChannel has no
+// such goroutine: its caller takes every ID's events (GetEvents).
 //
 // The kernel destroys every ID of a channel when its fd is closed
 // (kernel: core/ucma.c ucma_close). Close waits for nothing: IDs still open

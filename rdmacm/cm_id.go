@@ -53,7 +53,8 @@ func (ps PortSpace) qpType() uverbs.QPType {
 //
 // Methods that wait (ResolveAddr, ResolveRoute, Connect, Accept, GetEvent)
 // take a context; only one goroutine should wait for an ID's events at a
-// time. Close destroys the ID and is idempotent.
+// time. On a channel of NewAsyncEventChannel the Start methods take their
+// place (cm_async.go). Close destroys the ID and is idempotent.
 //
 // The ID's methods are in three files: this one (its life and its events),
 // cm_addr.go (addresses, routes, queries, options) and cm_connect.go (its
