@@ -212,11 +212,15 @@ bench-cmtime: lab-bin
 
 # Connection rate only: 16 dialers against a server, ours and cm_rate
 # (test/perfbench/c/cm_rate.c, librdmacm), every pairing, into
-# BENCHMARKS.md (also part of make bench).
+# BENCHMARKS.md (also part of make bench); then gRPC's new connection per
+# call over rsocket and TCP (examples/grpc BenchmarkNewConnPerCall).
 bench-connrate: lab-bin cm-rate
 	$(GO) build -o bin/ ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench connrate -cm-rate $(CM_RATE) -out $(BENCH_CR_OUT)
 	$(CURDIR)/bin/perfbench write -connrate $(BENCH_CR_OUT) BENCHMARKS.md
+	@# gRPC with a new connection per call, over rsocket and over TCP
+	@# (printed; BENCHMARKS.md quotes it by hand).
+	cd examples/grpc && $(GO) test -count=1 -p 1 -run '^$$' -bench NewConnPerCall -benchtime 40x -exec "$(LAB) -kernel $(KERNEL)" .
 
 # cm_rate (test/perfbench/c/cm_rate.c), the C side of the connection-rate
 # rows, built with gcc against librdmacm; librdmacm-dev is installed with
