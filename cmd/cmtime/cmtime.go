@@ -351,7 +351,9 @@ func minf(a, b float64) float64 {
 // serve accepts connections until ctx ends: a QP for each request, the
 // accept, and when the client disconnects, the teardown. As rdma-core's
 // cmtime server, one goroutine takes the events of the listener and of
-// all its connections from one channel and answers each in turn.
+// all its connections from one channel, and hands requests to one worker
+// (QP and accept) and disconnections to another (the reply, then the
+// teardown), so that taking events never waits for the device.
 func serve(ctx context.Context, o options, errw io.Writer) error {
 	addr, err := rdmacm.ParseAddress(ctx, hostPort(o.bind, o.port))
 	if err != nil {
@@ -374,20 +376,56 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 		return err
 	}
 	var p pds
+	var mu sync.Mutex // conns, and each conn's cq and qp
 	conns := make(map[*rdmacm.ID]*conn)
 	drop := func(c *conn) {
+		mu.Lock()
 		delete(conns, c.id)
-		if c.qp != nil {
-			c.qp.Close()
+		qp, cq := c.qp, c.cq
+		c.qp, c.cq = nil, nil
+		mu.Unlock()
+		if qp != nil {
+			qp.Close()
 		}
-		if c.cq != nil {
-			c.cq.Close()
+		if cq != nil {
+			cq.Close()
 		}
 		c.id.Close()
 	}
+	requests := make(chan *conn, 1024)
+	disconnects := make(chan *conn, 1024)
+	var workers sync.WaitGroup
+	workers.Add(2)
+	go func() {
+		defer workers.Done()
+		for c := range requests {
+			if err := accept(&p, &mu, c); err != nil {
+				fmt.Fprintf(errw, "failing connection request: %v\n", err)
+				c.id.Reject(nil)
+				drop(c)
+			}
+		}
+	}()
+	go func() {
+		defer workers.Done()
+		for c := range disconnects {
+			// The answer to the client's disconnect request (the DREP).
+			c.id.Disconnect()
+			drop(c)
+		}
+	}()
 	defer func() {
+		close(requests)
+		close(disconnects)
+		workers.Wait()
 		lid.Close()
+		mu.Lock()
+		left := make([]*conn, 0, len(conns))
 		for _, c := range conns {
+			left = append(left, c)
+		}
+		mu.Unlock()
+		for _, c := range left {
 			drop(c)
 		}
 		p.close()
@@ -401,27 +439,24 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 		for _, e := range evs[:n] {
 			if e.Type == rdmacm.EventConnectRequest {
 				c := &conn{id: e.Request}
+				mu.Lock()
 				conns[c.id] = c
-				if err := accept(&p, c); err != nil {
-					fmt.Fprintf(errw, "failing connection request: %v\n", err)
-					c.id.Reject(nil)
-					drop(c)
-				}
+				mu.Unlock()
+				requests <- c
 				continue
 			}
+			mu.Lock()
 			c := conns[e.ID]
+			mu.Unlock()
 			if c == nil {
 				continue
 			}
 			switch e.Type {
 			case rdmacm.EventEstablished, rdmacm.EventTimewaitExit:
-			case rdmacm.EventDisconnected:
-				// The answer to the client's disconnect request (the DREP).
-				c.id.Disconnect()
-				drop(c)
 			default:
-				// The connection failed before it was established.
-				drop(c)
+				// DISCONNECTED, or a connection that failed before it
+				// was established.
+				disconnects <- c
 			}
 		}
 	}
@@ -429,10 +464,13 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 
 // accept answers one request: its QP, then the accept; ESTABLISHED follows
 // on the channel.
-func accept(p *pds, c *conn) (err error) {
-	c.cq, c.qp, err = createQP(p, c.id)
+func accept(p *pds, mu *sync.Mutex, c *conn) error {
+	cq, qp, err := createQP(p, c.id)
 	if err != nil {
 		return err
 	}
+	mu.Lock()
+	c.cq, c.qp = cq, qp
+	mu.Unlock()
 	return c.id.StartAccept(rdmacm.DefaultConnParam, nil)
 }
