@@ -14,6 +14,9 @@
 #                      machine, then rdma-perf against C perftest in the lab;
 #                      the ratios go into BENCHMARKS.md; then cmd/cmtime against
 #                      rdma-core's cmtime (make bench-cmtime runs only that),
+#                      then connections per second from 16 dialers, ours and
+#                      librdmacm's (cm_rate.c, built with gcc and
+#                      librdmacm-dev; make bench-connrate runs only that),
 #                      then cmd/rstream against rdma-core's rstream, over
 #                      rsocket and over TCP (make bench-rstream runs only that),
 #                      then write_bw and send_bw with 1, 8 and 64 QPs against
@@ -57,7 +60,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet staticcheck dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet staticcheck dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -162,8 +165,9 @@ BENCH_OUT ?= /tmp/goverbs-perfbench-$(shell id -u).md
 BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
 BENCH_RS_OUT ?= /tmp/goverbs-rstream-$(shell id -u).md
 BENCH_SC_OUT ?= /tmp/goverbs-scale-$(shell id -u).md
+BENCH_CR_OUT ?= /tmp/goverbs-connrate-$(shell id -u).md
 
-bench: lab-bin lat-many
+bench: lab-bin lat-many cm-rate
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
 	@# The library's own cost, natively here (no device needed; under the
 	@# lab's TCG these would be emulated instructions).
@@ -172,9 +176,10 @@ bench: lab-bin lat-many
 	$(GO) build -o bin/ ./cmd/rdma-perf ./cmd/cmtime ./cmd/rstream ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench connrate -cm-rate $(CM_RATE) -out $(BENCH_CR_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -lat-many $(LAT_MANY) -out $(BENCH_SC_OUT)
-	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) BENCHMARKS.md
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) -connrate $(BENCH_CR_OUT) BENCHMARKS.md
 
 # Scaling only: write_bw and send_bw with 1, 8 and 64 QPs, rdma-perf against
 # perftest's -q, and send_lat's round-robin ping-pong over 1, 8 and 64 QPs
@@ -213,6 +218,34 @@ bench-cmtime: lab-bin
 	$(GO) build -o bin/ ./cmd/cmtime ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
 	$(CURDIR)/bin/perfbench write -cmtime $(BENCH_CM_OUT) BENCHMARKS.md
+
+# Connection rate only: 16 dialers against a server, ours and cm_rate
+# (test/perfbench/c/cm_rate.c, librdmacm), every pairing, into
+# BENCHMARKS.md (also part of make bench); then gRPC's new connection per
+# call over rsocket and TCP (examples/grpc BenchmarkNewConnPerCall).
+bench-connrate: lab-bin cm-rate
+	$(GO) build -o bin/ ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench connrate -cm-rate $(CM_RATE) -out $(BENCH_CR_OUT)
+	$(CURDIR)/bin/perfbench write -connrate $(BENCH_CR_OUT) BENCHMARKS.md
+	@# gRPC with a new connection per call, over rsocket and over TCP
+	@# (printed; BENCHMARKS.md quotes it by hand).
+	cd examples/grpc && $(GO) test -count=1 -p 1 -run '^$$' -bench NewConnPerCall -benchtime 40x -exec "$(LAB) -kernel $(KERNEL)" .
+
+# cm_rate (test/perfbench/c/cm_rate.c), the C side of the connection-rate
+# rows, built with gcc against librdmacm; librdmacm-dev is installed with
+# apt-get when missing.
+CM_RATE := $(CURDIR)/bin/cm_rate
+cm-rate:
+	@mkdir -p bin
+	@command -v gcc >/dev/null || { echo "cm_rate needs gcc; install it with: sudo apt-get install -y gcc"; exit 1; }
+	@if [ ! -f /usr/include/rdma/rdma_cma.h ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "cm_rate needs librdmacm's headers; install them with: sudo apt-get install -y librdmacm-dev"; exit 1; \
+		fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends librdmacm-dev || \
+			{ echo "installing librdmacm-dev failed (try apt-get update first)"; exit 1; }; \
+	fi
+	gcc -O2 -Wall -Wextra -o $(CM_RATE) test/perfbench/c/cm_rate.c -lrdmacm -libverbs -lpthread
 
 # Streams: our rstream (package rsocket) against rdma-core's, and both over
 # kernel TCP, bandwidth and round trips at 64 B to 1 MiB, into BENCHMARKS.md

@@ -91,6 +91,20 @@ func (id *ID) listening() bool {
 // rdma-core: rdma_resolve_addr.
 func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout time.Duration) error {
 	const op = "resolve_addr"
+	if err := id.waitable(op); err != nil {
+		return err
+	}
+	if err := id.startResolveAddr(op, src, dst, timeout); err != nil {
+		return err
+	}
+	if _, err := id.expect(ctx, op, EventAddrResolved); err != nil {
+		return err
+	}
+	return id.locked(op, id.queryDeviceLocked)
+}
+
+// startResolveAddr issues RESOLVE_ADDR; the answer is an event.
+func (id *ID) startResolveAddr(op string, src, dst netip.AddrPort, timeout time.Duration) error {
 	var body abi.UcmResolveAddr
 	body.TimeoutMs = timeoutMs(timeout)
 	dsize, err := encodeSockaddr(&body.DstAddr, dst)
@@ -127,10 +141,7 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 		}
 		return err
 	}
-	if _, err := id.expect(ctx, op, EventAddrResolved); err != nil {
-		return err
-	}
-	return id.locked(op, id.queryDeviceLocked)
+	return nil
 }
 
 // ResolveRoute resolves the route to the address ResolveAddr found and
@@ -140,16 +151,23 @@ func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout 
 // rdma-core: rdma_resolve_route.
 func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
 	const op = "resolve_route"
-	err := id.locked(op, func() error {
+	if err := id.waitable(op); err != nil {
+		return err
+	}
+	if err := id.startResolveRoute(op, timeout); err != nil {
+		return err
+	}
+	_, err := id.expect(ctx, op, EventRouteResolved)
+	return err
+}
+
+// startResolveRoute issues RESOLVE_ROUTE; the answer is an event.
+func (id *ID) startResolveRoute(op string, timeout time.Duration) error {
+	return id.locked(op, func() error {
 		body := abi.UcmResolveRoute{ID: id.kid, TimeoutMs: timeoutMs(timeout)}
 		id.log("resolve route on %s (timeout %d ms)", id, body.TimeoutMs)
 		return id.command(op, abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE, bytesOf(&body), nil)
 	})
-	if err != nil {
-		return err
-	}
-	_, err = id.expect(ctx, op, EventRouteResolved)
-	return err
 }
 
 func timeoutMs(d time.Duration) uint32 {

@@ -258,27 +258,10 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 // rdma-core: rdma_connect.
 func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event, error) {
 	const op = "connect"
-	limit := MaxConnectPrivateData
-	if id.ps == PortSpaceUDP {
-		limit = MaxUDConnectData
+	if err := id.waitable(op); err != nil {
+		return Event{}, err
 	}
-	if len(data) > limit {
-		return Event{}, &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(data), limit, unix.EINVAL)}
-	}
-	err := id.locked(op, func() error {
-		if id.ps == PortSpaceTCP && id.qp == nil {
-			return &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
-		}
-		p, err := id.deviceDepths(param)
-		if err != nil {
-			return err
-		}
-		body := abi.UcmConnect{ConnParam: id.connParam(p, data), ID: id.kid}
-		id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
-			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
-		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
-	})
-	if err != nil {
+	if err := id.startConnect(op, param, data); err != nil {
 		return Event{}, err
 	}
 	if id.ps == PortSpaceUDP {
@@ -301,6 +284,30 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 	e.Type = EventEstablished
 	id.log("event %v on %s (after the RTU)", e.Type, id)
 	return e, nil
+}
+
+// startConnect issues CONNECT; the answer is an event.
+func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
+	limit := MaxConnectPrivateData
+	if id.ps == PortSpaceUDP {
+		limit = MaxUDConnectData
+	}
+	if len(data) > limit {
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(data), limit, unix.EINVAL)}
+	}
+	return id.locked(op, func() error {
+		if id.ps == PortSpaceTCP && id.qp == nil {
+			return &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
+		}
+		p, err := id.deviceDepths(param)
+		if err != nil {
+			return err
+		}
+		body := abi.UcmConnect{ConnParam: id.connParam(p, data), ID: id.kid}
+		id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
+			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
+		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
+	})
 }
 
 // completeConnectLocked is librdmacm's ucma_process_conn_resp: INIT again
@@ -372,18 +379,28 @@ func (id *ID) setState(s idState) {
 // rdma-core: rdma_accept.
 func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	const op = "accept"
-	limit := MaxAcceptPrivateData
-	if id.ps == PortSpaceUDP {
-		limit = MaxUDAcceptData
+	if err := id.waitable(op); err != nil {
+		return err
 	}
-	if len(data) > limit {
-		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in an accept: %w", len(data), limit, unix.EINVAL)}
+	if err := checkAcceptData(op, id.ps, data); err != nil {
+		return err
 	}
 	err := id.locked(op, func() error { return id.acceptLocked(op, param, data) })
 	if err != nil || id.ps == PortSpaceUDP {
 		return err
 	}
 	return id.awaitEstablished(ctx, op)
+}
+
+func checkAcceptData(op string, ps PortSpace, data []byte) error {
+	limit := MaxAcceptPrivateData
+	if ps == PortSpaceUDP {
+		limit = MaxUDAcceptData
+	}
+	if len(data) > limit {
+		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in an accept: %w", len(data), limit, unix.EINVAL)}
+	}
+	return nil
 }
 
 // awaitEstablished waits for the ESTABLISHED event of an accepted request.

@@ -53,7 +53,8 @@ func (ps PortSpace) qpType() uverbs.QPType {
 //
 // Methods that wait (ResolveAddr, ResolveRoute, Connect, Accept, GetEvent)
 // take a context; only one goroutine should wait for an ID's events at a
-// time. Close destroys the ID and is idempotent.
+// time. On a channel of NewAsyncEventChannel the Start methods take their
+// place (cm_async.go). Close destroys the ID and is idempotent.
 //
 // The ID's methods are in three files: this one (its life and its events),
 // cm_addr.go (addresses, routes, queries, options) and cm_connect.go (its
@@ -70,9 +71,12 @@ type ID struct {
 	// SetLogf.
 	logf atomic.Pointer[func(format string, args ...any)]
 
-	qmu     sync.Mutex
-	queue   []Event
-	notify  chan struct{} // one token when queue may have grown
+	qmu    sync.Mutex
+	queue  []Event
+	notify chan struct{} // one token when queue may have grown
+	// also, if set, is woken with notify: the listener's, for a request
+	// that Listener.Accept waits on among others.
+	also    atomic.Pointer[chan struct{}]
 	done    chan struct{} // closed at DISCONNECTED, DEVICE_REMOVAL or Close
 	doneOK  bool
 	qclosed bool           // Close took the queue: nothing more is queued
@@ -227,6 +231,12 @@ func (id *ID) wake() {
 	case id.notify <- struct{}{}:
 	default:
 	}
+	if also := id.also.Load(); also != nil {
+		select {
+		case *also <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Done returns a channel that is closed when the connection of the ID ends:
@@ -239,6 +249,9 @@ func (id *ID) Done() <-chan struct{} { return id.done }
 //
 // rdma-core: rdma_get_cm_event (for one ID), with rdma_ack_cm_event done.
 func (id *ID) GetEvent(ctx context.Context) (Event, error) {
+	if err := id.waitable("get_event"); err != nil {
+		return Event{}, err
+	}
 	for {
 		e, ok, err := id.nextEvent()
 		if ok || err != nil {

@@ -41,6 +41,22 @@
 // Events need no acknowledgement: destroying an ID never waits for one.
 // Event types print as rdma_event_str does ("RDMA_CM_EVENT_ESTABLISHED").
 //
+// # Many IDs at once
+//
+// A channel opened with NewAsyncEventChannel has no reader goroutine: its
+// IDs start their steps without waiting (StartResolveAddr,
+// StartResolveRoute, StartConnect, StartAccept, Disconnect) and one
+// goroutine takes the events of all of them, in batches, with
+// EventChannel.GetEvents; Event.ID names the ID. This is how librdmacm's
+// cmtime and event-driven servers use rdma_get_cm_event, and what
+// cmd/cmtime does. Device work stays with the caller: CompleteConnect
+// moves the QP and sends the RTU after a CONNECT_RESPONSE, CreateQP and
+// StartAccept answer a CONNECT_REQUEST. The waiting methods refuse the IDs
+// of such a channel, and the Start methods those of NewEventChannel's.
+//
+// Listener.Accept answers every request that has arrived before it waits
+// for their clients' RTUs, so a burst of requests costs one wait.
+//
 // # Connecting as librdmacm does
 //
 // After a connection request is answered, the kernel reports

@@ -61,6 +61,10 @@ type Event struct {
 	// (28 consumer defined, 8 no listener on that port).
 	Status int
 
+	// ID is the ID the event concerns (for a CONNECT_REQUEST, the
+	// listener). Set by EventChannel.GetEvents; ID.GetEvent leaves it nil.
+	ID *ID
+
 	// Request is the new ID of a CONNECT_REQUEST (the listener's event).
 	Request *ID
 

@@ -35,11 +35,12 @@ var stepTitles = [numSteps]string{"creating id", "binding source address", "reso
 
 // conn is one connection of the client and the times of its steps.
 type conn struct {
-	id    *rdmacm.ID
-	cq    *uverbs.CQ
-	qp    *uverbs.QP
-	times [numSteps][2]time.Time
-	err   error // the first step that failed; later steps but destroy skip it
+	id      *rdmacm.ID
+	cq      *uverbs.CQ
+	qp      *uverbs.QP
+	times   [numSteps][2]time.Time
+	retries int   // resolution retries left in the step
+	err     error // the first step that failed; later steps but destroy skip it
 }
 
 // pds opens each device the CM picks once, with one PD for all its
@@ -115,7 +116,10 @@ func report(out io.Writer, what string, err error) {
 }
 
 // client runs every step for all connections, one step after another, and
-// prints the table.
+// prints the table. As rdma-core's cmtime, it starts the asynchronous
+// steps (resolve address and route, connect, disconnect) for every
+// connection and then takes their events from the one channel until each
+// connection has its answer.
 func client(ctx context.Context, o options, out io.Writer) error {
 	dst, err := rdmacm.ParseAddress(ctx, hostPort(o.server, o.port))
 	if err != nil {
@@ -127,7 +131,7 @@ func client(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 	}
-	ch, err := rdmacm.NewEventChannel()
+	ch, err := rdmacm.NewAsyncEventChannel()
 	if err != nil {
 		return err
 	}
@@ -135,80 +139,152 @@ func client(ctx context.Context, o options, out io.Writer) error {
 	var p pds
 	defer p.close()
 	conns := make([]conn, o.conns)
+	byID := make(map[*rdmacm.ID]*conn, o.conns)
 	var total [numSteps][2]time.Time
-	var mu sync.Mutex // out
-	// run times one step: each connection in turn, or all at once.
-	run := func(s step, parallel bool, f func(c *conn) error) {
+	fail := func(c *conn, s step, err error) {
+		if c.err == nil {
+			c.err = err
+		}
+		report(out, "failure "+stepTitles[s], err)
+	}
+	// run times a step done one connection after another.
+	run := func(s step, f func(c *conn) error) {
 		fmt.Fprintln(out, stepTitles[s])
 		total[s][0] = time.Now()
-		var wg sync.WaitGroup
 		for i := range conns {
 			c := &conns[i]
 			if c.err != nil && s != stepDestroy {
 				continue
 			}
-			one := func() {
-				c.times[s][0] = time.Now()
-				err := f(c)
-				if err == nil {
-					c.times[s][1] = time.Now()
-				} else {
-					if c.err == nil {
-						c.err = err
-					}
-					mu.Lock()
-					report(out, "failure "+stepTitles[s], err)
-					mu.Unlock()
-				}
+			c.times[s][0] = time.Now()
+			if err := f(c); err != nil {
+				fail(c, s, err)
+				continue
 			}
-			if parallel {
-				wg.Add(1)
-				go func() { defer wg.Done(); one() }()
-			} else {
-				one()
-			}
+			c.times[s][1] = time.Now()
 		}
-		wg.Wait()
 		total[s][1] = time.Now()
 	}
-	run(stepCreateID, false, func(c *conn) (err error) {
+	// async times a step that is started for every connection and ends
+	// with an event: handle says whether an event ends the step of its
+	// connection (nil error), fails it, or is not its end (errNotYet).
+	evs := make([]rdmacm.Event, 64)
+	async := func(s step, start func(c *conn) error, handle func(c *conn, e rdmacm.Event) error) error {
+		fmt.Fprintln(out, stepTitles[s])
+		total[s][0] = time.Now()
+		pending := 0
+		for i := range conns {
+			c := &conns[i]
+			if c.err != nil {
+				continue
+			}
+			c.times[s][0] = time.Now()
+			if err := start(c); err != nil {
+				fail(c, s, err)
+				continue
+			}
+			pending++
+		}
+		for pending > 0 {
+			n, err := ch.GetEvents(ctx, evs)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs[:n] {
+				c := byID[e.ID]
+				if e.Type == rdmacm.EventTimewaitExit || c == nil || c.err != nil || !c.times[s][1].IsZero() {
+					continue // an event of no step in flight (TIMEWAIT_EXIT)
+				}
+				err := handle(c, e)
+				if err == errNotYet {
+					continue
+				}
+				pending--
+				if err != nil {
+					fail(c, s, err)
+					continue
+				}
+				c.times[s][1] = time.Now()
+			}
+		}
+		total[s][1] = time.Now()
+		return nil
+	}
+	run(stepCreateID, func(c *conn) (err error) {
 		c.id, err = ch.CreateID(rdmacm.PortSpaceTCP)
+		if err == nil {
+			byID[c.id] = c
+		}
 		return err
 	})
 	if o.bind != "" {
-		run(stepBind, false, func(c *conn) error { return c.id.Bind(src) })
+		run(stepBind, func(c *conn) error { return c.id.Bind(src) })
 	}
-	run(stepResolveAddr, true, func(c *conn) error {
-		return retry(o.retries, rdmacm.ErrAddrResolve, func() error { return c.id.ResolveAddr(ctx, src, dst, o.timeout) })
-	})
-	run(stepResolveRoute, true, func(c *conn) error {
-		return retry(o.retries, rdmacm.ErrRouteResolve, func() error { return c.id.ResolveRoute(ctx, o.timeout) })
-	})
-	run(stepCreateQP, false, func(c *conn) (err error) {
-		c.cq, c.qp, err = createQP(&p, c.id)
-		return err
-	})
-	param := rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: uint8(min(o.retries, 7))}
-	run(stepConnect, true, func(c *conn) error {
-		_, err := c.id.Connect(ctx, param, nil)
-		return err
-	})
-	run(stepDisconnect, true, func(c *conn) error {
-		// As rdma_disconnect and rdma_destroy_qp (which destroys the CQs
-		// it made) do.
-		err := errors.Join(c.id.Disconnect(), c.qp.Close(), c.cq.Close())
-		if err == nil {
-			select {
-			case <-c.id.Done():
-			case <-ctx.Done():
-				err = ctx.Err()
+	err = async(stepResolveAddr, func(c *conn) error {
+		c.retries = o.retries
+		return c.id.StartResolveAddr(src, dst, o.timeout)
+	}, func(c *conn, e rdmacm.Event) error {
+		if e.Type == rdmacm.EventAddrError && c.retries > 0 {
+			c.retries--
+			if c.id.StartResolveAddr(src, dst, o.timeout) == nil {
+				return errNotYet
 			}
 		}
+		return want(e, rdmacm.EventAddrResolved)
+	})
+	if err == nil {
+		err = async(stepResolveRoute, func(c *conn) error {
+			c.retries = o.retries
+			return c.id.StartResolveRoute(o.timeout)
+		}, func(c *conn, e rdmacm.Event) error {
+			if e.Type == rdmacm.EventRouteError && c.retries > 0 {
+				c.retries--
+				if c.id.StartResolveRoute(o.timeout) == nil {
+					return errNotYet
+				}
+			}
+			return want(e, rdmacm.EventRouteResolved)
+		})
+	}
+	if err == nil {
+		run(stepCreateQP, func(c *conn) (err error) {
+			c.cq, c.qp, err = createQP(&p, c.id)
+			return err
+		})
+		param := rdmacm.ConnParam{ResponderResources: 1, InitiatorDepth: 1, RetryCount: uint8(min(o.retries, 7))}
+		err = async(stepConnect, func(c *conn) error {
+			return c.id.StartConnect(param, nil)
+		}, func(c *conn, e rdmacm.Event) error {
+			if err := want(e, rdmacm.EventConnectResponse); err != nil {
+				return err
+			}
+			// As librdmacm does inside rdma_get_cm_event for an ID
+			// with a QP: RTR, RTS and the RTU.
+			return c.id.CompleteConnect()
+		})
+	}
+	if err == nil {
+		err = async(stepDisconnect, func(c *conn) error {
+			// As rdma_disconnect and rdma_destroy_qp (which destroys the
+			// CQs it made) do.
+			return errors.Join(c.id.Disconnect(), c.qp.Close(), c.cq.Close())
+		}, func(c *conn, e rdmacm.Event) error {
+			return want(e, rdmacm.EventDisconnected)
+		})
+	}
+	run(stepDestroy, func(c *conn) error {
+		var qerr, cerr error
+		if c.qp != nil {
+			qerr = c.qp.Close()
+		}
+		if c.cq != nil {
+			cerr = c.cq.Close()
+		}
+		return errors.Join(qerr, c.id.Close(), cerr)
+	})
+	if err != nil {
 		return err
-	})
-	run(stepDestroy, false, func(c *conn) error {
-		return errors.Join(c.qp.Close(), c.id.Close(), c.cq.Close())
-	})
+	}
 	printTable(out, o, conns, &total)
 	failed := 0
 	for i := range conns {
@@ -222,13 +298,18 @@ func client(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
-// retry runs f again, up to n more times, while it fails with want.
-func retry(n int, want error, f func() error) error {
-	err := f()
-	for ; n > 0 && errors.Is(err, want); n-- {
-		err = f()
+// errNotYet: the event does not end the connection's step.
+var errNotYet = errors.New("not yet")
+
+// want is nil if e is the event that ends the step, else the failure.
+func want(e rdmacm.Event, t rdmacm.EventType) error {
+	if e.Type == t && e.Status == 0 {
+		return nil
 	}
-	return err
+	if err := e.Err(); err != nil {
+		return err
+	}
+	return &rdmacm.EventError{Op: "get_event", Event: e.Type, Status: e.Status}
 }
 
 // printTable prints cmtime's table: per step the whole step in ms, the
@@ -268,13 +349,17 @@ func minf(a, b float64) float64 {
 }
 
 // serve accepts connections until ctx ends: a QP for each request, the
-// accept, and when the client disconnects, the teardown.
+// accept, and when the client disconnects, the teardown. As rdma-core's
+// cmtime server, one goroutine takes the events of the listener and of
+// all its connections from one channel, and hands requests to one worker
+// (QP and accept) and disconnections to another (the reply, then the
+// teardown), so that taking events never waits for the device.
 func serve(ctx context.Context, o options, errw io.Writer) error {
 	addr, err := rdmacm.ParseAddress(ctx, hostPort(o.bind, o.port))
 	if err != nil {
 		return err
 	}
-	ch, err := rdmacm.NewEventChannel()
+	ch, err := rdmacm.NewAsyncEventChannel()
 	if err != nil {
 		return err
 	}
@@ -291,49 +376,101 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 		return err
 	}
 	var p pds
-	var wg sync.WaitGroup
+	var mu sync.Mutex // conns, and each conn's cq and qp
+	conns := make(map[*rdmacm.ID]*conn)
+	drop := func(c *conn) {
+		mu.Lock()
+		delete(conns, c.id)
+		qp, cq := c.qp, c.cq
+		c.qp, c.cq = nil, nil
+		mu.Unlock()
+		if qp != nil {
+			qp.Close()
+		}
+		if cq != nil {
+			cq.Close()
+		}
+		c.id.Close()
+	}
+	requests := make(chan *conn, 1024)
+	disconnects := make(chan *conn, 1024)
+	var workers sync.WaitGroup
+	workers.Add(2)
+	go func() {
+		defer workers.Done()
+		for c := range requests {
+			if err := accept(&p, &mu, c); err != nil {
+				fmt.Fprintf(errw, "failing connection request: %v\n", err)
+				c.id.Reject(nil)
+				drop(c)
+			}
+		}
+	}()
+	go func() {
+		defer workers.Done()
+		for c := range disconnects {
+			// The answer to the client's disconnect request (the DREP).
+			c.id.Disconnect()
+			drop(c)
+		}
+	}()
 	defer func() {
+		close(requests)
+		close(disconnects)
+		workers.Wait()
 		lid.Close()
-		wg.Wait()
+		mu.Lock()
+		left := make([]*conn, 0, len(conns))
+		for _, c := range conns {
+			left = append(left, c)
+		}
+		mu.Unlock()
+		for _, c := range left {
+			drop(c)
+		}
 		p.close()
 	}()
-	var mu sync.Mutex // errw
+	evs := make([]rdmacm.Event, 64)
 	for {
-		e, err := lid.GetEvent(ctx)
+		n, err := ch.GetEvents(ctx, evs)
 		if err != nil {
 			return err
 		}
-		if e.Type != rdmacm.EventConnectRequest || e.Request == nil {
-			continue
-		}
-		wg.Add(1)
-		go func(id *rdmacm.ID) {
-			defer wg.Done()
-			if err := accept(ctx, &p, id); err != nil && ctx.Err() == nil {
+		for _, e := range evs[:n] {
+			if e.Type == rdmacm.EventConnectRequest {
+				c := &conn{id: e.Request}
 				mu.Lock()
-				fmt.Fprintf(errw, "failing connection request: %v\n", err)
+				conns[c.id] = c
 				mu.Unlock()
+				requests <- c
+				continue
 			}
-		}(e.Request)
+			mu.Lock()
+			c := conns[e.ID]
+			mu.Unlock()
+			if c == nil {
+				continue
+			}
+			switch e.Type {
+			case rdmacm.EventEstablished, rdmacm.EventTimewaitExit:
+			default:
+				// DISCONNECTED, or a connection that failed before it
+				// was established.
+				disconnects <- c
+			}
+		}
 	}
 }
 
-// accept serves one request until its client disconnects.
-func accept(ctx context.Context, p *pds, id *rdmacm.ID) error {
-	defer id.Close()
-	cq, qp, err := createQP(p, id)
+// accept answers one request: its QP, then the accept; ESTABLISHED follows
+// on the channel.
+func accept(p *pds, mu *sync.Mutex, c *conn) error {
+	cq, qp, err := createQP(p, c.id)
 	if err != nil {
-		id.Reject(nil)
 		return err
 	}
-	defer cq.Close()
-	defer qp.Close()
-	if err := id.Accept(ctx, rdmacm.DefaultConnParam, nil); err != nil {
-		return err
-	}
-	select {
-	case <-id.Done(): // DISCONNECTED: the package has answered it
-	case <-ctx.Done():
-	}
-	return nil
+	mu.Lock()
+	c.cq, c.qp = cq, qp
+	mu.Unlock()
+	return c.id.StartAccept(rdmacm.DefaultConnParam, nil)
 }

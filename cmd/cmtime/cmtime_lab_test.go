@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -130,5 +131,31 @@ func TestClientBind(t *testing.T) {
 	cancel()
 	if code := <-srvDone; code != 0 {
 		t.Errorf("server exit status %d: %s", code, srvErr.String())
+	}
+}
+
+// BenchmarkClient: our client's whole run of N connections (the b.N
+// loop) against rdma-core's cmtime server, so that a CPU profile
+// (-cpuprofile) holds our side alone. BENCHMARKS.md's cmtime section has
+// what it shows.
+func BenchmarkClient(b *testing.B) {
+	ends := testutil.VethPair(b)
+	addr := ends[0].Addr
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv := exec.CommandContext(ctx, "cmtime", "-b", addr, "-p", "7820")
+	done := testutil.StartProcess(b, srv)
+	if err := testutil.WaitListening(ctx, 7820, true, done); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{100, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				var out bytes.Buffer
+				if code := run(ctx, []string{"-s", addr, "-p", "7820", "-c", strconv.Itoa(n)}, &out, &out); code != 0 {
+					b.Fatalf("exit status %d\n%s", code, out.String())
+				}
+			}
+		})
 	}
 }

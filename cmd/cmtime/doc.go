@@ -18,12 +18,15 @@
 //	         retry count (default 2)
 //	-t ms    timeout of address and route resolution (default 2000)
 //
-// The client creates all its IDs on one event channel, then runs each step
-// for every connection before the next step: bind (with -b), resolve
-// address, resolve route, create QP, connect, disconnect, destroy. Address
-// and route resolution, connecting and disconnecting are started for every
-// connection at once and the step ends when the last completes; creating
-// IDs, QPs and destroying are done one connection after another. It then
+// The client creates all its IDs on one asynchronous event channel
+// (rdmacm.NewAsyncEventChannel), then runs each step for every connection
+// before the next step: bind (with -b), resolve address, resolve route,
+// create QP, connect, disconnect, destroy. Address and route resolution,
+// connecting and disconnecting are started for every connection at once
+// and their events are taken from the one channel by one goroutine, as
+// rdma-core's cmtime does; the step ends when the last connection has its
+// answer. Creating IDs, QPs and destroying are done one connection after
+// another. It then
 // prints, for each step, the time of the whole step, the longest and
 // shortest time of one connection, and the step's time divided by the
 // number of connections:
@@ -32,8 +35,10 @@
 //	create id    :       0.89       0.03       5.00       8.90
 //	...
 //
-// The server accepts every request (with a QP of its own) and tears the
-// connection down when the client disconnects, until it is stopped
+// The server takes the events of its listener and of all its connections
+// from one asynchronous channel: it accepts every request (with a QP of
+// its own) and tears the connection down when the client disconnects,
+// until it is stopped
 // (SIGINT, SIGTERM).
 //
 // Exit status: 0; 1 for a bad command line (the usage is printed) or when

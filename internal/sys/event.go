@@ -248,6 +248,33 @@ func (e *EventFile) CommandWait(op string, buf unsafe.Pointer, size uintptr) err
 	return werr
 }
 
+// CommandWaitContext is CommandWait for a caller that may give up: it
+// returns ctx.Err() if ctx ends before the command is answered. It shares
+// Read's context registration and, like Read, serves one goroutine at a
+// time; a file waited on this way must not also be waited on with
+// CommandWait (a deadline left for an ended context would fail that one).
+func (e *EventFile) CommandWaitContext(ctx context.Context, op string, buf unsafe.Pointer, size uintptr) error {
+	e.readM.Lock()
+	defer e.readM.Unlock()
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.watch(ctx)
+	var werr error
+	err := e.rc.Read(func(fd uintptr) bool {
+		werr = write(int(fd), op, buf, size)
+		oe, ok := werr.(*OpError)
+		return !ok || oe.Err != unix.EAGAIN
+	})
+	if err != nil {
+		return e.readErr(ctx, err)
+	}
+	return werr
+}
+
 // Close closes the descriptor once and wakes a pending Read, which returns
 // ErrClosed.
 func (e *EventFile) Close() error {

@@ -10,7 +10,10 @@
 //	                                          and 64 QPs (-q), ours against perftest's,
 //	                                          and send_lat's round-robin ping-pong over
 //	                                          1, 8 and 64 QPs against test/perfbench/c/lat_many.c
-//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] BENCHMARKS.md
+//	perfbench connrate -cm-rate PATH -out FILE
+//	                                          in the lab: connections per second, 16 dialers
+//	                                          against a server, ours and test/perfbench/c/cm_rate.c
+//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] BENCHMARKS.md
 //	                                          on the host: put the sections (and the host
 //	                                          benchmarks' output) between their markers
 //
@@ -42,7 +45,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|rstream|scale|write ...")
+		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|connrate|rstream|scale|write ...")
 		os.Exit(2)
 	}
 	var err error
@@ -51,6 +54,10 @@ func main() {
 		err = runCmd(os.Args[2:])
 	case "cmtime":
 		err = cmtimeCmd(os.Args[2:])
+	case "connrate":
+		err = connrateCmd(os.Args[2:])
+	case "connrate-run":
+		err = connrateRun(os.Args[2:])
 	case "rstream":
 		err = rstreamCmd(os.Args[2:])
 	case "scale":
@@ -425,6 +432,8 @@ const (
 	rsEnd     = "<!-- rstream table: end -->"
 	scBegin   = "<!-- scaling table: begin (written by make bench) -->"
 	scEnd     = "<!-- scaling table: end -->"
+	crBegin   = "<!-- connection rate: begin (written by make bench) -->"
+	crEnd     = "<!-- connection rate: end -->"
 )
 
 // writeCmd puts the lab's section, and the host benchmarks' output, between
@@ -436,11 +445,12 @@ func writeCmd(args []string) error {
 	cm := fs.String("cmtime", "", "section written by cmtime")
 	rs := fs.String("rstream", "", "section written by rstream")
 	sc := fs.String("scale", "", "section written by scale")
+	cr := fs.String("connrate", "", "section written by connrate")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" {
-		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] BENCHMARKS.md")
+	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" && *cr == "" {
+		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] BENCHMARKS.md")
 	}
 	md := fs.Arg(0)
 	doc, err := os.ReadFile(md)
@@ -448,7 +458,7 @@ func writeCmd(args []string) error {
 		return err
 	}
 	s := string(doc)
-	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}, {*sc, scBegin, scEnd}} {
+	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}, {*sc, scBegin, scEnd}, {*cr, crBegin, crEnd}} {
 		if sec.file == "" {
 			continue
 		}
