@@ -33,8 +33,7 @@ type Device struct {
 
 	numCompVectors int
 
-	// mlx is the mlx5 context (UAR pages, limits) on an mlx5 device, nil
-	// on rxe (provider.go).
+	// The provider's context (provider.go), nil on rxe.
 	deviceProvider
 
 	closeOnce sync.Once

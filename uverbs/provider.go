@@ -45,8 +45,9 @@ import (
 // concrete type (a call less per post). Other drivers are refused with
 // ErrNotSupported when such an object is created (requireDataPath).
 
-// rxe's state in each object, embedded so that its fields read as the
-// object's own; another provider's object is beside it (drv).
+// The provider's state in a Device, and rxe's in each object, embedded so
+// that its fields read as the object's own; another provider's object is
+// beside it (drv).
 
 // deviceProvider is what GET_CONTEXT gave the provider of a Device.
 type deviceProvider struct {
@@ -576,8 +577,8 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 
 // stageSend is PostSend without the doorbell: it checks the QP, validates
 // every request, writes them into the send ring and publishes the producer
-// index. On mlx5 it also rings the doorbell, which is a register write
-// there. The caller holds sendMu. The common list (an open QP in RTS,
+// index. On a provider QP (mlx5) it also rings the doorbell, which is a
+// register write there. The caller holds sendMu. The common list (an open QP in RTS,
 // requests plainSends passes) goes straight to the provider, with one
 // call before it; everything else takes stageSendSlow. On rxe the common
 // list is written here, writeSends' rxe half written out: a call less per
@@ -641,7 +642,7 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// most one SGE within the limit (on rxe: of one SGE), which no check
 	// can refuse (one SGE's length is one u32), goes straight to the queue
 	// on either provider:
-	// postRecv's and mlx5QP.postRecv's first step written out here, a
+	// postRecv's and mlx5.QPState.PostRecv's first step written out here, a
 	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
 		if m, ok := qp.drv.(*mlx5.QPState); ok && m.RQ != nil {
@@ -780,7 +781,7 @@ func (cq *CQ) release() {
 }
 
 // providerEvent tells the provider that a completion event of the CQ was
-// read: mlx5 counts it in the CQ's arm sequence (mlx5Event); rxe has
+// read: mlx5 counts it in the CQ's arm sequence (provider.CQ.Event); rxe has
 // nothing to do.
 func (cq *CQ) providerEvent() {
 	if cq.ctx.drv != nil {
@@ -793,7 +794,7 @@ func (cq *CQ) providerEvent() {
 }
 
 // providerReset starts the queues over after a move to RESET: mlx5 keeps
-// its own indices (mlx5Reset); rxe's kernel resets the rings itself. The
+// its own indices (provider.QP.Reset); rxe's kernel resets the rings itself. The
 // caller holds both QP locks.
 func (qp *QP) providerReset() {
 	if qp.drv != nil {
@@ -802,7 +803,7 @@ func (qp *QP) providerReset() {
 }
 
 // openContext issues GET_CONTEXT with the driver data of the device's
-// provider: mlx5 maps its UAR pages after it (getMLX5Context); rxe has
+// provider: mlx5 maps its UAR pages after it (getProviderContext); rxe has
 // none.
 func (c *Device) openContext() error {
 	if open := providers[c.dev.DriverID]; open != nil {
@@ -958,7 +959,8 @@ func (e cmdError) Error() string { return e.err.Error() }
 func (e cmdError) Unwrap() error { return e.err }
 
 func providerError(op string, err error) error {
-	if ce, ok := err.(cmdError); ok {
+	var ce cmdError
+	if errors.As(err, &ce) {
 		return ce.err
 	}
 	return &OpError{Op: op, Err: err}
@@ -969,10 +971,11 @@ func providerError(op string, err error) error {
 // does.
 func (c *Device) getProviderContext(open provider.Open) error {
 	const op = "get_context"
-	var core abi.UverbsGetContextResp
+	// AsyncFD stays ^0 unless the command succeeded (provider.Open).
+	core := abi.UverbsGetContextResp{AsyncFD: ^uint32(0)}
 	drv, err := open(cmdDevice{c}, op, &core)
 	if err != nil {
-		if _, ok := err.(cmdError); !ok {
+		if core.AsyncFD != ^uint32(0) {
 			unix.Close(int(core.AsyncFD)) // the command ran: its descriptor is ours
 		}
 		return providerError(op, err)

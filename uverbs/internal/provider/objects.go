@@ -9,12 +9,11 @@ import "github.com/goverbs/rdma/internal/abi"
 // queue and calls each method under the lock its comment names; a
 // provider takes no uverbs lock of its own.
 
-// Open issues GET_CONTEXT with the provider's driver data (core is the
-// core command and response) and sets up what the provider needs for the
-// device's lifetime (mapped registers, limits). A write error is returned
-// as Device.Write returned it; on any other error the command succeeded,
-// and the caller owns what the core response names (the async event
-// descriptor).
+// Open issues GET_CONTEXT with the provider's driver data and sets up what
+// the provider needs for the device's lifetime (mapped registers, limits).
+// It copies the core response into *core as soon as the command succeeds,
+// and only then: on an error, the caller owns the descriptor *core names
+// if it was set (the async event file), and closes it.
 type Open func(dev Device, op string, core *abi.UverbsGetContextResp) (Context, error)
 
 // Context is a provider's side of an open device.
@@ -94,8 +93,12 @@ type CQ interface {
 	Release()
 }
 
-// QP is a provider's queue pair. PostSend runs under the QP's send lock,
-// PostRecv under its receive lock, the others under both.
+// QP is a provider's queue pair. PostSend and SendQueueSize run under the
+// QP's send lock, PostRecv and RecvQueueSize under its receive lock, Caps
+// once at creation, Reset, UsesLKey and Release under both. Outstanding
+// runs under both, or without them once posting has stopped (QP.Close
+// drains), while the CQs may be polled: what it reads of the completions
+// must be safe beside Poll.
 type QP interface {
 	Caps() QPCaps
 	// PostSend posts wrs, checked already by provider.CheckSend (with
