@@ -17,10 +17,16 @@ import (
 // CM topology, the RDMA stack, and crc32_generic: rxe asks the crypto API for
 // "crc32" (kernel: drivers/infiniband/sw/rxe/rxe_icrc.c rxe_icrc_init,
 // crypto_alloc_shash("crc32")), and `rdma link add` fails with ENOENT
-// without it.
+// without it. libcrc32c and crc32c_generic are for siw.ko, which the lab
+// builds (siw.go): its depends= names ib_core and libcrc32c (and ib_uverbs on
+// 6.12), and it asks the crypto API for "crc32c" when it loads (kernel:
+// drivers/infiniband/sw/siw/siw_main.c siw_init_module,
+// crypto_alloc_shash("crc32c")); libcrc32c's soft dependency names only the
+// alias crc32c, so the module that provides it is listed here.
 var guestModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p", "virtio_net", "veth",
 	"crc32_generic", "ib_uverbs", "rdma_ucm", "rdma_rxe",
+	"libcrc32c", "crc32c_generic",
 }
 
 // module is a kernel module ready for init_module(2).
