@@ -85,9 +85,9 @@ func LoopbackDevice(t testing.TB) string {
 	return ""
 }
 
-// VethEnd is one end of the lab's veth pair with its rxe device.
+// VethEnd is one end of a lab veth pair with its RDMA device.
 type VethEnd struct {
-	Device string // rxe device, e.g. rxe1
+	Device string // RDMA device, e.g. rxe1 or siw1
 	Netdev string // e.g. veth0
 	Addr   string // IPv4 address, e.g. 10.77.0.1
 }
@@ -96,8 +96,26 @@ type VethEnd struct {
 // go through the RDMA CM. It calls RequireRDMA first.
 func VethPair(t testing.TB) [2]VethEnd {
 	t.Helper()
+	return labPair(t, "GOVERBS_LAB_VETH", "the veth pair's rxe devices", "")
+}
+
+// SiwPair returns the lab's two siw (soft-iWARP) devices, siw1 and siw2, on
+// a veth pair of their own (veth2/veth3, 10.79.0.1 and 10.79.0.2): iWARP
+// QPs connect only through the RDMA CM. It calls RequireRDMA first. The lab
+// boots with siw on amd64 unless rxelab -no-siw; without it the test
+// fails in the lab and is skipped elsewhere.
+func SiwPair(t testing.TB) [2]VethEnd {
+	t.Helper()
+	return labPair(t, "GOVERBS_LAB_SIW", "the siw devices on their veth pair",
+		" (the lab has siw on amd64 guests, unless rxelab -no-siw)")
+}
+
+// labPair parses the lab's dev:netdev:addr,dev:netdev:addr variable name;
+// hint is added to the failure in the lab.
+func labPair(t testing.TB, name, what, hint string) [2]VethEnd {
+	t.Helper()
 	RequireRDMA(t)
-	v := os.Getenv("GOVERBS_LAB_VETH")
+	v := os.Getenv(name)
 	ends := strings.Split(v, ",")
 	var out [2]VethEnd
 	if len(ends) == 2 {
@@ -115,9 +133,9 @@ func VethPair(t testing.TB) [2]VethEnd {
 		}
 	}
 	if InLab() {
-		t.Fatalf("GOVERBS_LAB_VETH=%q is not two dev:netdev:addr entries", v)
+		t.Fatalf("%s=%q is not two dev:netdev:addr entries%s", name, v, hint)
 	}
-	t.Skip("GOVERBS_LAB_VETH names the veth pair's rxe devices; " + howToRun)
+	t.Skip(name + " names " + what + "; " + howToRun)
 	return out
 }
 
