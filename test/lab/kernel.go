@@ -48,7 +48,7 @@ func fileExists(p string) bool {
 
 // cacheLayout changes when the layout of a prepared kernel changes, so old
 // cache entries are not used.
-const cacheLayout = "4"
+const cacheLayout = "5"
 
 // aptDepends returns the linux-image package meta depends on, from apt-cache
 // (with aptOpts, the options of a foreign architecture's apt state).
