@@ -102,12 +102,19 @@ func VethPair(t testing.TB) [2]VethEnd {
 // SiwPair returns the lab's two siw (soft-iWARP) devices, siw1 and siw2, on
 // a veth pair of their own (veth2/veth3, 10.79.0.1 and 10.79.0.2): iWARP
 // QPs connect only through the RDMA CM. It calls RequireRDMA first. The lab
-// boots with siw on amd64 unless rxelab -no-siw; without it the test
-// fails in the lab and is skipped elsewhere.
+// has siw on amd64 guests unless rxelab -no-siw; without it the test fails
+// in the lab and is skipped elsewhere. Tests that cover siw only where the
+// lab has it use LabSiw.
 func SiwPair(t testing.TB) [2]VethEnd {
 	t.Helper()
 	return labPair(t, "GOVERBS_LAB_SIW", "the siw devices on their veth pair",
 		" (the lab has siw on amd64 guests, unless rxelab -no-siw)")
+}
+
+// LabSiw returns the lab's siw devices, if this guest has them (arm64
+// guests and rxelab -no-siw have none).
+func LabSiw() ([2]VethEnd, bool) {
+	return parsePair(os.Getenv("GOVERBS_LAB_SIW"))
 }
 
 // labPair parses the lab's dev:netdev:addr,dev:netdev:addr variable name;
@@ -116,27 +123,31 @@ func labPair(t testing.TB, name, what, hint string) [2]VethEnd {
 	t.Helper()
 	RequireRDMA(t)
 	v := os.Getenv(name)
-	ends := strings.Split(v, ",")
-	var out [2]VethEnd
-	if len(ends) == 2 {
-		ok := true
-		for i, e := range ends {
-			f := strings.Split(e, ":")
-			if len(f) != 3 {
-				ok = false
-				break
-			}
-			out[i] = VethEnd{Device: f[0], Netdev: f[1], Addr: f[2]}
-		}
-		if ok {
-			return out
-		}
+	if out, ok := parsePair(v); ok {
+		return out
 	}
 	if InLab() {
 		t.Fatalf("%s=%q is not two dev:netdev:addr entries%s", name, v, hint)
 	}
 	t.Skip(name + " names " + what + "; " + howToRun)
-	return out
+	return [2]VethEnd{}
+}
+
+// parsePair parses dev:netdev:addr,dev:netdev:addr.
+func parsePair(v string) ([2]VethEnd, bool) {
+	var out [2]VethEnd
+	ends := strings.Split(v, ",")
+	if len(ends) != 2 {
+		return out, false
+	}
+	for i, e := range ends {
+		f := strings.Split(e, ":")
+		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
+			return out, false
+		}
+		out[i] = VethEnd{Device: f[0], Netdev: f[1], Addr: f[2]}
+	}
+	return out, true
 }
 
 // SyncBuffer is a bytes.Buffer that a process or goroutine writes while the
