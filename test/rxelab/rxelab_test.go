@@ -143,26 +143,41 @@ func TestSiw(t *testing.T) {
 echo "taint: $(cat /proc/sys/kernel/tainted)"
 echo "devices: $(ls /sys/class/infiniband | tr '\n' ' ')"
 echo "env: $GOVERBS_LAB_SIW"
+echo "start $(date +%T)" >&2
 for d in siw1 siw2; do
 	echo "$d: $(cat /sys/class/infiniband/$d/node_type) $(cat /sys/class/infiniband/$d/ports/1/state) $(ibv_devinfo -d $d | grep -o 'transport:.*')"
 done
+# A client that connects before the server listens is not refused at once:
+# its connect failed after about 60 s (TCP's SYN retries), so wait for the
+# server's listening CM id first, and still try again if refused.
+listening() {
+	for i in $(seq 300); do
+		rdma res show cm_id | grep -q "state LISTEN .*comm $1" && return 0
+		sleep 0.2
+	done
+	echo "$1 never listened" >&2
+}
 timeout 120 rping -s -a 10.79.0.1 -C 3 -v -V > "$1/rping-server" 2>&1 & server=$!
-# The client is refused until the server listens; try again.
+listening rping
 ok=
 for i in $(seq 30); do
 	if timeout 60 rping -c -a 10.79.0.1 -C 3 -v -V > "$1/rping-client" 2>&1; then ok=1; break; fi
+	echo "rping client try $i failed at $(date +%T): $(tail -1 "$1/rping-client")" >&2
 	sleep 1
 done
 wait $server && echo "rping server status 0"
 [ -n "$ok" ] && echo "rping client status 0"
 timeout 120 ib_write_bw -R -d siw1 -n 200 > "$1/bw-server" 2>&1 & server=$!
+listening ib_write_bw
 ok=
 for i in $(seq 30); do
 	if timeout 60 ib_write_bw -R -d siw1 -n 200 10.79.0.1 > "$1/bw-client" 2>&1; then ok=1; break; fi
+	echo "ib_write_bw client try $i failed at $(date +%T): $(tail -1 "$1/bw-client")" >&2
 	sleep 1
 done
 wait $server && echo "ib_write_bw server status 0"
-[ -n "$ok" ] && echo "ib_write_bw client status 0"`
+[ -n "$ok" ] && echo "ib_write_bw client status 0"
+echo "end $(date +%T)" >&2`
 	for _, series := range []string{"6.1", "6.12"} {
 		t.Run(series, func(t *testing.T) {
 			t.Parallel()
@@ -177,6 +192,7 @@ wait $server && echo "ib_write_bw server status 0"
 				all += fmt.Sprintf("\n%s:\n%s", f, file(f))
 			}
 			require.Equal(t, 0, r.code, "%s", all)
+			t.Logf("retries:\n%s", r.stderr)
 			// TAINT_OOT_MODULE (12) and TAINT_UNSIGNED_MODULE (13).
 			m := regexp.MustCompile(`taint: (\d+)\n`).FindStringSubmatch(r.stdout)
 			require.NotNil(t, m, "%s", all)
