@@ -42,9 +42,12 @@ import (
 const siwRecipe = "siw-1: headers+kbuild+source of the image version; make M=siw CONFIG_RDMA_SIW=m CONFIG_DEBUG_INFO_BTF_MODULES="
 
 // siwPackages are the host packages the build needs beyond hostPackages:
-// make, and the compiler Debian 12 builds its kernels with (linux-headers'
-// Depends: linux-compiler-gcc-12-x86 on 6.1, gcc-12 on 6.12).
-var siwPackages = []string{"make", "gcc-12"}
+// make, the compiler Debian 12 builds its kernels with (linux-headers'
+// Depends: linux-compiler-gcc-12-x86 on 6.1, gcc-12 on 6.12), and libelf1
+// for linux-kbuild's objtool, which runs on every x86 module (its other
+// libraries, libc6, zlib1g and libssl3, are on every Debian 12 system).
+// linux-kbuild is unpacked, not installed, so apt does not pull them in.
+var siwPackages = []string{"make", "gcc-12", "libelf1"}
 
 // siwKO returns the path of siw.ko for k, building it when the cache has
 // none.
