@@ -169,7 +169,7 @@ func (e *env) siwInputs(k *kernel) (*siwInputs, error) {
 			return nil, err
 		}
 		if pkgs, err = headerPackages(headers, k.version); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w\nif Debian has replaced the cached kernel %s %s under the same package name, remove %s and the lab downloads the current one", err, k.pkg, k.version, k.dir)
 		}
 	}
 	series, err := kernelSeries(k.release)
@@ -184,7 +184,7 @@ func (e *env) siwInputs(k *kernel) (*siwInputs, error) {
 			return nil, fmt.Errorf("%w\n(apt-get update failed too: %v)", err, uerr)
 		}
 		if err := e.run(tmp, "apt-get", dl...); err != nil {
-			return nil, fmt.Errorf("%w\nthe packages of the kernel %s %s may have left the archive; apt-get update, and the lab takes the current kernel", err, k.pkg, k.version)
+			return nil, fmt.Errorf("%w\nthe headers or sources of the cached kernel %s %s may have left the archive (Debian can replace a kernel under the same package name); remove %s and the lab downloads the current one", err, k.pkg, k.version, k.dir)
 		}
 	}
 	srcDebs, _ := filepath.Glob(filepath.Join(tmp, "linux-source-*.deb"))
