@@ -38,7 +38,9 @@
 #                      and linux/arm64, in dist/ with SHA256SUMS
 #
 # Nothing needs installing by hand: Go modules come through the module proxy,
-# and the lab installs QEMU, the Debian kernels and rdma-core's tools itself.
+# and the lab installs QEMU, the Debian kernels and rdma-core's tools itself,
+# and builds siw.ko for the kernels (installing make, gcc-12 and libelf1 if
+# missing).
 
 GO      ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 KERNEL  ?= 6.1

@@ -2,7 +2,12 @@
 // rdma_rxe booted under QEMU (see package test/lab). The command's stdout and
 // stderr are streamed to rxelab's, and its exit status becomes rxelab's.
 //
-//	rxelab [-kernel 6.1|6.12] [-arch amd64|arm64] [-guests 1|2] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
+//	rxelab [-kernel 6.1|6.12] [-arch amd64|arm64] [-guests 1|2] [-no-siw] [-timeout 10m] [-boot-timeout 3m] [-v] [--] CMD [ARGS...]
+//
+// amd64 guests also have siw (soft-iWARP): siw1 and siw2 on veth2/veth3
+// (10.79.0.1, 10.79.0.2), from a siw.ko the lab builds for the kernel from
+// Debian's linux-headers and linux-source packages on first use; -no-siw
+// boots without it.
 //
 // With -guests 2 a peer VM boots too (see package test/lab). Inside the
 // primary guest, rxelab -peer [--] CMD [ARGS...] runs CMD in the peer (its
