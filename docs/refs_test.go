@@ -26,6 +26,19 @@ var (
 	anyHeadingRE = regexp.MustCompile(`^#+ `)
 	// A numbered item of a Markdown list: "12. The peer ...".
 	itemRE = regexp.MustCompile(`^\s*(\d+)\. `)
+	// The start of a citation of BENCHMARKS.md, at the module's root.
+	benchRE = regexp.MustCompile(`\bBENCHMARKS\.md\b`)
+	// One section cited by its title after a document: `, "Ring locks"`,
+	// `("Ring locks")`, `"The rounds" item 31`, `"The rounds" items 3-5`.
+	// A title may run over comment lines.
+	// The title's opening quote must follow a separator, so that a Go
+	// string ending in the name ("../BENCHMARKS.md") does not read as one.
+	titleRE = regexp.MustCompile(`^(?:\s|//|,|\()+"([^"{}]{1,160})"(?:,?(?:\s|//)*items?\s+(\d+)(?:-(\d+))?)?`)
+	// The comment marker at the start of a continued line: "//" or "#".
+	commentRE = regexp.MustCompile(`\n\s*(?://|#)?`)
+	// A citation that names no section where one is meant: "BENCHMARKS.md,
+	// rxe item 31", "BENCHMARKS.md, mlx5 fifth round", "§" after BENCHMARKS.md.
+	untitledRE = regexp.MustCompile(`^(?:\s|//)*,?(?:\s|//)*(?:(?:rxe|mlx5)\b|items?\s+\d|§)`)
 	// Documents that are not part of the module; citing them is a dangling
 	// reference for every reader of the published module.
 	// Written as families (abi-, reliability-, peers-, style- with
@@ -33,22 +46,24 @@ var (
 	outsideRE = regexp.MustCompile(`\b((abi|reliability|peers|style)-(reference|study)|mlx5-notes|rsocket-protocol)\b|(?:^|[^/\w])(testing|design|style)\.md\b`)
 )
 
-// A doc is what a citation may name in one document: its section numbers,
-// each with the numbers of the list items directly under it.
-type doc map[string]map[string]bool
+// A doc is what a citation may name in one document: its section numbers
+// and its headings' titles, each with the numbers of the list items
+// directly under it.
+type doc struct {
+	secs, titles map[string]map[string]bool
+}
 
 // parseDoc reads a document's sections and their numbered items.
 func parseDoc(text string) doc {
-	d := doc{}
+	d := doc{secs: map[string]map[string]bool{}, titles: map[string]map[string]bool{}}
 	var cur map[string]bool
 	for _, line := range strings.Split(text, "\n") {
-		if m := headingRE.FindStringSubmatch(line); m != nil {
-			cur = map[string]bool{}
-			d[m[1]] = cur
-			continue
-		}
 		if anyHeadingRE.MatchString(line) {
-			cur = nil
+			cur = map[string]bool{}
+			d.titles[strings.TrimSpace(strings.TrimLeft(line, "#"))] = cur
+			if m := headingRE.FindStringSubmatch(line); m != nil {
+				d.secs[m[1]] = cur
+			}
 			continue
 		}
 		if m := itemRE.FindStringSubmatch(line); m != nil && cur != nil {
@@ -92,11 +107,67 @@ func parseCites(rest string) []cite {
 	}
 }
 
+// A titled is one heading (and perhaps items) named by its title.
+type titled struct{ title, item string }
+
+// parseTitles reads the headings cited by title in rest, the text right
+// after a document's name: `, "A"`, `, "A" item 3`, `"A" and "B"`.
+func parseTitles(rest string) []titled {
+	var ts []titled
+	for {
+		m := titleRE.FindStringSubmatch(rest)
+		if m == nil {
+			return ts
+		}
+		// A title broken over lines, in a comment or a paragraph, is one line.
+		title := strings.Join(strings.Fields(commentRE.ReplaceAllString(m[1], " ")), " ")
+		if m[2] == "" {
+			ts = append(ts, titled{title: title})
+		}
+		for _, it := range []string{m[2], m[3]} {
+			if it != "" {
+				ts = append(ts, titled{title: title, item: it})
+			}
+		}
+		rest = rest[len(m[0]):]
+		j := joinRE.FindString(rest)
+		if j == "" {
+			return ts
+		}
+		rest = rest[len(j):]
+	}
+}
+
+// checkTitles returns one line per heading or item cited by title after
+// the citation of doc that ends at off, and that doc does not have.
+func checkTitles(name string, line int, file string, d doc, rest string) []string {
+	var bad []string
+	// A document without numbered sections is cited by its headings' titles.
+	if len(d.secs) == 0 && untitledRE.MatchString(rest) {
+		bad = append(bad, fmt.Sprintf("%s:%d: %s cited without a section: name its heading in quotes, as %s, \"Title\"", name, line, file, file))
+	}
+	for _, t := range parseTitles(rest) {
+		items, ok := d.titles[t.title]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s:%d: %s has no heading %q", name, line, file, t.title))
+		case t.item != "" && !items[t.item]:
+			bad = append(bad, fmt.Sprintf("%s:%d: %s %q has no item %s", name, line, file, t.title, t.item))
+		}
+	}
+	return bad
+}
+
 // checkRefs returns one line per reference in text that does not resolve
-// against docs (file name -> contents).
+// against docs (file name in docs/, or BENCHMARKS.md, -> contents).
 func checkRefs(name, text string, docs map[string]doc) []string {
 	var bad []string
 	lineOf := func(off int) int { return strings.Count(text[:off], "\n") + 1 }
+	for _, m := range benchRE.FindAllStringIndex(text, -1) {
+		if d, ok := docs["BENCHMARKS.md"]; ok {
+			bad = append(bad, checkTitles(name, lineOf(m[0]), "BENCHMARKS.md", d, text[m[1]:])...)
+		}
+	}
 	for _, m := range docRE.FindAllStringSubmatchIndex(text, -1) {
 		file := text[m[2]:m[3]]
 		d, ok := docs[file]
@@ -104,8 +175,9 @@ func checkRefs(name, text string, docs map[string]doc) []string {
 			bad = append(bad, fmt.Sprintf("%s:%d: docs/%s: no such document in docs/", name, lineOf(m[0]), file))
 			continue
 		}
+		bad = append(bad, checkTitles(name, lineOf(m[0]), "docs/"+file, d, text[m[1]:])...)
 		for _, c := range parseCites(text[m[1]:]) {
-			items, ok := d[c.sec]
+			items, ok := d.secs[c.sec]
 			switch {
 			case !ok:
 				bad = append(bad, fmt.Sprintf("%s:%d: docs/%s has no section §%s", name, lineOf(m[0]), file, c.sec))
@@ -151,6 +223,11 @@ func TestReferences(t *testing.T) {
 	if len(docs) < 5 {
 		t.Fatalf("only %d documents in docs/", len(docs))
 	}
+	b, err := os.ReadFile("../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs["BENCHMARKS.md"] = parseDoc(string(b))
 	self, err := filepath.Abs("refs_test.go")
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +272,10 @@ func TestReferences(t *testing.T) {
 // The checker finds what it must, and nothing else.
 func TestCheckerFindsBadReferences(t *testing.T) {
 	docs := map[string]doc{
-		"abi.md":        parseDoc("# ABI\n## 3. rxe\n### 3.2 Driver data\n### 3.3 Rings\n### 3.7 Doorbell\n## 4. CM\n### 4.4 Active\n"),
-		"robustness.md": parseDoc("## 1. Faults\n\n1. one\n2. two\n   more of two\n3. three\n\n## 2. Teardown\n\n- none\n"),
+		"BENCHMARKS.md":   parseDoc("# Benchmarks\n## Ring locks\n### Waits park in the netpoller\n"),
+		"perf-history.md": parseDoc("# History\n## rxe post and poll: what each\nchange\n\n1. one\n2. two\n## mlx5: the rounds\n"),
+		"abi.md":          parseDoc("# ABI\n## 3. rxe\n### 3.2 Driver data\n### 3.3 Rings\n### 3.7 Doorbell\n## 4. CM\n### 4.4 Active\n"),
+		"robustness.md":   parseDoc("## 1. Faults\n\n1. one\n2. two\n   more of two\n3. three\n\n## 2. Teardown\n\n- none\n"),
 	}
 	for _, c := range []struct {
 		text string
@@ -225,6 +304,20 @@ func TestCheckerFindsBadReferences(t *testing.T) {
 		{"// see design.md and style.md", 1}, // one report per line
 		{"// see docs/testing.md", 1},        // not in this fake set of documents
 		{"[the ABI](docs/abi.md)", 0},
+		{`// (BENCHMARKS.md, "Ring locks")`, 0},
+		{`// BENCHMARKS.md ("Ring locks") and "Waits park in the netpoller"`, 0},
+		{`// BENCHMARKS.md, "Waits park in the` + "\n" + `// netpoller".`, 0},
+		{`// BENCHMARKS.md, "Ring locks: plain"`, 1},
+		{"// BENCHMARKS.md, rxe item 31", 1},
+		{"// (BENCHMARKS.md rxe\n// item 37)", 1},
+		{"// BENCHMARKS.md, mlx5 fifth round", 1},
+		{"`make bench` writes BENCHMARKS.md", 0},
+		{`// docs/perf-history.md, "rxe post and poll: what each change" item 2`, 1},
+		{`// docs/perf-history.md, "rxe post and poll: what each" item 2`, 0},
+		{`// docs/perf-history.md, "rxe post and poll: what each" items 1-3`, 1},
+		{`// docs/perf-history.md, "mlx5: the rounds", fifth round`, 0},
+		{`// docs/perf-history.md, "mlx5: the rounds" and "Ring locks"`, 1},
+		{`// docs/abi.md, "3. rxe"`, 0},
 	} {
 		if got := checkRefs("x.go", c.text, docs); len(got) != c.bad {
 			t.Errorf("%q: %d reports %q, want %d", c.text, len(got), got, c.bad)

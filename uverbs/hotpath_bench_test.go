@@ -18,8 +18,8 @@ import (
 // publishing the consumer index), on rings laid out as rxe's kernel lays
 // them out (rxe_queue_buf: index_mask at 4, producer_index at 128,
 // consumer_index at 256, slots from 384), with a fake kernel that consumes
-// WQEs and produces CQEs by storing the indices. BENCHMARKS.md sets the
-// results beside the cost of a cgo call.
+// WQEs and produces CQEs by storing the indices. BENCHMARKS.md, "The
+// library's own cost", sets the results beside the cost of a cgo call.
 
 // fakeRing maps a ring of 1<<log2-byte slots and returns it with the
 // kernel's views of producer_index and consumer_index.
@@ -42,7 +42,7 @@ func fakeRing(tb testing.TB, log2, slots uint32) (buf []byte, prod, cons *atomic
 
 // benchSingle, set by GOVERBS_BENCH_SINGLE=1 in the environment, makes the
 // benchmarks' queues SingleGoroutine ones, their ring locks elided (as
-// make bench-native's second run asks, BENCHMARKS.md).
+// the second run of BENCHMARKS.md, "Ring locks", asks).
 var benchSingle = os.Getenv("GOVERBS_BENCH_SINGLE") == "1"
 
 // singleGoroutine elides the locks, as CreateCQ, CreateQP and CreateSRQ do

@@ -98,8 +98,9 @@ var nativeRows = []nativeRow{
 // run makes n calls of a row, with what the fake kernel does around each,
 // as the harness's measure does: the row is chosen once, outside the loop,
 // and each call in it is a direct one, so that the benchmark adds neither a
-// dispatch per call nor a call through a function value (BENCHMARKS.md,
-// rxe item 30).
+// dispatch per call nor a call through a function value
+// (docs/perf-history.md, "rxe post and poll: what each change bought"
+// item 30).
 func (r *nativeRig) run(tb testing.TB, op nativeOp, n int) {
 	switch op {
 	case opWrite:

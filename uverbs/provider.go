@@ -98,8 +98,9 @@ func (c *Device) requireDataPath(op string) error {
 // SendWR has provider.SendWR's layout, with a *AH where the provider's
 // request has a *provider.AH: an AH starts with its provider.AH (AH.drv),
 // so the providers read the caller's requests where they lie; a copy cost
-// a post about 2.5 ns (BENCHMARKS.md, rxe item 31). Checked here at
-// compile time: a negative array length does not compile.
+// a post about 2.5 ns (docs/perf-history.md, "rxe post and poll: what
+// each change bought" item 31). Checked here at compile time: a negative
+// array length does not compile.
 var (
 	_ [unsafe.Sizeof(SendWR{}) - unsafe.Sizeof(provider.SendWR{})]byte
 	_ [unsafe.Sizeof(provider.SendWR{}) - unsafe.Sizeof(SendWR{})]byte
@@ -582,7 +583,8 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 // requests plainSends passes) goes straight to the provider, with one
 // call before it; everything else takes stageSendSlow. On rxe the common
 // list is written here, writeSends' rxe half written out: a call less per
-// post (BENCHMARKS.md, rxe item 32).
+// post (docs/perf-history.md, "rxe post and poll: what each change
+// bought" item 32).
 func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
 		return qp.stageSendSlow(op, wrs)
@@ -643,7 +645,8 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// can refuse (one SGE's length is one u32), goes straight to the queue
 	// on either provider:
 	// postRecv's and mlx5.QPState.PostRecv's first step written out here, a
-	// call less per receive (BENCHMARKS.md, mlx5 fifth round).
+	// call less per receive (docs/perf-history.md, "mlx5 post and poll:
+	// the rounds", fifth round).
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
 		if m, ok := qp.drv.(*mlx5.QPState); ok && m.RQ != nil {
 			var err error

@@ -136,8 +136,8 @@ func TestClientBind(t *testing.T) {
 
 // BenchmarkClient: our client's whole run of N connections (the b.N
 // loop) against rdma-core's cmtime server, so that a CPU profile
-// (-cpuprofile) holds our side alone. BENCHMARKS.md's cmtime section has
-// what it shows.
+// (-cpuprofile) holds our side alone. What it shows is in
+// docs/perf-history.md, "Connection set-up: where the time goes".
 func BenchmarkClient(b *testing.B) {
 	ends := testutil.VethPair(b)
 	addr := ends[0].Addr

@@ -127,7 +127,7 @@ func LoadAcquire32(p *atomic.Uint32) uint32 { return p.Load() }
 // them, dst 8-byte aligned. The caller proves that from geometry it
 // checked once (mlx5.NewSQ), so the call is inlined to the assembly
 // itself, where a check of slices made the doorbell a call of its own
-// (BENCHMARKS.md, mlx5 fifth round).
+// (docs/perf-history.md, "mlx5 post and poll: the rounds", fifth round).
 
 // StoreRelease32 (release_amd64.go, release_arm64.go, release_race.go)
 // stores v to *p with release ordering: every earlier write to the shared

@@ -449,7 +449,7 @@ func writeCmd(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" && *cr == "" {
+	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" && *cr == "" && *host == "" {
 		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] BENCHMARKS.md")
 	}
 	md := fs.Arg(0)

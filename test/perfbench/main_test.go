@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,6 +49,67 @@ func TestReplaceAndRatios(t *testing.T) {
 	l := line(cell{test: "read_lat", size: 65536, cm: true, events: true}, []result{{typical: 2, p999: 4}}, []result{{typical: 3, p999: 2}})
 	if l != "| -R veth -e | read_lat | 64 KiB | 2.00 | 3.00 | 1.50 | 4.00 | 2.00 | 0.50 |" {
 		t.Fatalf("line %q", l)
+	}
+}
+
+// write finds every marker of the module's BENCHMARKS.md: each section
+// file lands between its own markers, and the text outside them is kept.
+func TestWriteBenchmarksMarkers(t *testing.T) {
+	doc, err := os.ReadFile("../../BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	md := filepath.Join(dir, "BENCHMARKS.md")
+	if err := os.WriteFile(md, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	secs := []struct{ flag, begin, end string }{
+		{"-in", perfBegin, perfEnd}, {"-cmtime", cmBegin, cmEnd}, {"-rstream", rsBegin, rsEnd},
+		{"-scale", scBegin, scEnd}, {"-connrate", crBegin, crEnd},
+	}
+	args := []string{"write"}
+	for _, sec := range secs {
+		f := filepath.Join(dir, sec.flag[1:]+".md")
+		if err := os.WriteFile(f, []byte("new "+sec.flag+" section\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, sec.flag, f)
+	}
+	host := filepath.Join(dir, "host.txt")
+	if err := os.WriteFile(host, []byte("goos: linux\npkg: x\nBenchmarkX-2 1 2 ns/op\nPASS\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "-host", host, md)
+	if err := writeCmd(args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(got)
+	for _, sec := range secs {
+		if want := sec.begin + "\nnew " + sec.flag + " section\n" + sec.end; !strings.Contains(out, want) {
+			t.Errorf("%s section not written between its markers", sec.flag)
+		}
+	}
+	if want := hostBegin + "\n```\ngoos: linux\nBenchmarkX-2 1 2 ns/op\n```\n" + hostEnd; !strings.Contains(out, want) {
+		t.Errorf("host benchmarks not written between their markers")
+	}
+	// What lies outside the markers is the same before and after.
+	outside := func(s string) string {
+		for _, m := range [][2]string{{perfBegin, perfEnd}, {cmBegin, cmEnd}, {rsBegin, rsEnd}, {scBegin, scEnd}, {crBegin, crEnd}, {hostBegin, hostEnd}} {
+			s = s[:strings.Index(s, m[0])] + s[strings.Index(s, m[1]):]
+		}
+		return s
+	}
+	if outside(out) != outside(string(doc)) {
+		t.Error("write changed text outside the markers")
+	}
+	// The host benchmarks alone are a valid request.
+	if err := writeCmd([]string{"-host", host, md}); err != nil {
+		t.Errorf("write -host alone: %v", err)
 	}
 }
 

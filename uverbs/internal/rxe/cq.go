@@ -79,7 +79,8 @@ func copyCQE(dst, src unsafe.Pointer) {
 // splitEx reads the union ex: __be32 imm_data or u32 invalidate_rkey. The
 // flags are read from the entry, not from wc: wc's copy was just stored as
 // part of a 16-byte block, and a 4-byte load out of it waits for that
-// store (poll 16 took 0.1 ns more per completion so, BENCHMARKS.md rxe
+// store (poll 16 took 0.1 ns more per completion so:
+// docs/perf-history.md, "rxe post and poll: what each change bought"
 // item 37).
 func splitEx(e *abi.UverbsWC, wc *WC) {
 	wc.ImmData, wc.InvalidatedRKey = 0, 0
@@ -122,8 +123,8 @@ var (
 //
 // A CQ is not safe for concurrent use: hold the CQ's lock. The Consumer is
 // held by value, so that a poll reaches the ring's indexes through one
-// pointer fewer (BENCHMARKS.md rxe item 39); so are the SQ's and RQ's
-// Producers.
+// pointer fewer (docs/perf-history.md, "rxe post and poll: what each
+// change bought" item 39); so are the SQ's and RQ's Producers.
 type CQ struct {
 	Consumer
 }

@@ -50,8 +50,8 @@ func EncodeRecv(slot []byte, wr *RecvWQE) {
 // EncodeRecvOne is EncodeRecv for a receive of one SGE, the common
 // receive: the 56 bytes of its WQE as seven 8-byte stores, where
 // EncodeRecv clears the header, then writes its fields and loops over the
-// SGEs (BENCHMARKS.md, rxe item 29). The slot belongs to a queue of
-// max_sge 1 or more. The words are those of a little-endian machine, as
+// SGEs (docs/perf-history.md, "rxe post and poll: what each change
+// bought" item 29). The slot belongs to a queue of max_sge 1 or more. The words are those of a little-endian machine, as
 // every GOARCH this package builds for is.
 func EncodeRecvOne(slot []byte, id uint64, sge SGE) {
 	w := (*[(RecvWQEHeaderSize + SGESize) / 8]uint64)(unsafe.Pointer((*[RecvWQEHeaderSize + SGESize]byte)(slot)))
