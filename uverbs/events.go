@@ -95,7 +95,7 @@ type AsyncEvent struct {
 	// port events, 0 for DEVICE_FATAL.
 	Element uint64
 	// Port is the port number for port events, else 0.
-	Port int
+	Port uint8
 }
 
 func (e AsyncEvent) String() string {
@@ -112,7 +112,7 @@ func decodeAsyncEvent(b []byte) AsyncEvent {
 	d := (*abi.UverbsAsyncEventDesc)(unsafe.Pointer(unsafe.SliceData(b)))
 	e := AsyncEvent{Type: EventType(d.EventType), Element: d.Element}
 	if e.Type.PortEvent() {
-		e.Port = int(d.Element)
+		e.Port = uint8(d.Element)
 	}
 	return e
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
+	"net/netip"
 	"time"
 
 	"github.com/goverbs/rdma/uverbs"
@@ -55,7 +55,7 @@ func Example_rdmaWrite() {
 	}
 	defer b.Close()
 
-	ip := net.ParseIP("127.0.0.1")
+	ip := netip.MustParseAddr("127.0.0.1")
 	gidIndex, err := ctx.GIDIndexForIP(1, ip)
 	if err != nil {
 		log.Fatal(err)

@@ -426,7 +426,7 @@ func (qp *QP) ToRTR(a RTRAttr) error {
 		}
 		attr.PathMTU = a.PathMTU
 		if attr.PathMTU == 0 {
-			pa, err := qp.ctx.QueryPort(int(attr.AH.Port))
+			pa, err := qp.ctx.QueryPort(attr.AH.Port)
 			if err != nil {
 				return err
 			}
