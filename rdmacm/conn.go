@@ -128,13 +128,13 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	// The wait gets a second more than the kernel's own limit, so that
 	// the kernel's ADDR_ERROR or ROUTE_ERROR, if it comes, is what is seen.
 	err = limited(ctx, "resolve_addr", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
-		return id.ResolveAddr(ctx, src, dst, d.ResolveTimeout)
+		return id.resolveAddr(ctx, src, dst, d.ResolveTimeout)
 	})
 	if err != nil {
 		return fail(err)
 	}
 	err = limited(ctx, "resolve_route", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
-		return id.ResolveRoute(ctx, d.ResolveTimeout)
+		return id.resolveRoute(ctx, d.ResolveTimeout)
 	})
 	if err != nil {
 		return fail(err)
@@ -193,7 +193,7 @@ func newChannelID(ps PortSpace, logf func(string, ...any)) (*EventChannel, *ID, 
 
 // build makes the verbs objects on the ID's device.
 func (c *Conn) build() error {
-	dev, _, ok := c.id.Device()
+	dev, _, ok := c.id.device()
 	if !ok {
 		return &OpError{Op: "create_qp", Err: fmt.Errorf("%s has no RDMA device: %w", c.id, unix.EINVAL)}
 	}
@@ -315,9 +315,13 @@ func (c *Conn) Channel() *uverbs.CompChannel { return c.ch }
 // closing it to the connections.
 func (c *Conn) Device() *uverbs.Device { return c.pd.Device() }
 
+// DeviceInfo returns the device of the connection as uverbs.Devices lists
+// it, the same as ID.DeviceInfo of its ID.
+func (c *Conn) DeviceInfo() (dev uverbs.DeviceInfo, ok bool) { return c.id.DeviceInfo() }
+
 // Port returns the device port of the connection.
 func (c *Conn) Port() uint8 {
-	_, port, _ := c.id.Device()
+	_, port, _ := c.id.device()
 	return port
 }
 

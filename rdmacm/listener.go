@@ -312,7 +312,7 @@ func DeviceForAddr(addr netip.Addr) (uverbs.DeviceInfo, uint8, error) {
 	if err := id.Bind(netip.AddrPortFrom(addr, 0)); err != nil {
 		return uverbs.DeviceInfo{}, 0, err
 	}
-	dev, port, ok := id.Device()
+	dev, port, ok := id.device()
 	if !ok {
 		return uverbs.DeviceInfo{}, 0, &OpError{Op: "bind", Err: fmt.Errorf("%v names no single RDMA device (a wildcard address?): %w", addr, unix.EINVAL)}
 	}

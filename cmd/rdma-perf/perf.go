@@ -336,8 +336,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 	if o.events {
 		s.ch = s.conn.Channel()
 	}
-	_, port, _ := s.conn.ID().Device()
-	s.ibPort = int(port)
+	s.ibPort = int(s.conn.Port())
 	if s.port, err = s.pd.Device().QueryPort(uint8(s.ibPort)); err != nil {
 		return err
 	}
