@@ -421,6 +421,8 @@ func (id *ID) SetTOS(tos uint8) error {
 
 // SetReuseAddr lets the ID bind to an address in use (RDMA_OPTION_ID_REUSEADDR);
 // call it before Bind.
+//
+// rdma-core: rdma_set_option with RDMA_OPTION_ID_REUSEADDR.
 func (id *ID) SetReuseAddr(on bool) error {
 	v := make([]byte, 4) // an int
 	if on {

@@ -122,6 +122,8 @@ func (id *ID) createQPLocked(op string, pd *uverbs.PD, init uverbs.QPInit) (*uve
 }
 
 // QP returns the QP made by CreateQP, or nil.
+//
+// rdma-core: the qp of struct rdma_cm_id.
 func (id *ID) QP() *uverbs.QP {
 	id.mu.Lock()
 	defer id.mu.Unlock()

@@ -129,6 +129,8 @@ func routeSource(ip netip.Addr) netip.Addr {
 func (ah *AH) Attr() AHAttr { return ah.attr }
 
 // PD returns the AH's protection domain.
+//
+// rdma-core: the pd of struct ibv_ah.
 func (ah *AH) PD() *PD { return ah.pd }
 
 // Close destroys the address handle (DESTROY_AH). Do not close an AH that

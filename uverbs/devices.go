@@ -31,6 +31,8 @@ type DeviceInfo struct {
 }
 
 // Transport returns the device's transport (InfiniBand for RoCE and rxe).
+//
+// rdma-core: the transport_type of struct ibv_device.
 func (d *DeviceInfo) Transport() Transport { return d.NodeType.Transport() }
 
 // PortInfo is what discovery knows about a port without opening the device.
@@ -99,6 +101,8 @@ func Devices() ([]DeviceInfo, error) {
 // LookupDevice returns the device called name. An empty name selects the
 // first device. A name that does not exist gives a *DeviceNotFoundError that
 // lists the devices that do.
+//
+// rdma-core: ibv_get_device_list and ibv_get_device_name.
 func LookupDevice(name string) (DeviceInfo, error) {
 	devs, err := Devices()
 	if err != nil {

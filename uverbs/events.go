@@ -98,6 +98,7 @@ type AsyncEvent struct {
 	Port uint8
 }
 
+// String returns e's name.
 func (e AsyncEvent) String() string {
 	if e.Type.PortEvent() {
 		return fmt.Sprintf("%s (port %d)", e.Type, e.Port)
@@ -149,6 +150,8 @@ func (c *Device) NextEvent(ctx context.Context) (AsyncEvent, error) {
 
 // TryNextEvent returns the next queued asynchronous event without waiting;
 // ok is false when none is queued.
+//
+// rdma-core: ibv_get_async_event on a non-blocking async_fd.
 func (c *Device) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 	const op = "read async event"
 	if c == nil || c.async == nil {
@@ -179,6 +182,8 @@ func (c *Device) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 //		}
 //		...
 //	}
+//
+// rdma-core: ibv_get_async_event, ibv_ack_async_event.
 func (c *Device) Events(ctx context.Context) iter.Seq2[AsyncEvent, error] {
 	return func(yield func(AsyncEvent, error) bool) {
 		for {

@@ -75,6 +75,7 @@ const (
 	GIDTypeRoCEv2 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V2 // RoCE v2: UDP/IP, port 4791; the only type rxe has
 )
 
+// String returns t's name.
 func (t GIDType) String() string {
 	switch t {
 	case GIDTypeIB:
