@@ -43,7 +43,7 @@ func (t *transportChoice) note(err error) (fallback bool) {
 //
 // rdma-core: ibv_query_port.
 func (c *Device) QueryPort(port uint8) (PortAttr, error) {
-	if port < 1 || port > 255 {
+	if port < 1 {
 		return PortAttr{}, &OpError{Op: "query_port", Err: fmt.Errorf("port %d out of range: ports are numbered from 1", port)}
 	}
 	if c.portPath.useIoctl() {
