@@ -33,6 +33,8 @@
 // Conn.Close and Listener.Close always release what they hold, as
 // net.Conn's and net.Listener's do, and never return uverbs.ErrBusy: the
 // QP, CQ, registered buffers and CM ID of a connection are its own, made
-// and closed by this package in order (docs/rsocket.md). Close after Close
-// returns nil; Read and Write on a closed Conn return net.ErrClosed.
+// and closed by this package in order (docs/rsocket.md), and they are
+// released even when Close returns an error. Close after Close returns what
+// the first returned; Read and Write on a closed Conn return net.ErrClosed.
+// ExampleConn_Close shows it.
 package rsocket

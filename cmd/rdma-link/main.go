@@ -31,7 +31,7 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// ops is what run needs from netlinkrdma; tests give runWith their own.
+// ops is what run needs from the kernel; tests give runWith their own.
 type ops struct {
 	add     func(name, netdev string) error
 	del     func(name string) error
