@@ -15,10 +15,10 @@ import (
 func ExampleDial() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := rdmacm.Dial(ctx, "10.0.0.1:7471", nil)
+	c, err := rdmacm.Dial(ctx, "10.77.0.1:7471", nil) // the lab's server address
 	switch {
 	case errors.Is(err, rdmacm.ErrConnRefused):
-		log.Fatal("nothing listens on 10.0.0.1:7471")
+		log.Fatal("nothing listens on 10.77.0.1:7471")
 	case err != nil:
 		log.Fatal(err) // *rdmacm.RejectError, *rdmacm.EventError, rdmacm.ErrTimeout, ...
 	}

@@ -1,8 +1,6 @@
 package uverbs_test
 
 import (
-	"io"
-	"os"
 	"testing"
 
 	"github.com/goverbs/rdma/internal/testutil"
@@ -23,31 +21,9 @@ func TestLabExamples(t *testing.T) {
 		{"rdmaWrite", Example_rdmaWrite, "hello\n"},
 	} {
 		t.Run(ex.name, func(t *testing.T) {
-			if got := stdoutOf(t, ex.run); got != ex.want {
+			if got := testutil.Stdout(t, ex.run); got != ex.want {
 				t.Errorf("Example%s printed\n%s\nwant\n%s", ex.name, got, ex.want)
 			}
 		})
 	}
-}
-
-// stdoutOf runs f with os.Stdout going to a pipe and returns what it wrote.
-func stdoutOf(t *testing.T, f func()) string {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	out := make(chan string)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-	saved := os.Stdout
-	os.Stdout = w
-	defer func() { os.Stdout = saved }()
-	f()
-	os.Stdout = saved
-	w.Close()
-	return <-out
 }
