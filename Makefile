@@ -34,6 +34,8 @@
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test
+#   make apicheck      the exported API against the snapshot in api/ (part of
+#                      make test); make apicheck-update rewrites it
 #   make dist          release archives: the programs, static, for linux/amd64
 #                      and linux/arm64, in dist/ with SHA256SUMS
 #
@@ -62,7 +64,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet staticcheck dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet staticcheck apicheck apicheck-update dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -71,6 +73,15 @@ build:
 
 vet:
 	$(GO) vet ./...
+
+# The exported API of uverbs, rdmacm, rsocket and netlinkrdma against the
+# snapshot in api/ (CONTRIBUTING.md, "The API snapshot"); apicheck-update
+# rewrites the snapshot after a deliberate change.
+apicheck:
+	GO=$(GO) ./api/api.sh check
+
+apicheck-update:
+	GO=$(GO) ./api/api.sh update
 
 # staticcheck, pinned, run through the module proxy (nothing to install):
 # the whole module with its tests, and examples/grpc.
@@ -121,7 +132,7 @@ inlining:
 
 # GOVERBS_LAB_SELFTEST=1: the lab's own tests (test/rxelab) must run, never
 # skip, so a run without root fails instead of passing without them.
-unit: nocgo vet staticcheck build static inlining race-cc
+unit: nocgo vet staticcheck apicheck build static inlining race-cc
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
 	# Once more with the race detector (docs/testing.md §8); the lab's
 	# self-tests, which boot VMs, run only above.

@@ -1,7 +1,7 @@
 // Package netlinkrdma manages RDMA devices through the kernel's RDMA netlink
 // interface (NETLINK_RDMA, the "nldev" client of <rdma/rdma_netlink.h>): it
-// creates and removes Soft-RoCE (rxe) links, lists devices with their ports,
-// netdevs and drivers, and finds the char devices (/dev/infiniband/uverbsN,
+// creates and removes Soft-RoCE (rxe) links, reports the RDMA subsystem's
+// network namespace mode and copy-on-fork setting, and finds the char devices (/dev/infiniband/uverbsN,
 // /dev/infiniband/rdma_cm) that the verbs and connection-manager packages
 // open.
 //
@@ -33,25 +33,14 @@
 //
 // # Listing devices
 //
-//	devs, err := netlinkrdma.Devices()
-//	for _, d := range devs {
-//		for _, p := range d.Ports {
-//			fmt.Printf("%s/%d %s %s netdev %s driver %s guid %s\n",
-//				d.Name, p.Index, p.State, p.PhysState, p.Netdev, d.Driver, d.NodeGUID)
-//		}
-//	}
-//
-// # GUIDs
-//
-// Netlink carries node and system image GUIDs as host-order u64 numbers.
-// GUID keeps that number; its String method prints the sysfs form
-// ("5054:00ff:fe12:3456"). The NodeGuid strings of vishvananda/netlink's
-// RdmaLinkAttrs are byte-reversed on little-endian machines and do not
-// compare equal to sysfs or GID interface IDs.
+// Devices, their ports, netdevs, drivers and GUIDs are listed by package
+// uverbs (uverbs.Devices, uverbs.LookupDevice), which asks RDMA netlink
+// through the same client and reads sysfs when netlink is unavailable.
 //
 // # Char devices
 //
-//	cd, err := netlinkrdma.DeviceChardev(dev.Index, "uverbs")
+//	info, err := uverbs.LookupDevice("rxe0")
+//	cd, err := netlinkrdma.DeviceChardev(info.Index, "uverbs")
 //	// cd.Path() == "/dev/infiniband/uverbs0", cd.ABI == 2 and
 //	// cd.DriverID == 14 for rxe.
 //	cm, err := netlinkrdma.GlobalChardev("rdma_cm") // cm.ABI == 4

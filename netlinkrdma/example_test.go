@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/goverbs/rdma/netlinkrdma"
+	"github.com/goverbs/rdma/uverbs"
 )
 
 // Create a Soft-RoCE device on eth0 unless one is there already, the
@@ -20,25 +21,11 @@ func ExampleLinkAdd() {
 	}
 }
 
-// List devices like `rdma link show`.
-func ExampleDevices() {
-	devs, err := netlinkrdma.Devices()
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, d := range devs {
-		for _, p := range d.Ports {
-			fmt.Printf("link %s/%d state %s physical_state %s netdev %s (driver %s, node GUID %s)\n",
-				d.Name, p.Index, p.State, p.PhysState, p.Netdev, d.Driver, d.NodeGUID)
-		}
-	}
-}
-
 // Find the uverbs char device of rxe0, as libibverbs does before opening it.
 func ExampleDeviceChardev() {
-	d, err := netlinkrdma.DeviceByName("rxe0")
+	d, err := uverbs.LookupDevice("rxe0")
 	if err != nil {
-		log.Fatal(err) // errors.Is(err, netlinkrdma.ErrDeviceNotFound) when absent
+		log.Fatal(err) // errors.Is(err, uverbs.ErrNoDevice) when absent
 	}
 	cd, err := netlinkrdma.DeviceChardev(d.Index, "uverbs")
 	if err != nil {

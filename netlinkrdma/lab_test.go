@@ -10,10 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goverbs/rdma/internal/nldev"
+	"github.com/goverbs/rdma/internal/rdmadev"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
+
+// The device listing checked here against sysfs is internal/nldev's, on
+// which uverbs.Devices builds.
 
 // Device tests: they need root and a kernel with rdma_rxe, and run in the
 // rxe lab (`make test`). Outside it they skip; inside it they must pass.
@@ -33,19 +38,19 @@ func readSys(t *testing.T, path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// eui64 is the GUID rxe derives from a MAC (addrconf_addr_eui48): flip the
+// eui64 is the rdmadev.GUID rxe derives from a MAC (addrconf_addr_eui48): flip the
 // universal/local bit and put ff:fe in the middle.
-func eui64(mac net.HardwareAddr) GUID {
+func eui64(mac net.HardwareAddr) rdmadev.GUID {
 	b := [8]byte{mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]}
-	var g GUID
+	var g rdmadev.GUID
 	for _, c := range b {
-		g = g<<8 | GUID(c)
+		g = g<<8 | rdmadev.GUID(c)
 	}
 	return g
 }
 
 // checkAgainstSysfs compares a device from Devices with sysfs.
-func checkAgainstSysfs(t *testing.T, d Device) {
+func checkAgainstSysfs(t *testing.T, d nldev.Device) {
 	t.Helper()
 	dir := "/sys/class/infiniband/" + d.Name
 	if got := readSys(t, dir+"/node_guid"); got != d.NodeGUID.String() {
@@ -89,7 +94,7 @@ func checkAgainstSysfs(t *testing.T, d Device) {
 			t.Errorf("%s: netdev %s ifindex %d, netlink says %d", d.Name, l.Attrs().Name, l.Attrs().Index, d.Ports[0].NetdevIndex)
 		}
 		if mac := l.Attrs().HardwareAddr; len(mac) == 6 && d.NodeGUID != eui64(mac) {
-			t.Errorf("%s: node GUID %s, want EUI-64 of %s = %s", d.Name, d.NodeGUID, mac, eui64(mac))
+			t.Errorf("%s: node rdmadev.GUID %s, want EUI-64 of %s = %s", d.Name, d.NodeGUID, mac, eui64(mac))
 		}
 	}
 }
@@ -101,7 +106,7 @@ func TestLabDevices(t *testing.T) {
 	// siw1/siw2 where the lab has them (amd64 guests); the lab's own
 	// tests (test/rxelab TestSiw) require them there.
 	siw, haveSiw := testutil.LabSiw()
-	devs, err := Devices()
+	devs, err := nldev.Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,27 +133,27 @@ func TestLabDevices(t *testing.T) {
 		if len(d.Ports) != 1 || d.Ports[0].Index != 1 || d.Ports[0].Netdev != w.netdev {
 			t.Errorf("%s: ports %+v, want port 1 on %s", d.Name, d.Ports, w.netdev)
 		}
-		if d.Ports[0].State != PortActive || d.Ports[0].PhysState != PhysLinkUp {
+		if d.Ports[0].State != rdmadev.PortActive || d.Ports[0].PhysState != rdmadev.PhysLinkUp {
 			t.Errorf("%s: port %s/%s, want ACTIVE/LINK_UP", d.Name, d.Ports[0].State, d.Ports[0].PhysState)
 		}
 		checkAgainstSysfs(t, d)
-		one, err := DeviceByName(d.Name)
+		one, err := nldev.DeviceByName(d.Name)
 		if err != nil || one.Index != d.Index || one.NodeGUID != d.NodeGUID {
-			t.Errorf("DeviceByName(%s) = %+v, %v", d.Name, one, err)
+			t.Errorf("nldev.DeviceByName(%s) = %+v, %v", d.Name, one, err)
 		}
 	}
 	if len(want) != 0 {
-		t.Errorf("lab devices missing from Devices(): %v", want)
+		t.Errorf("lab devices missing from nldev.Devices(): %v", want)
 	}
-	_, err = DeviceByName("gvnosuch0")
+	_, err = nldev.DeviceByName("gvnosuch0")
 	if !errors.Is(err, ErrDeviceNotFound) {
-		t.Errorf("DeviceByName(gvnosuch0): %v, want ErrDeviceNotFound", err)
+		t.Errorf("nldev.DeviceByName(gvnosuch0): %v, want ErrDeviceNotFound", err)
 	}
 }
 
 func TestLabChardev(t *testing.T) {
 	requireLab(t)
-	d, err := DeviceByName(testutil.LoopbackDevice(t))
+	d, err := nldev.DeviceByName(testutil.LoopbackDevice(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +184,7 @@ func TestLabChardev(t *testing.T) {
 	checkNode(t, cm)
 
 	var last uint32
-	devs, err := Devices()
+	devs, err := nldev.Devices()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +263,7 @@ func TestLabLinkAddDel(t *testing.T) {
 	if err := LinkAdd("gvrxe0", "gvnl0a"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := DeviceByName("gvrxe0")
+	d, err := nldev.DeviceByName("gvrxe0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,14 +291,14 @@ func TestLabLinkAddDel(t *testing.T) {
 	if !errors.Is(err, ErrNoNetdev) || !errors.Is(err, unix.ENODEV) {
 		t.Errorf("rxe on a missing netdev: %v, want ErrNoNetdev", err)
 	}
-	if _, err := DeviceByName("gvrxe1"); !errors.Is(err, ErrDeviceNotFound) {
+	if _, err := nldev.DeviceByName("gvrxe1"); !errors.Is(err, ErrDeviceNotFound) {
 		t.Errorf("a failed LinkAdd left gvrxe1 behind: %v", err)
 	}
 
 	// iproute2's, seen by us.
 	delOnCleanup(t, "gvrxe2")
 	testutil.RunTool(t, "rdma", "link", "add", "gvrxe2", "type", "rxe", "netdev", "gvnl0b")
-	d2, err := DeviceByName("gvrxe2")
+	d2, err := nldev.DeviceByName("gvrxe2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +310,7 @@ func TestLabLinkAddDel(t *testing.T) {
 		if err := LinkDel(name); err != nil {
 			t.Fatalf("LinkDel(%s): %v", name, err)
 		}
-		if _, err := DeviceByName(name); !errors.Is(err, ErrDeviceNotFound) {
+		if _, err := nldev.DeviceByName(name); !errors.Is(err, ErrDeviceNotFound) {
 			t.Errorf("%s still listed after LinkDel: %v", name, err)
 		}
 	}

@@ -2,51 +2,24 @@ package netlinkrdma
 
 import (
 	"github.com/goverbs/rdma/internal/nldev"
-	"github.com/goverbs/rdma/internal/rdmadev"
 )
 
 // The client lives in internal/nldev, which package uverbs uses too to
-// list devices; this file is its public face. The names of device identity
-// (GUID, PortState, PhysState, DriverID, NodeType) are internal/rdmadev's.
-
-// Device is an RDMA device (an ib_device) as RDMA netlink describes it:
-// kernel index, name, node and system image GUIDs, firmware version, node
-// type, protocol ("roce", "ib", "iw"), driver name and id, and its ports.
-type Device = nldev.Device
-
-// Port is one port of an RDMA device: number, logical and physical state,
-// and for RoCE and iWARP its netdev and the netdev's ifindex.
-type Port = nldev.Port
+// list devices (uverbs.Devices is the module's one device listing); this
+// file is its public face for what is netlink's own: links, char devices,
+// the netns mode and the copy-on-fork setting.
 
 // Chardev is the character device through which user space reaches an RDMA
 // kernel client: /dev/infiniband/uverbsN for verbs, /dev/infiniband/rdma_cm
 // for the connection manager, with its device number, ABI version and (for
-// uverbs) driver id. Path and Dev give its path and device number.
+// uverbs) driver id, a uverbs.DriverID. Path and Dev give its path and
+// device number.
 type Chardev = nldev.Chardev
 
 // Error is a failed RDMA netlink operation: Op spelled as its iproute2
 // equivalent, Kind one of the sentinel errors below (or nil), Err the cause
 // (usually the errno) and Msg what to do about it.
 type Error = nldev.Error
-
-// Names of device identity.
-type (
-	GUID      = rdmadev.GUID
-	NodeType  = rdmadev.NodeType
-	DriverID  = rdmadev.DriverID
-	PortState = rdmadev.PortState
-	PhysState = rdmadev.PhysState
-)
-
-// ParseGUID parses the sysfs form of a GUID, "5054:00ff:fe12:3456".
-func ParseGUID(s string) (GUID, error) { return rdmadev.ParseGUID(s) }
-
-// The port states a program usually tests for; the others are package
-// uverbs' constants of the same types.
-const (
-	PortDown, PortActive                  = rdmadev.PortDown, rdmadev.PortActive
-	PhysDisabled, PhysPolling, PhysLinkUp = rdmadev.PhysDisabled, rdmadev.PhysPolling, rdmadev.PhysLinkUp
-)
 
 // Sentinel errors. Every error this package returns is an *Error; test for
 // these with errors.Is. The errno the kernel returned matches too:
@@ -70,23 +43,9 @@ var (
 	ErrNoRDMA = nldev.ErrNoRDMA
 )
 
-// Devices lists the RDMA devices of this network namespace (all of them in
-// the default "shared" netns mode), ordered by index, with their ports and
-// driver. It sends a GET dump, then a PORT_GET dump and a GET_CHARDEV
-// "uverbs" request per device.
-//
-// Equivalent to: `rdma dev show` and `rdma link show` together.
-func Devices() ([]Device, error) { return nldev.Devices() }
-
-// DeviceByName returns the RDMA device called name. When there is none the
-// error matches ErrDeviceNotFound.
-//
-// Equivalent to: `rdma dev show NAME` and `rdma link show NAME`.
-func DeviceByName(name string) (Device, error) { return nldev.DeviceByName(name) }
-
 // LinkAdd creates a Soft-RoCE (rxe) RDMA device called name on top of the
 // network device netdev, and returns once the new device is listed by
-// Devices (it waits up to 5 seconds). The kernel loads rdma_rxe on demand
+// uverbs.Devices (it waits up to 5 seconds). The kernel loads rdma_rxe on demand
 // (request_module("rdma-link-rxe"), core/nldev.c), so no modprobe is needed
 // when the module is installed. It needs CAP_NET_ADMIN.
 //

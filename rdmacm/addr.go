@@ -99,6 +99,8 @@ func decodeSockaddrIB(b []byte) (gid [16]byte, ok bool) {
 // ParseAddress resolves "host:port" (a literal IPv4 or IPv6 address, or a
 // name looked up with the system resolver) to an address and port. An
 // empty host ("":port or ":7471") is the wildcard address, for Listen.
+//
+// rdma-core: rdma_getaddrinfo.
 func ParseAddress(ctx context.Context, address string) (netip.AddrPort, error) {
 	host, portStr, err := net.SplitHostPort(address)
 	if err != nil {

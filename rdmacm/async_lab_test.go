@@ -40,7 +40,7 @@ func newVerbs(t *testing.T) *verbsOf {
 
 // qp makes id's QP on its device.
 func (v *verbsOf) qp(id *ID) (*uverbs.QP, error) {
-	dev, _, ok := id.Device()
+	dev, ok := id.DeviceInfo()
 	if !ok {
 		return nil, errors.New(id.String() + " has no device")
 	}
@@ -143,7 +143,7 @@ func startAsyncServer(t *testing.T, ctx context.Context) *asyncServer {
 					qp, err := v.qp(e.Request)
 					if err == nil {
 						qps[e.Request] = qp
-						err = e.Request.StartAccept(DefaultConnParam, nil)
+						err = e.Request.StartAccept(DefaultConnParam(), nil)
 					}
 					if err != nil {
 						t.Errorf("accepting %v: %v", e.Request, err)
@@ -243,7 +243,7 @@ func asyncConnectAll(ctx context.Context, t *testing.T, ch *EventChannel, v *ver
 	}
 	// Each reply is answered as it comes (a server may wait for the RTU of
 	// one connection before it accepts the next).
-	got = asyncStepThen(ctx, t, ch, ids, func(id *ID) error { return id.StartConnect(DefaultConnParam, []byte("hello")) }, func(e Event) {
+	got = asyncStepThen(ctx, t, ch, ids, func(id *ID) error { return id.StartConnect(DefaultConnParam(), []byte("hello")) }, func(e Event) {
 		if e.Type != EventConnectResponse {
 			return
 		}
@@ -385,7 +385,7 @@ func TestAsyncErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer qp.Close()
-	got = asyncStep(ctx, t, ch, []*ID{id}, func(id *ID) error { return id.StartConnect(DefaultConnParam, nil) })
+	got = asyncStep(ctx, t, ch, []*ID{id}, func(id *ID) error { return id.StartConnect(DefaultConnParam(), nil) })
 	if e := got[id]; e.Type != EventRejected || !errors.Is(e.Err(), ErrConnRefused) {
 		t.Errorf("connect to %v where nothing listens: %v, %v; want REJECTED matching ErrConnRefused", closedPort, e.Type, e.Err())
 	}
@@ -396,7 +396,7 @@ func TestAsyncErrors(t *testing.T) {
 	// The waiting methods refuse async IDs, the Start methods routed ones,
 	// and a routed channel has no GetEvents.
 	aid := newID()
-	if err := aid.ResolveAddr(ctx, netip.AddrPort{}, closedPort, 0); !errors.Is(err, unix.EINVAL) {
+	if err := aid.ResolveAddr(ctx, netip.AddrPort{}, closedPort); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("ResolveAddr on an async ID: %v, want EINVAL", err)
 	}
 	if _, err := aid.GetEvent(ctx); !errors.Is(err, unix.EINVAL) {
@@ -455,7 +455,7 @@ func TestAsyncCloseInFlight(t *testing.T) {
 		}
 		qp := qps[i]
 		t.Cleanup(func() { qp.Close() })
-		if err := id.StartConnect(DefaultConnParam, nil); err != nil {
+		if err := id.StartConnect(DefaultConnParam(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

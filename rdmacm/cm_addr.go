@@ -84,12 +84,27 @@ func (id *ID) listening() bool {
 
 // ResolveAddr resolves dst to an RDMA device, port and GID (through the
 // neighbour table: ARP or ND), from src if it is valid, and waits for the
-// answer. timeout bounds the kernel's attempt (0 means 2 s, librdmacm's
-// usual choice); ctx bounds the wait. A failure is an *EventError matching
-// ErrAddrResolve.
+// answer. ctx bounds the wait, and its deadline the kernel's attempt (the
+// timeout_ms of RDMA_USER_CM_CMD_RESOLVE_ADDR); without a deadline the
+// kernel tries for 2 s, librdmacm's usual choice. A failure is an
+// *EventError matching ErrAddrResolve, or ctx's error.
 //
 // rdma-core: rdma_resolve_addr.
-func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout time.Duration) error {
+func (id *ID) ResolveAddr(ctx context.Context, src, dst netip.AddrPort) error {
+	return id.resolveAddr(ctx, src, dst, ctxTimeout(ctx))
+}
+
+// ctxTimeout is what is left of ctx's deadline, or 0 (the kernel's
+// attempt then gets timeoutMs's default) when it has none.
+func ctxTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return 0
+}
+
+// resolveAddr is ResolveAddr with the kernel's timeout given.
+func (id *ID) resolveAddr(ctx context.Context, src, dst netip.AddrPort, timeout time.Duration) error {
 	const op = "resolve_addr"
 	if err := id.waitable(op); err != nil {
 		return err
@@ -148,8 +163,16 @@ func (id *ID) startResolveAddr(op string, src, dst netip.AddrPort, timeout time.
 // waits for it. For RoCE the kernel computes it at once from the IP route
 // (kernel: core/cma.c cma_resolve_iboe_route).
 //
+// ctx bounds the wait, and its deadline the kernel's attempt (2 s without
+// one), as in ResolveAddr.
+//
 // rdma-core: rdma_resolve_route.
-func (id *ID) ResolveRoute(ctx context.Context, timeout time.Duration) error {
+func (id *ID) ResolveRoute(ctx context.Context) error {
+	return id.resolveRoute(ctx, ctxTimeout(ctx))
+}
+
+// resolveRoute is ResolveRoute with the kernel's timeout given.
+func (id *ID) resolveRoute(ctx context.Context, timeout time.Duration) error {
 	const op = "resolve_route"
 	if err := id.waitable(op); err != nil {
 		return err
@@ -335,9 +358,27 @@ func (id *ID) queryDeviceLocked() error {
 	return nil
 }
 
-// Device returns the ID's RDMA device and port, or ok false when it has
-// none yet (before ResolveAddr, or bound to a wildcard address).
-func (id *ID) Device() (dev uverbs.DeviceInfo, port uint8, ok bool) {
+// DeviceInfo returns the RDMA device the ID is bound to, or ok false when
+// it has none yet (before ResolveAddr, or bound to a wildcard address). An
+// ID opens no device; Conn.Device returns the one a connection opened.
+//
+// rdma-core: the verbs field of struct rdma_cm_id.
+func (id *ID) DeviceInfo() (dev uverbs.DeviceInfo, ok bool) {
+	dev, _, ok = id.device()
+	return dev, ok
+}
+
+// Port returns the device port the ID is bound to, or 0 when it has no
+// device yet.
+//
+// rdma-core: the port_num field of struct rdma_cm_id.
+func (id *ID) Port() uint8 {
+	_, port, _ := id.device()
+	return port
+}
+
+// device returns the ID's device and port, ok false when it has none.
+func (id *ID) device() (dev uverbs.DeviceInfo, port uint8, ok bool) {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	if id.requestDeviceLocked() != nil || id.dev == nil {
@@ -380,6 +421,8 @@ func (id *ID) SetTOS(tos uint8) error {
 
 // SetReuseAddr lets the ID bind to an address in use (RDMA_OPTION_ID_REUSEADDR);
 // call it before Bind.
+//
+// rdma-core: rdma_set_option with RDMA_OPTION_ID_REUSEADDR.
 func (id *ID) SetReuseAddr(on bool) error {
 	v := make([]byte, 4) // an int
 	if on {

@@ -281,6 +281,8 @@ func (id *ID) StartAccept(param ConnParam, data []byte) error {
 
 // Err returns the event's failure as the waiting methods report it (an
 // *EventError or a *RejectError), or nil for an event that is no failure.
+//
+// rdma-core: the status of struct rdma_cm_event.
 func (e Event) Err() error {
 	switch e.Type {
 	case EventAddrError, EventRouteError, EventConnectError, EventUnreachable, EventRejected,

@@ -128,6 +128,8 @@ func readABI() error {
 
 // Close gives up the caller's hold on the channel. The fd is closed at once
 // if no ID is open, else when the last one is destroyed.
+//
+// rdma-core: rdma_destroy_event_channel.
 func (ch *EventChannel) Close() error {
 	if ch == nil {
 		return nil

@@ -36,10 +36,13 @@ type ConnParam struct {
 	RNRRetryCount uint8
 }
 
-// DefaultConnParam is what librdmacm sends when given no parameters: the
-// device's maximum READ depths and 7 retries of each kind (rdma-core:
-// librdmacm/cma.c rdma_connect, rdma_accept with conn_param NULL).
-var DefaultConnParam = ConnParam{ResponderResources: 255, InitiatorDepth: 255, RetryCount: 7, RNRRetryCount: 7}
+// DefaultConnParam returns what librdmacm sends when given no parameters:
+// the device's maximum READ depths and 7 retries of each kind (rdma-core:
+// librdmacm/cma.c rdma_connect, rdma_accept with conn_param NULL). Each call
+// returns a fresh value, free to change.
+func DefaultConnParam() ConnParam {
+	return ConnParam{ResponderResources: 255, InitiatorDepth: 255, RetryCount: 7, RNRRetryCount: 7}
+}
 
 // Private data limits of the IB CM messages once the CM's own header for IP
 // addressing is taken off (docs/abi.md §4.3).
@@ -119,6 +122,8 @@ func (id *ID) createQPLocked(op string, pd *uverbs.PD, init uverbs.QPInit) (*uve
 }
 
 // QP returns the QP made by CreateQP, or nil.
+//
+// rdma-core: the qp of struct rdma_cm_id.
 func (id *ID) QP() *uverbs.QP {
 	id.mu.Lock()
 	defer id.mu.Unlock()

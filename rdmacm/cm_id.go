@@ -27,6 +27,7 @@ const (
 	PortSpaceUDP PortSpace = abi.RDMA_PS_UDP
 )
 
+// String returns ps's name.
 func (ps PortSpace) String() string {
 	switch ps {
 	case PortSpaceTCP:
@@ -162,9 +163,13 @@ func (id *ID) log(format string, args ...any) {
 }
 
 // PortSpace returns the ID's port space.
+//
+// rdma-core: the ps of struct rdma_cm_id.
 func (id *ID) PortSpace() PortSpace { return id.ps }
 
 // Channel returns the event channel of the ID.
+//
+// rdma-core: the channel of struct rdma_cm_id.
 func (id *ID) Channel() *EventChannel { return id.ch }
 
 // locked runs f with the ID's lock held, the one way every command takes

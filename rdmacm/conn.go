@@ -89,6 +89,8 @@ func Dial(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 // builds the PD, CQ and QP (in INIT, or RTS for UD) on the device the CM
 // picked, so that memory can be registered and receives posted before
 // Connect.
+//
+// rdma-core: rdma_create_ep.
 func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	d := cfg.withDefaults()
 	ps, err := d.portSpace()
@@ -128,13 +130,13 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	// The wait gets a second more than the kernel's own limit, so that
 	// the kernel's ADDR_ERROR or ROUTE_ERROR, if it comes, is what is seen.
 	err = limited(ctx, "resolve_addr", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
-		return id.ResolveAddr(ctx, src, dst, d.ResolveTimeout)
+		return id.resolveAddr(ctx, src, dst, d.ResolveTimeout)
 	})
 	if err != nil {
 		return fail(err)
 	}
 	err = limited(ctx, "resolve_route", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
-		return id.ResolveRoute(ctx, d.ResolveTimeout)
+		return id.resolveRoute(ctx, d.ResolveTimeout)
 	})
 	if err != nil {
 		return fail(err)
@@ -193,7 +195,7 @@ func newChannelID(ps PortSpace, logf func(string, ...any)) (*EventChannel, *ID, 
 
 // build makes the verbs objects on the ID's device.
 func (c *Conn) build() error {
-	dev, _, ok := c.id.Device()
+	dev, _, ok := c.id.device()
 	if !ok {
 		return &OpError{Op: "create_qp", Err: fmt.Errorf("%s has no RDMA device: %w", c.id, unix.EINVAL)}
 	}
@@ -232,6 +234,8 @@ func (c *Conn) build() error {
 // Connect sends the connection request with privateData and returns once the
 // connection is established (see ID.Connect). On failure the Conn stays
 // to be closed.
+//
+// rdma-core: rdma_connect.
 func (c *Conn) Connect(ctx context.Context, privateData []byte) error {
 	var e Event
 	err := limited(ctx, "connect", c.cfg.ConnectTimeout, 0, func(ctx context.Context) (err error) {
@@ -262,6 +266,8 @@ func (c *Conn) setUDPeer(e Event) error {
 // Accept accepts the connection request of a Conn from
 // Listener.GetRequest, with privateData (at most MaxAcceptPrivateData
 // bytes), and returns once it is established.
+//
+// rdma-core: rdma_accept.
 func (c *Conn) Accept(ctx context.Context, privateData []byte) error {
 	return limited(ctx, "accept", c.cfg.ConnectTimeout, 0, func(ctx context.Context) error {
 		return c.id.Accept(ctx, c.cfg.connParam(), privateData)
@@ -271,6 +277,8 @@ func (c *Conn) Accept(ctx context.Context, privateData []byte) error {
 // Reject refuses the connection request of a Conn from Listener.GetRequest,
 // with privateData for the peer (at most MaxRejectPrivateData bytes), and
 // closes the Conn.
+//
+// rdma-core: rdma_reject.
 func (c *Conn) Reject(privateData []byte) error {
 	err := c.id.Reject(privateData)
 	if cerr := c.Close(); err == nil {
@@ -283,16 +291,22 @@ func (c *Conn) Reject(privateData []byte) error {
 func (c *Conn) ID() *ID { return c.id }
 
 // QP returns the connection's QP.
+//
+// rdma-core: the qp of struct rdma_cm_id.
 func (c *Conn) QP() *uverbs.QP { return c.qp }
 
 // PD returns the connection's PD: Config.PD, or the PD the process's
 // connections on this device share. Register memory with RegMR, or on the
 // PD and deregister it yourself.
+//
+// rdma-core: the pd of struct rdma_cm_id.
 func (c *Conn) PD() *uverbs.PD { return c.pd }
 
 // RegMR registers buf on the connection's PD for the connection: Shutdown
 // and Close deregister it (after the QP is closed, so no posted work names
 // it). Closing the MR earlier is allowed.
+//
+// rdma-core: rdma_reg_msgs, rdma_reg_read, rdma_reg_write (ibv_reg_mr).
 func (c *Conn) RegMR(buf []byte, access uverbs.Access) (*uverbs.MR, error) {
 	mr, err := c.pd.RegMR(buf, access)
 	if err != nil {
@@ -305,19 +319,33 @@ func (c *Conn) RegMR(buf []byte, access uverbs.Access) (*uverbs.MR, error) {
 }
 
 // CQ returns the CQ of both the send and the receive queue.
+//
+// rdma-core: the send_cq and recv_cq of struct rdma_cm_id.
 func (c *Conn) CQ() *uverbs.CQ { return c.cq }
 
 // Channel returns the completion channel of the CQ.
+//
+// rdma-core: the send_cq_channel and recv_cq_channel of struct rdma_cm_id.
 func (c *Conn) Channel() *uverbs.CompChannel { return c.ch }
 
 // Device returns the opened device of the connection. Unless Config.PD
 // gave the PD, the process's connections on the device share it: leave
 // closing it to the connections.
+//
+// rdma-core: the verbs of struct rdma_cm_id.
 func (c *Conn) Device() *uverbs.Device { return c.pd.Device() }
 
+// DeviceInfo returns the device of the connection as uverbs.Devices lists
+// it, the same as ID.DeviceInfo of its ID.
+//
+// rdma-core: the verbs of struct rdma_cm_id.
+func (c *Conn) DeviceInfo() (dev uverbs.DeviceInfo, ok bool) { return c.id.DeviceInfo() }
+
 // Port returns the device port of the connection.
+//
+// rdma-core: the port_num of struct rdma_cm_id.
 func (c *Conn) Port() uint8 {
-	_, port, _ := c.id.Device()
+	_, port, _ := c.id.device()
 	return port
 }
 
@@ -325,6 +353,8 @@ func (c *Conn) Port() uint8 {
 // the accepting side, the accept's on the connecting side. The CM pads it
 // with zeros to its fixed size (56 bytes for a request, 196 for an accept);
 // a protocol that needs the length carries it inside.
+//
+// rdma-core: the private_data of struct rdma_conn_param in the event.
 func (c *Conn) PeerPrivateData() []byte { return c.peerData }
 
 // UDPeer returns, on the connecting side of a UD connection, the address
@@ -332,15 +362,21 @@ func (c *Conn) PeerPrivateData() []byte { return c.peerData }
 // learns nothing of the peer from the CM (a SIDR request carries only
 // private data, kernel: core/cma.c cma_ib_req_handler); it answers the
 // datagrams it receives, whose completions name the sender.
+//
+// rdma-core: the ah_attr, qp_num and qkey of struct rdma_ud_param in the event.
 func (c *Conn) UDPeer() (ah *uverbs.AH, qpn, qkey uint32) { return c.udAH, c.udQPN, c.udQKey }
 
 // LocalAddr returns the connection's local IP address and port.
+//
+// rdma-core: rdma_get_local_addr.
 func (c *Conn) LocalAddr() netip.AddrPort {
 	local, _ := c.id.addrs()
 	return local
 }
 
 // RemoteAddr returns the peer's address and port.
+//
+// rdma-core: rdma_get_peer_addr.
 func (c *Conn) RemoteAddr() netip.AddrPort {
 	_, remote := c.id.addrs()
 	return remote
@@ -353,6 +389,8 @@ func (c *Conn) Done() <-chan struct{} { return c.id.Done() }
 // Disconnect moves the QP to ERR (all posted work comes back flushed on the
 // CQ) and tells the peer; Done is closed when the CM confirms. A Conn that
 // was never connected gives ErrNotConnected.
+//
+// rdma-core: rdma_disconnect.
 func (c *Conn) Disconnect() error { return c.id.Disconnect() }
 
 // Shutdown ends the connection in order and waits for it, so that nothing
@@ -404,6 +442,8 @@ func (c *Conn) closeMRs() error {
 // device (the last connection on a device closes it, with its PD and
 // whatever is still registered there), then the ID and its event channel.
 // It is idempotent.
+//
+// rdma-core: rdma_destroy_ep.
 func (c *Conn) Close() error {
 	if c == nil {
 		return nil

@@ -27,9 +27,13 @@ type Config struct {
 	// receives; default SendDepth+RecvDepth.
 	CQDepth int
 
-	// PD, if set, is used for the connection instead of a PD of its own; it
-	// must be on the device the CM picks for the connection. Without it each
-	// connection opens its device and allocates a PD, closed with it.
+	// PD, if set, is used for the connection; it must be on the device the
+	// CM picks for the connection, and the caller closes it after the
+	// connection. Without it the connection uses the PD that all the
+	// process's connections on that device share, as librdmacm does
+	// (librdmacm/cma.c ucma_init_device, cma_dev->pd): the device is opened
+	// and the PD allocated by the first connection on it, and both are
+	// closed with the last.
 	PD *uverbs.PD
 
 	// PrivateData is sent with the connection request by Dial (at most
@@ -37,7 +41,7 @@ type Config struct {
 	// (at most MaxAcceptPrivateData).
 	PrivateData []byte
 	// ConnParam is sent with the request or the accept; nil means
-	// DefaultConnParam.
+	// DefaultConnParam().
 	ConnParam *ConnParam
 
 	// Source is the local address to connect from (Dial); unset lets the
@@ -112,5 +116,5 @@ func (c *Config) connParam() ConnParam {
 	if c.ConnParam != nil {
 		return *c.ConnParam
 	}
-	return DefaultConnParam
+	return DefaultConnParam()
 }

@@ -94,6 +94,19 @@
 // device one PD (as librdmacm does), unless Config.PD gives one. A device
 // is closed with its last connection.
 //
+// # Closing
+//
+// Close on a Conn, Listener, ID or EventChannel always releases what it
+// holds and never returns ErrBusy: Conn.Close takes the connection down in
+// order (QP, CQ, completion channel, MRs of Conn.RegMR, the shared PD and
+// device with the last connection on it, ID); an EventChannel's fd is closed
+// when its last ID is. The verbs objects a program makes itself are
+// package uverbs', whose Close refuses with uverbs.ErrBusy and leaves the
+// object open while something made from it is open (see that package's
+// Lifetimes): close an MR registered with Conn.PD().RegMR, and a QP made
+// with ID.CreateQP, before the Conn or ID, and a Config.PD only after its
+// connections. The Example of Conn.Close shows the order.
+//
 // # Soft-RoCE notes
 //
 // The CM needs the two ends on different netdevs: an rxe device on lo

@@ -56,6 +56,7 @@ var (
 
 type notConnected struct{}
 
+// Error returns the error's text.
 func (notConnected) Error() string        { return "not connected" }
 func (notConnected) Is(target error) bool { return target == unix.EINVAL }
 
@@ -77,6 +78,7 @@ type EventError struct {
 	Status int       // the event's status: 0 or a negative errno
 }
 
+// Error returns the error's text.
 func (e *EventError) Error() string {
 	s := fmt.Sprintf("%s: %v", e.Op, e.Event)
 	if e.Status < 0 {
@@ -131,6 +133,7 @@ type RejectError struct {
 	PrivateData []byte
 }
 
+// Error returns the error's text.
 func (e *RejectError) Error() string {
 	switch e.Reason {
 	case RejectInvalidServiceID:

@@ -13,6 +13,7 @@ import (
 // include/rdma/rdma_cm.h; the same numbers in 6.1 and 6.12).
 type EventType uint32
 
+// CM event types (rdma-core: enum rdma_cm_event_type).
 const (
 	EventAddrResolved    EventType = abi.RDMA_CM_EVENT_ADDR_RESOLVED
 	EventAddrError       EventType = abi.RDMA_CM_EVENT_ADDR_ERROR

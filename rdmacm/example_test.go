@@ -15,10 +15,10 @@ import (
 func ExampleDial() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := rdmacm.Dial(ctx, "10.0.0.1:7471", nil)
+	c, err := rdmacm.Dial(ctx, "10.77.0.1:7471", nil) // the lab's server address
 	switch {
 	case errors.Is(err, rdmacm.ErrConnRefused):
-		log.Fatal("nothing listens on 10.0.0.1:7471")
+		log.Fatal("nothing listens on 10.77.0.1:7471")
 	case err != nil:
 		log.Fatal(err) // *rdmacm.RejectError, *rdmacm.EventError, rdmacm.ErrTimeout, ...
 	}
@@ -84,5 +84,53 @@ func ExampleListener_GetRequest() {
 			fmt.Println("connected:", c.RemoteAddr())
 			<-c.Done() // until the peer disconnects
 		}()
+	}
+}
+
+// Closing in order when the program gives the PD (Config.PD) and registers
+// memory on it itself: its MRs first, then the Conn, whose Close always
+// releases what the Conn holds, then the PD. A PD's Close is refused with
+// uverbs.ErrBusy, and the PD stays open, while an MR or the connection's QP
+// still uses it.
+func ExampleConn_Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dev, err := uverbs.Open("rxe1") // the device of the route to the peer
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close() // last: it would also close whatever is still open
+	pd, err := dev.AllocPD()
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := rdmacm.Dial(ctx, "10.77.0.2:7471", &rdmacm.Config{PD: pd})
+	if err != nil {
+		log.Fatal(err)
+	}
+	buf, err := uverbs.AllocBuffer(4096)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mr, err := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... send mr.Addr() and mr.RKey() to the peer, which WRITEs into buf ...
+
+	if err := c.Shutdown(ctx); err != nil { // no work in flight names mr any more
+		log.Print(err)
+	}
+	if err := mr.Close(); err != nil {
+		log.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		log.Print(err) // the connection's resources are released all the same
+	}
+	if err := pd.Close(); errors.Is(err, uverbs.ErrBusy) {
+		log.Fatal(err) // names what is still open on the PD: close that first
+	}
+	if err := buf.Close(); err != nil {
+		log.Fatal(err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,7 +36,8 @@ func TestIDLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, port, ok := lid.Device()
+	dev, ok := lid.DeviceInfo()
+	port := lid.Port()
 	if !ok || dev.Name != labDeviceOf(t, srv) || port != 1 {
 		t.Fatalf("listener bound to %v: device %v %d %v", srv, dev.Name, port, ok)
 	}
@@ -64,23 +64,23 @@ func TestIDLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cid.Close()
-	if err := cid.ResolveRoute(ctx, time.Second); !errors.Is(err, unix.EINVAL) {
+	if err := cid.ResolveRoute(ctx); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("ResolveRoute before ResolveAddr: %v, want EINVAL", err)
 	}
 	if _, err := cid.CreateQP(pd, qinit); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("CreateQP before ResolveAddr: %v, want EINVAL", err)
 	}
-	if _, err := cid.Connect(ctx, DefaultConnParam, nil); !errors.Is(err, unix.EINVAL) {
+	if _, err := cid.Connect(ctx, DefaultConnParam(), nil); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("Connect without a QP: %v, want EINVAL", err)
 	}
-	if err := cid.Accept(ctx, DefaultConnParam, nil); !errors.Is(err, unix.EINVAL) {
+	if err := cid.Accept(ctx, DefaultConnParam(), nil); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("Accept on an ID that is not a request: %v, want EINVAL", err)
 	}
 
-	if err := cid.ResolveAddr(ctx, netip.AddrPort{}, linfo.Local, time.Second); err != nil {
+	if err := cid.ResolveAddr(ctx, netip.AddrPort{}, linfo.Local); err != nil {
 		t.Fatal(err)
 	}
-	if err := cid.ResolveRoute(ctx, time.Second); err != nil {
+	if err := cid.ResolveRoute(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cqp, err := cid.CreateQP(pd, qinit)
@@ -97,7 +97,7 @@ func TestIDLevel(t *testing.T) {
 
 	connected := make(chan error, 1)
 	go func() {
-		e, err := cid.Connect(ctx, DefaultConnParam, []byte("hi"))
+		e, err := cid.Connect(ctx, DefaultConnParam(), []byte("hi"))
 		if err == nil && e.Type != EventEstablished {
 			err = errors.New(e.Type.String())
 		}
@@ -117,7 +117,7 @@ func TestIDLevel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sqp.Close()
-	if err := req.Accept(ctx, DefaultConnParam, nil); err != nil {
+	if err := req.Accept(ctx, DefaultConnParam(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-connected; err != nil {

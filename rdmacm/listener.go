@@ -72,6 +72,8 @@ func Listen(ctx context.Context, address string, cfg *Config) (*Listener, error)
 
 // Addr returns the address the listener is bound to, with the port the
 // kernel picked if 0 was asked for.
+//
+// rdma-core: rdma_get_local_addr.
 func (l *Listener) Addr() netip.AddrPort { return l.addr }
 
 // ID returns the listening CM ID.
@@ -92,6 +94,8 @@ func (l *Listener) ID() *ID { return l.id }
 // the next calls. So a burst of requests costs one wait for the clients'
 // RTUs, not one per request, and Accept may be called from several
 // goroutines.
+//
+// rdma-core: rdma_get_request, then rdma_accept.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	if err := checkAcceptData("accept", l.id.ps, l.cfg.PrivateData); err != nil {
 		return nil, err
@@ -276,6 +280,8 @@ func (l *Listener) request(e Event) (*Conn, error) {
 
 // Close stops listening: requests not yet taken are refused. Connections
 // already returned stay open until closed.
+//
+// rdma-core: rdma_destroy_ep.
 func (l *Listener) Close() error {
 	if l == nil {
 		return nil
@@ -312,7 +318,7 @@ func DeviceForAddr(addr netip.Addr) (uverbs.DeviceInfo, uint8, error) {
 	if err := id.Bind(netip.AddrPortFrom(addr, 0)); err != nil {
 		return uverbs.DeviceInfo{}, 0, err
 	}
-	dev, port, ok := id.Device()
+	dev, port, ok := id.device()
 	if !ok {
 		return uverbs.DeviceInfo{}, 0, &OpError{Op: "bind", Err: fmt.Errorf("%v names no single RDMA device (a wildcard address?): %w", addr, unix.EINVAL)}
 	}

@@ -81,7 +81,7 @@ func TestQuery(t *testing.T) {
 		if info.Device != dev || info.Port != 1 {
 			t.Errorf("%s: device %q port %d, want %q port 1", name, info.Device, info.Port, dev)
 		}
-		if info.SGID != uverbs.GIDFromIP(net.IP(srv.AsSlice())) || info.DGID != info.SGID {
+		if info.SGID != uverbs.GIDFromIP(srv) || info.DGID != info.SGID {
 			t.Errorf("%s: SGID %v DGID %v, want both ::ffff:%v (the CM loops back on one device)", name, info.SGID, info.DGID, srv)
 		}
 		if len(info.Paths) != 1 || info.Paths[0].MTU != uverbs.MTU1024 || info.Paths[0].DGID != info.DGID || info.Paths[0].PKey != 0xffff {

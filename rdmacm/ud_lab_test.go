@@ -103,7 +103,7 @@ func serveUD(ctx context.Context, t *testing.T, c *Conn, n int) error {
 		return err
 	}
 	off := int(wc.ID)
-	ah, err := c.PD().CreateAHFromWC(int(c.Port()), &wc, u.buf[off:off+grhSize])
+	ah, err := c.PD().CreateAHFromWC(c.Port(), &wc, u.buf[off:off+grhSize])
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 // ID (the peer's CM sees DISCONNECTED) and frees the memory. Read and Write
 // waiting in other goroutines return net.ErrClosed. Data received and not
 // read is dropped. Close is idempotent.
+//
+// rdma-core: rclose.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.close() })
 	return c.closeErr
@@ -97,6 +99,8 @@ func (c *Conn) shutdown(code func() uint32) {
 // reads what was written, then EOF, and may keep writing to us. It waits
 // for what was written to reach the peer, as Close does. Writes after it
 // fail with syscall.EPIPE.
+//
+// rdma-core: rshutdown with SHUT_WR.
 func (c *Conn) CloseWrite() error {
 	c.mu.Lock()
 	if c.closed {
@@ -135,6 +139,8 @@ func (c *Conn) CloseWrite() error {
 // CloseRead shuts down the reading side (rshutdown SHUT_RD): Reads return
 // EOF. The peer is told only if the writing side is shut down too; then the
 // connection ends (DISCONNECT).
+//
+// rdma-core: rshutdown with SHUT_RD.
 func (c *Conn) CloseRead() error {
 	c.mu.Lock()
 	if c.closed {

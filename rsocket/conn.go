@@ -593,6 +593,8 @@ func (c *Conn) copyToRing(p []byte) {
 
 // Read reads data the peer wrote. It returns io.EOF once the peer shut
 // down or closed its side and everything it sent has been read.
+//
+// rdma-core: rrecv, rread.
 func (c *Conn) Read(p []byte) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
@@ -686,6 +688,8 @@ func (c *Conn) consumeLocked(dst []byte, k uint32) {
 // Write writes p to the peer and returns once all of it is in flight (the
 // send buffer holds what the peer has not acknowledged yet). It blocks
 // while the peer's receive buffer is full.
+//
+// rdma-core: rsend, rwrite.
 func (c *Conn) Write(p []byte) (int, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -764,9 +768,13 @@ func (c *Conn) opError(op string, err error) error {
 }
 
 // LocalAddr returns the local address (an *Addr).
+//
+// rdma-core: rgetsockname.
 func (c *Conn) LocalAddr() net.Addr { return c.laddr }
 
 // RemoteAddr returns the peer's address (an *Addr).
+//
+// rdma-core: rgetpeername.
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
 
 // SetDeadline sets the read and write deadlines.

@@ -26,12 +26,16 @@ type Dialer struct {
 // Dial connects to address ("10.0.0.1:7471", "[fd00::1]:7471",
 // "host:7471") on network "rdma", "rdma4" or "rdma6" ("tcp", "tcp4" and
 // "tcp6" mean the same) with the default Options.
+//
+// rdma-core: rsocket, rconnect.
 func Dial(ctx context.Context, network, address string) (*Conn, error) {
 	var d Dialer
 	return d.Dial(ctx, network, address)
 }
 
 // DialContext is Dial returning a net.Conn.
+//
+// rdma-core: rsocket, rconnect.
 func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	c, err := d.Dial(ctx, network, address)
 	if err != nil {
@@ -47,6 +51,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 // (rdmacm.ErrConnRefused when nothing listens, rdmacm.ErrUnreachable,
 // context.DeadlineExceeded, ...) or ErrProtocol for a peer that is not an
 // rsocket.
+//
+// rdma-core: rsocket, rconnect.
 func (d *Dialer) Dial(ctx context.Context, network, address string) (*Conn, error) {
 	opErr := func(dst netip.AddrPort, err error) error {
 		oe := &net.OpError{Op: "dial", Net: network, Err: err}

@@ -27,4 +27,14 @@
 // the disconnect (Options.KeepAlive probes idle connections); there is no
 // urgent data and no socket options beyond Options. Direct placement
 // (rsocket's riomap and riowrite) is not offered (docs/rsocket.md §5).
+//
+// # Closing
+//
+// Conn.Close and Listener.Close always release what they hold, as
+// net.Conn's and net.Listener's do, and never return uverbs.ErrBusy: the
+// QP, CQ, registered buffers and CM ID of a connection are its own, made
+// and closed by this package in order (docs/rsocket.md), and they are
+// released even when Close returns an error. Close after Close returns what
+// the first returned; Read and Write on a closed Conn return net.ErrClosed.
+// ExampleConn_Close shows it.
 package rsocket

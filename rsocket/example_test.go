@@ -2,6 +2,7 @@ package rsocket_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -56,6 +57,20 @@ func ExampleDial() {
 		log.Fatal(err)
 	}
 	fmt.Printf("%s", echo)
+}
+
+// Close releases what the connection holds, like net.Conn's Close, even
+// when it returns an error; a second Close returns the same, and a Read
+// after it net.ErrClosed.
+func ExampleConn_Close() {
+	c, err := rsocket.Dial(context.Background(), "rdma", "10.0.0.1:7471")
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = c.Close()
+	fmt.Println("close:", err, "again:", c.Close())
+	_, err = c.Read(make([]byte, 1))
+	fmt.Println("read after close:", errors.Is(err, net.ErrClosed))
 }
 
 // Options size a connection's buffers and queues; each side chooses its

@@ -19,6 +19,8 @@ type ListenConfig struct {
 
 // Listen listens on address (":7471", "10.0.0.1:7471", "[::]:7471") on
 // network "rdma", "rdma4" or "rdma6" with the default Options.
+//
+// rdma-core: rsocket, rbind, rlisten.
 func Listen(ctx context.Context, network, address string) (*Listener, error) {
 	var lc ListenConfig
 	return lc.Listen(ctx, network, address)
@@ -44,6 +46,8 @@ const maxSetups = 64
 
 // Listen binds address and listens (rlisten with SO_REUSEADDR, as
 // rstream's server sets it).
+//
+// rdma-core: rsocket, rbind, rlisten.
 func (lc *ListenConfig) Listen(ctx context.Context, network, address string) (*Listener, error) {
 	opErr := func(err error) error { return &net.OpError{Op: "listen", Net: network, Err: err} }
 	s, err := lc.Options.settings()
@@ -150,6 +154,8 @@ func (l *Listener) answer(ctx context.Context, req *rdmacm.Conn) (*Conn, error) 
 }
 
 // Accept returns the next established connection (net.Listener).
+//
+// rdma-core: raccept.
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.AcceptConn(context.Background())
 	if err != nil {
@@ -159,6 +165,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 }
 
 // AcceptConn waits for the next established connection, or until ctx ends.
+//
+// rdma-core: raccept.
 func (l *Listener) AcceptConn(ctx context.Context) (*Conn, error) {
 	select {
 	case c, ok := <-l.conns:
@@ -184,11 +192,15 @@ func (l *Listener) opError(err error) error {
 }
 
 // Addr returns the address the Listener listens on (an *Addr).
+//
+// rdma-core: rgetsockname.
 func (l *Listener) Addr() net.Addr { return l.addr }
 
 // Close stops listening: requests not answered yet are refused, and
 // connections established but not yet accepted are closed. Connections
 // already returned by Accept stay open.
+//
+// rdma-core: rclose.
 func (l *Listener) Close() error {
 	var err error
 	l.once.Do(func() {

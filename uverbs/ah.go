@@ -3,6 +3,7 @@ package uverbs
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -72,27 +73,27 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 // GID is the port's RoCE v2 GID of the local address the kernel's routing
 // table picks to reach ip (Device.GIDIndexForIP), or else the port's first
 // RoCE v2 GID of the same IP family.
-func (pd *PD) CreateAHForIP(port int, ip net.IP) (*AH, error) {
+func (pd *PD) CreateAHForIP(port uint8, ip netip.Addr) (*AH, error) {
 	const op = "create_ah"
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
-	if ip.To16() == nil {
-		return nil, &OpError{Op: op, Err: fmt.Errorf("%q is not an IP address", ip)}
+	if !ip.IsValid() {
+		return nil, &OpError{Op: op, Err: fmt.Errorf("no destination IP address given (the zero netip.Addr)")}
 	}
-	if port < 1 || port > 255 {
+	if port < 1 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("port %d out of range: ports are numbered from 1", port)}
 	}
 	idx, err := pd.ctx.sourceGIDIndex(port, ip)
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
-	return pd.CreateAH(AHAttr{DGID: GIDFromIP(ip), SGIDIndex: uint8(idx), HopLimit: 64, Port: uint8(port)})
+	return pd.CreateAH(AHAttr{DGID: GIDFromIP(ip), SGIDIndex: uint8(idx), HopLimit: 64, Port: port})
 }
 
 // sourceGIDIndex picks the GID index to send to ip from.
-func (c *Device) sourceGIDIndex(port int, ip net.IP) (int, error) {
-	if src := routeSource(ip); src != nil {
+func (c *Device) sourceGIDIndex(port uint8, ip netip.Addr) (int, error) {
+	if src := routeSource(ip); src.IsValid() {
 		if idx, err := c.GIDIndexForIP(port, src); err == nil {
 			return idx, nil
 		}
@@ -101,9 +102,9 @@ func (c *Device) sourceGIDIndex(port int, ip net.IP) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	v4 := ip.To4() != nil
+	v4 := ip.Unmap().Is4()
 	for _, e := range entries {
-		if e.Type == GIDTypeRoCEv2 && (e.GID.IP().To4() != nil) == v4 && e.Index <= 255 {
+		if e.Type == GIDTypeRoCEv2 && e.GID.Addr().Is4In6() == v4 && e.Index <= 255 {
 			return e.Index, nil
 		}
 	}
@@ -111,23 +112,25 @@ func (c *Device) sourceGIDIndex(port int, ip net.IP) (int, error) {
 }
 
 // routeSource returns the local address the kernel would send to ip from,
-// by connecting a UDP socket (which sends nothing), or nil.
-func routeSource(ip net.IP) net.IP {
-	conn, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: ip, Port: 4791})
+// by connecting a UDP socket (which sends nothing), or the zero Addr.
+func routeSource(ip netip.Addr) netip.Addr {
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip.Unmap(), 4791)))
 	if err != nil {
-		return nil
+		return netip.Addr{}
 	}
 	defer conn.Close()
 	if la, ok := conn.LocalAddr().(*net.UDPAddr); ok {
-		return la.IP
+		return la.AddrPort().Addr().Unmap()
 	}
-	return nil
+	return netip.Addr{}
 }
 
 // Attr returns the address the AH was created with.
 func (ah *AH) Attr() AHAttr { return ah.attr }
 
 // PD returns the AH's protection domain.
+//
+// rdma-core: the pd of struct ibv_ah.
 func (ah *AH) PD() *PD { return ah.pd }
 
 // Close destroys the address handle (DESTROY_AH). Do not close an AH that
@@ -167,20 +170,20 @@ func (ah *AH) destroy() error {
 // IPv6 header. It also returns the address the datagram was sent to.
 //
 // rdma-core: the header parsing of ibv_init_ah_from_wc.
-func SenderIP(wc *WC, grh []byte) (src, dst net.IP, err error) {
+func SenderIP(wc *WC, grh []byte) (src, dst netip.Addr, err error) {
 	if wc.Flags&WCGRH == 0 {
-		return nil, nil, fmt.Errorf("the completion has no GRH: only UD receives carry the sender's address")
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("the completion has no GRH: only UD receives carry the sender's address")
 	}
 	if len(grh) < 40 {
-		return nil, nil, fmt.Errorf("the GRH area is %d bytes, want the first 40 bytes of the receive buffer", len(grh))
+		return netip.Addr{}, netip.Addr{}, fmt.Errorf("the GRH area is %d bytes, want the first 40 bytes of the receive buffer", len(grh))
 	}
 	if grh[20]>>4 == 4 && isZero(grh[:20]) {
-		return net.IP(append([]byte(nil), grh[32:36]...)), net.IP(append([]byte(nil), grh[36:40]...)), nil
+		return netip.AddrFrom4([4]byte(grh[32:36])), netip.AddrFrom4([4]byte(grh[36:40])), nil
 	}
 	if grh[0]>>4 == 6 {
-		return net.IP(append([]byte(nil), grh[8:24]...)), net.IP(append([]byte(nil), grh[24:40]...)), nil
+		return netip.AddrFrom16([16]byte(grh[8:24])), netip.AddrFrom16([16]byte(grh[24:40])), nil
 	}
-	return nil, nil, fmt.Errorf("the GRH area holds neither an IPv4 nor an IPv6 header")
+	return netip.Addr{}, netip.Addr{}, fmt.Errorf("the GRH area holds neither an IPv4 nor an IPv6 header")
 }
 
 func isZero(b []byte) bool {
@@ -199,7 +202,7 @@ func isZero(b []byte) bool {
 // protocol uses.
 //
 // rdma-core: ibv_create_ah_from_wc.
-func (pd *PD) CreateAHFromWC(port int, wc *WC, grh []byte) (*AH, error) {
+func (pd *PD) CreateAHFromWC(port uint8, wc *WC, grh []byte) (*AH, error) {
 	const op = "create_ah"
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
@@ -212,5 +215,5 @@ func (pd *PD) CreateAHFromWC(port int, wc *WC, grh []byte) (*AH, error) {
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
-	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: uint8(idx), HopLimit: 64, Port: uint8(port)})
+	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: uint8(idx), HopLimit: 64, Port: port})
 }

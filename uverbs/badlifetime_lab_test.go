@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -132,14 +132,14 @@ func TestBadDoubleDestroy(t *testing.T) {
 	}
 
 	// AH.
-	ah1, err := e.pd.CreateAHForIP(1, net.ParseIP("127.0.0.1"))
+	ah1, err := e.pd.CreateAHForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := ah1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ah2, err := e.pd.CreateAHForIP(1, net.ParseIP("127.0.0.1"))
+	ah2, err := e.pd.CreateAHForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestBadUseAfterClose(t *testing.T) {
 			b.Close()
 		}
 	}()
-	lo := net.ParseIP("127.0.0.1")
+	lo := netip.MustParseAddr("127.0.0.1")
 	pd, err := c.AllocPD()
 	if err != nil {
 		t.Fatal(err)
@@ -497,7 +497,7 @@ func TestBadDestroyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ah, err := e.pd.CreateAHForIP(1, net.ParseIP("127.0.0.1"))
+	ah, err := e.pd.CreateAHForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}

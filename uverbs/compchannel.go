@@ -86,6 +86,8 @@ func (c *Device) NewCompChannel() (*CompChannel, error) {
 // change its flags directly, since each read takes an event from the
 // channel's Waits. It returns -1 once the channel is closed (the number may
 // then name another file).
+//
+// rdma-core: the fd of struct ibv_comp_channel.
 func (ch *CompChannel) FD() int {
 	if ch == nil {
 		return -1

@@ -154,9 +154,13 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 
 // Depth returns the number of completions the CQ holds (the ring's
 // index_mask; at least the depth asked for).
+//
+// rdma-core: the cqe of struct ibv_cq.
 func (cq *CQ) Depth() int { return int(cq.depth.Load()) }
 
 // Channel returns the completion channel given at creation, or nil.
+//
+// rdma-core: the channel of struct ibv_cq.
 func (cq *CQ) Channel() *CompChannel { return cq.ch }
 
 // PollWait returns the next completions: it polls the CQ into wcs and,

@@ -118,6 +118,7 @@ func (f DeviceCapFlags) Names() (names []string, unknown DeviceCapFlags) {
 	return names, rest
 }
 
+// String returns f's name.
 func (f DeviceCapFlags) String() string {
 	names, rest := f.Names()
 	if rest != 0 {

@@ -2,7 +2,7 @@ package uverbs
 
 import (
 	"errors"
-	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -257,11 +257,11 @@ func TestGIDs(t *testing.T) {
 	if e.GID.String() != "::ffff:127.0.0.1" || e.Type != GIDTypeRoCEv2 || e.Index != 1 {
 		t.Errorf("GID 1 = %+v (%s)", e, e.GID)
 	}
-	idx, err := c.GIDIndexForIP(1, net.ParseIP("127.0.0.1"))
+	idx, err := c.GIDIndexForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil || idx != 1 {
 		t.Errorf("GIDIndexForIP(127.0.0.1) = %d, %v; want 1", idx, err)
 	}
-	if _, err := c.GIDIndexForIP(1, net.ParseIP("192.0.2.99")); err == nil || !strings.Contains(err.Error(), "(lo)") {
+	if _, err := c.GIDIndexForIP(1, netip.MustParseAddr("192.0.2.99")); err == nil || !strings.Contains(err.Error(), "(lo)") {
 		t.Errorf("GIDIndexForIP of an absent address: %v", err)
 	}
 	if _, err := c.QueryGID(1, 1023); !errors.Is(err, unix.ENODATA) {

@@ -31,11 +31,13 @@ type DeviceInfo struct {
 }
 
 // Transport returns the device's transport (InfiniBand for RoCE and rxe).
+//
+// rdma-core: the transport_type of struct ibv_device.
 func (d *DeviceInfo) Transport() Transport { return d.NodeType.Transport() }
 
 // PortInfo is what discovery knows about a port without opening the device.
 type PortInfo struct {
-	Number      int       // 1-based port number
+	Number      uint8     // 1-based port number
 	State       PortState // logical state
 	PhysState   PhysState // physical state
 	Netdev      string    // the Ethernet device under a RoCE/rxe port ("eth0"), empty for InfiniBand
@@ -99,6 +101,8 @@ func Devices() ([]DeviceInfo, error) {
 // LookupDevice returns the device called name. An empty name selects the
 // first device. A name that does not exist gives a *DeviceNotFoundError that
 // lists the devices that do.
+//
+// rdma-core: ibv_get_device_list and ibv_get_device_name.
 func LookupDevice(name string) (DeviceInfo, error) {
 	devs, err := Devices()
 	if err != nil {
@@ -224,12 +228,12 @@ func fillFromIBSysfs(d *DeviceInfo, ib string) error {
 	}
 	parent, _ := readString(filepath.Join(ib, "parent"))
 	for _, p := range ports {
-		num, err := strconv.Atoi(p.Name())
+		num, err := strconv.ParseUint(p.Name(), 10, 8)
 		if err != nil {
 			continue
 		}
 		pd := filepath.Join(ib, "ports", p.Name())
-		pi := PortInfo{Number: num}
+		pi := PortInfo{Number: uint8(num)}
 		if v, err := readLeadingInt(filepath.Join(pd, "state")); err == nil {
 			pi.State = PortState(v)
 		}

@@ -48,7 +48,7 @@ func netlinkDevices() ([]DeviceInfo, error) {
 		}
 		for _, p := range nd.Ports {
 			d.Ports = append(d.Ports, PortInfo{
-				Number:      int(p.Index),
+				Number:      uint8(p.Index),
 				State:       p.State,
 				PhysState:   p.PhysState,
 				Netdev:      p.Netdev,

@@ -100,7 +100,7 @@ func TestSysfsGIDs(t *testing.T) {
 	if gids[0].GID.String() != "fe80::5054:ff:fe12:3456" || gids[0].Type != GIDTypeRoCEv2 || gids[0].Netdev != "eth0" || gids[0].NetdevIndex != 2 {
 		t.Errorf("gid 0 = %+v (%s)", gids[0], gids[0].GID)
 	}
-	if gids[1].Index != 1 || gids[1].GID.String() != "::ffff:10.0.0.1" || gids[1].IP().To4().String() != "10.0.0.1" {
+	if gids[1].Index != 1 || gids[1].GID.String() != "::ffff:10.0.0.1" || gids[1].Addr().Unmap().String() != "10.0.0.1" {
 		t.Errorf("gid 1 = %+v (%s)", gids[1], gids[1].GID)
 	}
 	if _, err := c.queryGIDSysfs(1, 2, LinkLayerEthernet); !errors.Is(err, unix.ENODATA) {

@@ -1,7 +1,7 @@
 // Package uverbs is the RDMA verbs API, spoken directly to the kernel's
 // /dev/infiniband/uverbsN character devices without libibverbs or cgo.
 //
-// # Devices and contexts
+// # Devices
 //
 // Devices lists the RDMA devices (rdma-core: ibv_get_device_list). It asks
 // the kernel over NETLINK_RDMA first, as rdma-core does, and reads sysfs
@@ -9,14 +9,17 @@
 // available. Open opens one by name and returns a *Device
 // (rdma-core: ibv_open_device); everything else is created from a Device.
 //
-//	ctx, err := uverbs.Open("rxe0")
+//	dev, err := uverbs.Open("rxe0")
 //	if err != nil {
 //		return err // errors.Is(err, uverbs.ErrNoDevice): no RDMA device at all
 //	}
-//	defer ctx.Close()
-//	dev, err := ctx.QueryDevice()
-//	port, err := ctx.QueryPort(1)
-//	gids, err := ctx.GIDs(1)
+//	defer dev.Close()
+//	attr, err := dev.Query()
+//	port, err := dev.QueryPort(1)
+//	gids, err := dev.GIDs(1)
+//
+// Ports are numbered from 1 with a uint8, the kernel's port_num (struct
+// ib_uverbs_query_port), and addresses are netip.Addr.
 //
 // A machine without RDMA hardware can use Soft-RoCE: `rdma-link add rxe0
 // netdev eth0` (or `rdma link add rxe0 type rxe netdev eth0`) creates an rxe
@@ -105,11 +108,20 @@
 //
 // Close is idempotent and safe on nil on every object, and every call on a
 // closed object returns an error matching ErrClosed without touching an
-// unmapped ring. Closes in the wrong order are refused with ErrBusy, naming
-// what is still open: QPs before their CQs and SRQ, MRs, QPs, SRQs and AHs
-// before their PD, CQs before their CompChannel, a Buffer after the MRs over
-// it. An MR refuses to close while a QP or SRQ of its PD still has posted
-// work, since the device may still access the memory.
+// unmapped ring.
+//
+// Close semantics differ from net.Conn's and os.File's, which always
+// release: a Close in the wrong order is refused with an error matching
+// ErrBusy that names what is still open, and the object stays open and
+// usable, with nothing released. Close the dependants first, then call
+// Close again: QPs before their CQs and SRQ, MRs, QPs, SRQs and AHs before
+// their PD, CQs before their CompChannel, the MRs over a Buffer before the
+// Buffer. An MR refuses to close while a QP or SRQ of its PD still has
+// posted work, since the device may still access the memory. The kernel
+// refuses the same orders with EBUSY (kernel: core/rdma_core.c
+// uverbs_destroy_uobject), which ErrBusy also matches; deferring each Close
+// right after the object is made closes them in a good order. Device.Close
+// is the exception: it closes whatever is still open, in order.
 //
 // Nothing posted is lost: QP.Close moves the QP to the error state, waits
 // until the kernel has retired every work request (flushed ones complete

@@ -37,6 +37,7 @@ type DeviceNotFoundError struct {
 	Available []string // the RDMA devices that do exist
 }
 
+// Error returns the error's text.
 func (e *DeviceNotFoundError) Error() string {
 	if len(e.Available) == 0 {
 		return "RDMA device " + quote(e.Name) + " not found; " + ErrNoDevice.Error()

@@ -95,9 +95,10 @@ type AsyncEvent struct {
 	// port events, 0 for DEVICE_FATAL.
 	Element uint64
 	// Port is the port number for port events, else 0.
-	Port int
+	Port uint8
 }
 
+// String returns e's name.
 func (e AsyncEvent) String() string {
 	if e.Type.PortEvent() {
 		return fmt.Sprintf("%s (port %d)", e.Type, e.Port)
@@ -112,7 +113,7 @@ func decodeAsyncEvent(b []byte) AsyncEvent {
 	d := (*abi.UverbsAsyncEventDesc)(unsafe.Pointer(unsafe.SliceData(b)))
 	e := AsyncEvent{Type: EventType(d.EventType), Element: d.Element}
 	if e.Type.PortEvent() {
-		e.Port = int(d.Element)
+		e.Port = uint8(d.Element)
 	}
 	return e
 }
@@ -149,6 +150,8 @@ func (c *Device) NextEvent(ctx context.Context) (AsyncEvent, error) {
 
 // TryNextEvent returns the next queued asynchronous event without waiting;
 // ok is false when none is queued.
+//
+// rdma-core: ibv_get_async_event on a non-blocking async_fd.
 func (c *Device) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 	const op = "read async event"
 	if c == nil || c.async == nil {
@@ -179,6 +182,8 @@ func (c *Device) TryNextEvent() (ev AsyncEvent, ok bool, err error) {
 //		}
 //		...
 //	}
+//
+// rdma-core: ibv_get_async_event, ibv_ack_async_event.
 func (c *Device) Events(ctx context.Context) iter.Seq2[AsyncEvent, error] {
 	return func(yield func(AsyncEvent, error) bool) {
 		for {

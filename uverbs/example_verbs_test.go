@@ -2,25 +2,81 @@ package uverbs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
-	"net"
+	"net/netip"
 	"time"
 
 	"github.com/goverbs/rdma/uverbs"
 )
 
+// Open a device by name and read its attributes and those of its port 1,
+// as ibv_devinfo does.
+func ExampleOpen() {
+	dev, err := uverbs.Open("rxe0")
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, uverbs.ErrNoDevice): create one with rdma-link
+	}
+	defer dev.Close()
+
+	attr, err := dev.Query()
+	if err != nil {
+		log.Fatal(err)
+	}
+	port, err := dev.QueryPort(1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(dev.Name(), "node GUID", attr.NodeGUID == dev.Info().NodeGUID)
+	fmt.Println("port 1", port.State, port.LinkLayer)
+}
+
+// A Close in the wrong order is refused with ErrBusy and changes nothing:
+// the PD stays open and usable until what was made from it is closed.
+func ExamplePD_Close() {
+	dev, err := uverbs.Open("rxe0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer dev.Close()
+	pd, err := dev.AllocPD()
+	if err != nil {
+		log.Fatal(err)
+	}
+	buf, err := uverbs.AllocBuffer(4096)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer buf.Close() // deferred first, so it runs after the MR is closed
+	mr, err := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	err = pd.Close()
+	fmt.Println("PD.Close with an MR open: busy", errors.Is(err, uverbs.ErrBusy))
+	mr2, err := pd.RegMR(buf.Bytes(), uverbs.AccessLocalWrite) // the PD still works
+	fmt.Println("PD still usable:", err == nil)
+
+	// Close the dependants first, then the PD.
+	if err := errors.Join(mr.Close(), mr2.Close()); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("PD.Close after its MRs:", pd.Close())
+}
+
 // Two RC QPs of one device connected to each other (the peer's QPN and GID
 // would normally come from the other host), one RDMA WRITE, and its
 // completion.
 func Example_rdmaWrite() {
-	ctx, err := uverbs.Open("rxe0")
+	dev, err := uverbs.Open("rxe0")
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, uverbs.ErrNoDevice): create one with rdma-link
 	}
-	defer ctx.Close() // also closes, in order, whatever is still open
+	defer dev.Close() // also closes, in order, whatever is still open
 
-	pd, err := ctx.AllocPD()
+	pd, err := dev.AllocPD()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +93,7 @@ func Example_rdmaWrite() {
 	}
 	defer mr.Close()
 
-	cq, err := ctx.CreateCQ(uverbs.CQInit{Depth: 256})
+	cq, err := dev.CreateCQ(uverbs.CQInit{Depth: 256})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,8 +111,8 @@ func Example_rdmaWrite() {
 	}
 	defer b.Close()
 
-	ip := net.ParseIP("127.0.0.1")
-	gidIndex, err := ctx.GIDIndexForIP(1, ip)
+	ip := netip.MustParseAddr("127.0.0.1")
+	gidIndex, err := dev.GIDIndexForIP(1, ip)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -103,17 +159,17 @@ func Example_rdmaWrite() {
 // Waiting for completions without spinning: arm the CQ, poll, and wait on
 // its completion channel only when it was empty.
 func ExampleCompChannel_Wait() {
-	ctx, err := uverbs.Open("rxe0")
+	dev, err := uverbs.Open("rxe0")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer ctx.Close()
-	ch, err := ctx.NewCompChannel()
+	defer dev.Close()
+	ch, err := dev.NewCompChannel()
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ch.Close()
-	cq, err := ctx.CreateCQ(uverbs.CQInit{Depth: 256, Channel: ch})
+	cq, err := dev.CreateCQ(uverbs.CQInit{Depth: 256, Channel: ch})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -134,8 +190,8 @@ func ExampleCompChannel_Wait() {
 		if n > 0 {
 			continue
 		}
-		goctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err = ch.Wait(goctx) // blocks until an event; ends with goctx
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err = ch.Wait(ctx) // blocks until an event; ends with ctx
 		cancel()
 		if err != nil {
 			return

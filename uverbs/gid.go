@@ -21,11 +21,8 @@ import (
 // IPv4-mapped IPv6 address (::ffff:a.b.c.d) for an IPv4 address.
 type GID [16]byte
 
-// IP returns the GID as an IP address (a 16-byte net.IP; To4 works for an
-// IPv4-mapped GID).
-func (g GID) IP() net.IP { return net.IP(append([]byte(nil), g[:]...)) }
-
-// Addr returns the GID as a netip.Addr (unmapped IPv4 stays mapped).
+// Addr returns the GID as a netip.Addr. An IPv4-mapped GID stays mapped
+// (::ffff:a.b.c.d); Unmap gives the IPv4 address.
 func (g GID) Addr() netip.Addr { return netip.AddrFrom16(g) }
 
 // String formats the GID as an IPv6 address, like inet_ntop:
@@ -61,10 +58,12 @@ func ParseGID(s string) (GID, error) {
 // GIDFromIP returns the RoCE v2 GID of an IP address: the address itself for
 // IPv6, the IPv4-mapped address for IPv4 (kernel: core/roce_gid_mgmt.c
 // update_gid_ip uses ipv6_addr_set_v4mapped).
-func GIDFromIP(ip net.IP) GID {
-	var g GID
-	copy(g[:], ip.To16())
-	return g
+// The zero netip.Addr gives the zero GID.
+func GIDFromIP(ip netip.Addr) GID {
+	if !ip.IsValid() {
+		return GID{}
+	}
+	return GID(ip.As16())
 }
 
 // GIDType is the kind of a GID table entry (UAPI: enum ib_uverbs_gid_type).
@@ -76,6 +75,7 @@ const (
 	GIDTypeRoCEv2 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V2 // RoCE v2: UDP/IP, port 4791; the only type rxe has
 )
 
+// String returns t's name.
 func (t GIDType) String() string {
 	switch t {
 	case GIDTypeIB:
@@ -90,7 +90,7 @@ func (t GIDType) String() string {
 
 // GIDEntry is one valid entry of a port's GID table.
 type GIDEntry struct {
-	Port        int
+	Port        uint8
 	Index       int // the GID index to use in address vectors (sgid_index)
 	GID         GID
 	Type        GIDType
@@ -98,8 +98,8 @@ type GIDEntry struct {
 	Netdev      string // its name, empty if none or not visible here
 }
 
-// IP returns the entry's GID as an IP address.
-func (e GIDEntry) IP() net.IP { return e.GID.IP() }
+// Addr returns the entry's GID as an IP address (see GID.Addr).
+func (e GIDEntry) Addr() netip.Addr { return e.GID.Addr() }
 
 // QueryGID returns entry index of port's GID table. An empty entry gives an
 // error matching unix.ENODATA (the kernel's answer,
@@ -111,7 +111,7 @@ func (e GIDEntry) IP() net.IP { return e.GID.IP() }
 // query_sysfs_gid_entry).
 //
 // rdma-core: ibv_query_gid_ex.
-func (c *Device) QueryGID(port, index int) (GIDEntry, error) {
+func (c *Device) QueryGID(port uint8, index int) (GIDEntry, error) {
 	if index < 0 {
 		return GIDEntry{}, &OpError{Op: "query_gid_entry", Err: fmt.Errorf("GID index %d is negative", index)}
 	}
@@ -135,7 +135,7 @@ func (c *Device) QueryGID(port, index int) (GIDEntry, error) {
 // the whole device); sysfs when the kernel has no such method.
 //
 // rdma-core: ibv_query_gid_table.
-func (c *Device) GIDs(port int) ([]GIDEntry, error) {
+func (c *Device) GIDs(port uint8) ([]GIDEntry, error) {
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return nil, err
@@ -160,9 +160,9 @@ func (c *Device) GIDs(port int) ([]GIDEntry, error) {
 
 // GIDIndexForIP returns the index of the RoCE v2 GID of ip on port: the
 // sgid_index a QP or address handle must use to send from that address.
-func (c *Device) GIDIndexForIP(port int, ip net.IP) (int, error) {
-	if ip == nil || ip.To16() == nil {
-		return -1, fmt.Errorf("GID index: %q is not an IP address", ip)
+func (c *Device) GIDIndexForIP(port uint8, ip netip.Addr) (int, error) {
+	if !ip.IsValid() {
+		return -1, fmt.Errorf("GID index: no IP address given (the zero netip.Addr): pass the local address to send from")
 	}
 	want := GIDFromIP(ip)
 	entries, err := c.GIDs(port)
@@ -183,7 +183,7 @@ func (c *Device) GIDIndexForIP(port int, ip net.IP) (int, error) {
 	return -1, fmt.Errorf("%s port %d has no RoCE v2 GID for %s: assign the address to the port's network device%s", c.dev.Name, port, ip, netdev)
 }
 
-func (c *Device) queryGIDIoctl(port, index int) (GIDEntry, error) {
+func (c *Device) queryGIDIoctl(port uint8, index int) (GIDEntry, error) {
 	var ent abi.UverbsGIDEntry
 	err := c.ioctl("query_gid_entry", abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_GID_ENTRY,
 		attrConst(abi.UVERBS_ATTR_QUERY_GID_ENTRY_PORT, uint64(port)),
@@ -245,7 +245,7 @@ func decodeGIDEntry(e *abi.UverbsGIDEntry, names map[int]string) GIDEntry {
 	var g GID
 	copy(g[:], bytesOf(&e.GID))
 	out := GIDEntry{
-		Port:        int(e.PortNum),
+		Port:        uint8(e.PortNum),
 		Index:       int(e.GIDIndex),
 		GID:         g,
 		Type:        GIDType(e.GIDType),
@@ -264,11 +264,11 @@ func decodeGIDEntry(e *abi.UverbsGIDEntry, names map[int]string) GIDEntry {
 	return out
 }
 
-func (c *Device) gidSysfsDir(port int) string {
-	return filepath.Join(sysfsRoot, "class/infiniband", c.dev.Name, "ports", strconv.Itoa(port))
+func (c *Device) gidSysfsDir(port uint8) string {
+	return filepath.Join(sysfsRoot, "class/infiniband", c.dev.Name, "ports", strconv.Itoa(int(port)))
 }
 
-func (c *Device) queryGIDSysfs(port, index int, ll LinkLayer) (GIDEntry, error) {
+func (c *Device) queryGIDSysfs(port uint8, index int, ll LinkLayer) (GIDEntry, error) {
 	e, ok, err := readSysfsGID(c.gidSysfsDir(port), port, index, ll)
 	if err != nil {
 		return GIDEntry{}, &OpError{Op: "query_gid_entry", Err: err}
@@ -279,7 +279,7 @@ func (c *Device) queryGIDSysfs(port, index int, ll LinkLayer) (GIDEntry, error) 
 	return e, nil
 }
 
-func (c *Device) gidsSysfs(port, tblLen int, ll LinkLayer) ([]GIDEntry, error) {
+func (c *Device) gidsSysfs(port uint8, tblLen int, ll LinkLayer) ([]GIDEntry, error) {
 	dir := c.gidSysfsDir(port)
 	var out []GIDEntry
 	for i := 0; i < tblLen; i++ {
@@ -298,7 +298,7 @@ func (c *Device) gidsSysfs(port, tblLen int, ll LinkLayer) ([]GIDEntry, error) {
 // show_port_gid, show_port_gid_attr_gid_type, show_port_gid_attr_ndev). An
 // empty entry reads as all zeros and its type file fails with EINVAL; ok is
 // false for it.
-func readSysfsGID(dir string, port, index int, ll LinkLayer) (GIDEntry, bool, error) {
+func readSysfsGID(dir string, port uint8, index int, ll LinkLayer) (GIDEntry, bool, error) {
 	idx := strconv.Itoa(index)
 	s, err := readString(filepath.Join(dir, "gids", idx))
 	if err != nil {

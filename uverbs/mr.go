@@ -24,13 +24,13 @@ const (
 	AccessRemoteWrite  Access = abi.IB_UVERBS_ACCESS_REMOTE_WRITE  // peers may RDMA WRITE; needs AccessLocalWrite
 	AccessRemoteRead   Access = abi.IB_UVERBS_ACCESS_REMOTE_READ   // peers may RDMA READ
 	AccessRemoteAtomic Access = abi.IB_UVERBS_ACCESS_REMOTE_ATOMIC // peers may do atomics; needs AccessLocalWrite
-	AccessMWBind       Access = abi.IB_UVERBS_ACCESS_MW_BIND
-	AccessZeroBased    Access = abi.IB_UVERBS_ACCESS_ZERO_BASED
-	AccessOnDemand     Access = abi.IB_UVERBS_ACCESS_ON_DEMAND // not supported by rxe before 6.14
-	AccessHugeTLB      Access = abi.IB_UVERBS_ACCESS_HUGETLB
+	AccessMWBind       Access = abi.IB_UVERBS_ACCESS_MW_BIND       // memory windows may be bound to the MR (IBV_ACCESS_MW_BIND)
+	AccessZeroBased    Access = abi.IB_UVERBS_ACCESS_ZERO_BASED    // remote addresses count from the MR's start (IBV_ACCESS_ZERO_BASED)
+	AccessOnDemand     Access = abi.IB_UVERBS_ACCESS_ON_DEMAND     // not supported by rxe before 6.14
+	AccessHugeTLB      Access = abi.IB_UVERBS_ACCESS_HUGETLB       // the memory is huge pages (IBV_ACCESS_HUGETLB)
 	// The FLUSH rights exist from kernel 6.2 (rxe: 6.12 here).
-	AccessFlushGlobal     Access = 1 << 8
-	AccessFlushPersistent Access = 1 << 9
+	AccessFlushGlobal     Access = 1 << 8 // peers may FLUSH to global visibility (IBV_ACCESS_FLUSH_GLOBAL)
+	AccessFlushPersistent Access = 1 << 9 // peers may FLUSH to persistence (IBV_ACCESS_FLUSH_PERSISTENT)
 	// AccessRelaxedOrdering is an optional right: the kernel ignores it on
 	// devices that do not support it.
 	AccessRelaxedOrdering Access = abi.IB_UVERBS_ACCESS_RELAXED_ORDERING
@@ -181,6 +181,7 @@ type MemlockError struct {
 	Err  error  // unix.ENOMEM or unix.EPERM
 }
 
+// Error returns the error's text.
 func (e *MemlockError) Error() string {
 	lim := func(v uint64) string {
 		if v == unix.RLIM_INFINITY {
@@ -197,6 +198,7 @@ func (e *MemlockError) Error() string {
 	return s
 }
 
+// Unwrap returns the error's cause, for errors.Is and errors.As.
 func (e *MemlockError) Unwrap() error { return e.Err }
 
 func explainRegMR(err error, size int) error {
@@ -215,15 +217,23 @@ func explainRegMR(err error, size int) error {
 }
 
 // LKey returns the local key, for this side's scatter/gather entries.
+//
+// rdma-core: the lkey of struct ibv_mr.
 func (mr *MR) LKey() uint32 { return mr.lkey }
 
 // RKey returns the remote key, for a peer's RDMA and atomic work requests.
+//
+// rdma-core: the rkey of struct ibv_mr.
 func (mr *MR) RKey() uint32 { return mr.rkey }
 
 // Addr returns the region's device address (its virtual address).
+//
+// rdma-core: the addr of struct ibv_mr.
 func (mr *MR) Addr() uint64 { return mr.addr }
 
 // Len returns the region's length in bytes.
+//
+// rdma-core: the length of struct ibv_mr.
 func (mr *MR) Len() int { return mr.length }
 
 // Bytes returns the registered memory, or nil once the MR is closed.
@@ -237,6 +247,8 @@ func (mr *MR) Bytes() []byte {
 func (mr *MR) Access() Access { return mr.access }
 
 // PD returns the protection domain of the region.
+//
+// rdma-core: the pd of struct ibv_mr.
 func (mr *MR) PD() *PD { return mr.pd }
 
 // SGE returns a scatter/gather entry for length bytes at offset in the

@@ -311,6 +311,8 @@ func closedErr(op string) error { return &OpError{Op: op, Err: ErrClosed} }
 
 // QP returns the QP an event is about, or nil if the event is not a QP event
 // or the QP was closed since.
+//
+// rdma-core: element.qp of struct ibv_async_event.
 func (e AsyncEvent) QP() *QP {
 	switch e.Type {
 	case EventQPFatal, EventQPReqErr, EventQPAccessErr, EventCommEst, EventSQDrained,
@@ -323,6 +325,8 @@ func (e AsyncEvent) QP() *QP {
 
 // CQ returns the CQ an event is about (EventCQErr: the CQ overflowed and is
 // no longer usable), or nil.
+//
+// rdma-core: element.cq of struct ibv_async_event.
 func (e AsyncEvent) CQ() *CQ {
 	if e.Type == EventCQErr {
 		cq, _ := lookupHandle(e.Element).(*CQ)
@@ -333,6 +337,8 @@ func (e AsyncEvent) CQ() *CQ {
 
 // SRQ returns the SRQ an event is about (EventSRQLimitReached,
 // EventSRQErr), or nil.
+//
+// rdma-core: element.srq of struct ibv_async_event.
 func (e AsyncEvent) SRQ() *SRQ {
 	switch e.Type {
 	case EventSRQErr, EventSRQLimitReached:

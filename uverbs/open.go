@@ -68,6 +68,8 @@ func Open(name string) (*Device, error) {
 }
 
 // OpenDevice opens a device returned by Devices.
+//
+// rdma-core: ibv_open_device.
 func OpenDevice(dev DeviceInfo) (*Device, error) {
 	if err := checkDriverABI(&dev); err != nil {
 		return nil, &OpError{Op: "open " + dev.Name, Err: fmt.Errorf("%v: %w", err, ErrNotSupported)}
@@ -127,6 +129,8 @@ func (c *Device) getContext() error {
 func (c *Device) Info() DeviceInfo { return c.dev }
 
 // Name returns the device name, e.g. "rxe0".
+//
+// rdma-core: ibv_get_device_name.
 func (c *Device) Name() string { return c.dev.Name }
 
 // NumCompVectors returns the number of completion vectors of the device

@@ -52,6 +52,8 @@ func (c *Device) AllocPD() (*PD, error) {
 }
 
 // Device returns the Device the PD was allocated from.
+//
+// rdma-core: the context of struct ibv_pd.
 func (pd *PD) Device() *Device { return pd.ctx }
 
 // Close deallocates the PD (DEALLOC_PD). It refuses with an error matching

@@ -9,6 +9,7 @@ import (
 // MTU is an IB path/port MTU enum (IB_MTU_256 = 1 ... IB_MTU_4096 = 5).
 type MTU uint8
 
+// Path MTUs (rdma-core: enum ibv_mtu).
 const (
 	MTU256  MTU = 1
 	MTU512  MTU = 2
@@ -37,6 +38,7 @@ func MTUFromBytes(n int) MTU {
 	return 0
 }
 
+// String returns m's name.
 func (m MTU) String() string {
 	if b := m.Bytes(); b != 0 {
 		return strconv.Itoa(b)
@@ -47,12 +49,14 @@ func (m MTU) String() string {
 // LinkLayer of a port (IB_LINK_LAYER_*).
 type LinkLayer uint8
 
+// Link layers of a port (rdma-core: IBV_LINK_LAYER_UNSPECIFIED, _INFINIBAND, _ETHERNET).
 const (
 	LinkLayerUnspecified LinkLayer = 0
 	LinkLayerInfiniBand  LinkLayer = 1
 	LinkLayerEthernet    LinkLayer = 2
 )
 
+// String returns l's name.
 func (l LinkLayer) String() string {
 	switch l {
 	case LinkLayerUnspecified:
@@ -85,6 +89,7 @@ func (w Width) Lanes() int {
 	return 0
 }
 
+// String returns w's name.
 func (w Width) String() string {
 	if n := w.Lanes(); n != 0 {
 		return strconv.Itoa(n) + "X"
@@ -124,6 +129,7 @@ func (s Speed) String() string {
 // named here.
 type PortCapFlags uint32
 
+// Port capability flags (rdma-core: enum ibv_port_cap_flags).
 const (
 	PortCapSM           PortCapFlags = abi.IB_UVERBS_PCF_SM
 	PortCapSysImageGUID PortCapFlags = abi.IB_UVERBS_PCF_SYS_IMAGE_GUID_SUP

@@ -132,10 +132,12 @@ type PostError struct {
 	Err   error
 }
 
+// Error returns the error's text.
 func (e *PostError) Error() string {
 	return fmt.Sprintf("%s: work request %d (ID %#x): %v; nothing was posted", e.Op, e.Index, e.ID, e.Err)
 }
 
+// Unwrap returns the error's cause, for errors.Is and errors.As.
 func (e *PostError) Unwrap() error { return e.Err }
 
 // ahNum is the number of wr's AH, 0 without one.

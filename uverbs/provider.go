@@ -1144,7 +1144,7 @@ func (srq *SRQ) providerPostRecv(op string, wrs []RecvWR) error {
 // says of its link: its link layer and GRH requirement, on Ethernet the
 // source GID's type (libmlx5's mlx5_create_ah reads the same).
 func (ah *AH) createProvider(op string, c *Device, req *abi.UverbsCreateAH) error {
-	port := int(ah.attr.Port)
+	port := ah.attr.Port
 	pa, err := c.QueryPort(port)
 	if err != nil {
 		return err

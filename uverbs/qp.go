@@ -21,6 +21,7 @@ const (
 	UD QPType = abi.IB_UVERBS_QPT_UD // unreliable datagram
 )
 
+// String returns t's name.
 func (t QPType) String() string {
 	switch t {
 	case RC:
@@ -256,9 +257,13 @@ func checkQPInit(pd *PD, init *QPInit) error {
 }
 
 // QPN returns the QP number, which the peer needs (RTRAttr.DestQPN).
+//
+// rdma-core: the qp_num of struct ibv_qp.
 func (qp *QP) QPN() uint32 { return qp.qpn }
 
 // Type returns the QP's transport.
+//
+// rdma-core: the qp_type of struct ibv_qp.
 func (qp *QP) Type() QPType { return qp.typ }
 
 // Cap returns the capabilities granted: the send and receive queue sizes
@@ -268,18 +273,28 @@ func (qp *QP) Cap() QPCap { return qp.cap }
 // State returns the state the QP was last moved to (Modify and helpers) or
 // found in (Query). The kernel may move a QP to QPStateError by itself
 // after a failed work request; Query tells.
+//
+// rdma-core: the state of struct ibv_qp.
 func (qp *QP) State() QPState { return QPState(qp.state.Load()) }
 
 // PD returns the QP's protection domain.
+//
+// rdma-core: the pd of struct ibv_qp.
 func (qp *QP) PD() *PD { return qp.pd }
 
 // SendCQ returns the CQ of the send queue.
+//
+// rdma-core: the send_cq of struct ibv_qp.
 func (qp *QP) SendCQ() *CQ { return qp.sendCQ }
 
 // RecvCQ returns the CQ of the receive queue.
+//
+// rdma-core: the recv_cq of struct ibv_qp.
 func (qp *QP) RecvCQ() *CQ { return qp.recvCQ }
 
 // SRQ returns the QP's shared receive queue, or nil.
+//
+// rdma-core: the srq of struct ibv_qp.
 func (qp *QP) SRQ() *SRQ { return qp.srq }
 
 // outstanding returns the number of work requests in the send and receive

@@ -392,6 +392,8 @@ type RTSAttr struct {
 
 // ToInit moves the QP from RESET to INIT with the attributes its type
 // needs (RC/UC: PKEY_INDEX|PORT|ACCESS_FLAGS; UD: PKEY_INDEX|PORT|QKEY).
+//
+// rdma-core: ibv_modify_qp to IBV_QPS_INIT.
 func (qp *QP) ToInit(a InitAttr) error {
 	attr := QPAttr{State: QPStateInit, PKeyIndex: a.PKeyIndex, Port: a.Port, Access: a.Access, QKey: a.QKey}
 	if attr.Port == 0 {
@@ -409,6 +411,8 @@ func (qp *QP) ToInit(a InitAttr) error {
 // ToRTR moves the QP from INIT to RTR (RC: AV|PATH_MTU|DEST_QPN|RQ_PSN|
 // MAX_DEST_RD_ATOMIC|MIN_RNR_TIMER; UC: AV|PATH_MTU|DEST_QPN|RQ_PSN; UD:
 // the state alone).
+//
+// rdma-core: ibv_modify_qp to IBV_QPS_RTR.
 func (qp *QP) ToRTR(a RTRAttr) error {
 	const op = "modify_qp"
 	attr := QPAttr{State: QPStateRTR}
@@ -426,7 +430,7 @@ func (qp *QP) ToRTR(a RTRAttr) error {
 		}
 		attr.PathMTU = a.PathMTU
 		if attr.PathMTU == 0 {
-			pa, err := qp.ctx.QueryPort(int(attr.AH.Port))
+			pa, err := qp.ctx.QueryPort(attr.AH.Port)
 			if err != nil {
 				return err
 			}
@@ -447,6 +451,8 @@ func (qp *QP) ToRTR(a RTRAttr) error {
 
 // ToRTS moves the QP from RTR to RTS (RC: TIMEOUT|RETRY_CNT|RNR_RETRY|
 // SQ_PSN|MAX_QP_RD_ATOMIC; UC, UD: SQ_PSN).
+//
+// rdma-core: ibv_modify_qp to IBV_QPS_RTS.
 func (qp *QP) ToRTS(a RTSAttr) error {
 	attr := QPAttr{State: QPStateRTS, SQPSN: a.SQPSN}
 	mask := QPAttrState | QPAttrSQPSN

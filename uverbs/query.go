@@ -42,8 +42,8 @@ func (t *transportChoice) note(err error) (fallback bool) {
 // (kernel: core/uverbs_std_types_device.c, uverbs_cmd.c ib_uverbs_query_port).
 //
 // rdma-core: ibv_query_port.
-func (c *Device) QueryPort(port int) (PortAttr, error) {
-	if port < 1 || port > 255 {
+func (c *Device) QueryPort(port uint8) (PortAttr, error) {
+	if port < 1 {
 		return PortAttr{}, &OpError{Op: "query_port", Err: fmt.Errorf("port %d out of range: ports are numbered from 1", port)}
 	}
 	if c.portPath.useIoctl() {
@@ -55,7 +55,7 @@ func (c *Device) QueryPort(port int) (PortAttr, error) {
 	return c.queryPortWrite(port)
 }
 
-func (c *Device) queryPortIoctl(port int) (PortAttr, error) {
+func (c *Device) queryPortIoctl(port uint8) (PortAttr, error) {
 	var resp abi.UverbsQueryPortRespEx
 	err := c.ioctl("query_port", abi.UVERBS_OBJECT_DEVICE, abi.UVERBS_METHOD_QUERY_PORT,
 		attrConst(abi.UVERBS_ATTR_QUERY_PORT_PORT_NUM, uint64(port)),
@@ -69,7 +69,7 @@ func (c *Device) queryPortIoctl(port int) (PortAttr, error) {
 	return a, nil
 }
 
-func (c *Device) queryPortWrite(port int) (PortAttr, error) {
+func (c *Device) queryPortWrite(port uint8) (PortAttr, error) {
 	var req abi.UverbsQueryPort
 	var resp abi.UverbsQueryPortResp
 	req.PortNum = uint8(port)

@@ -124,9 +124,13 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 }
 
 // SRQN returns the SRQ number.
+//
+// rdma-core: ibv_get_srq_num.
 func (srq *SRQ) SRQN() uint32 { return srq.srqn }
 
 // PD returns the SRQ's protection domain.
+//
+// rdma-core: the pd of struct ibv_srq.
 func (srq *SRQ) PD() *PD { return srq.pd }
 
 // usesLKey reports whether a posted receive the kernel has not consumed

@@ -2,7 +2,7 @@ package uverbs
 
 import (
 	"encoding/binary"
-	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"unsafe"
@@ -11,15 +11,15 @@ import (
 )
 
 func TestGIDFormats(t *testing.T) {
-	g := GIDFromIP(net.ParseIP("127.0.0.1"))
+	g := GIDFromIP(netip.MustParseAddr("127.0.0.1"))
 	if g.String() != "::ffff:127.0.0.1" {
 		t.Errorf("String() = %q, want inet_ntop's ::ffff:127.0.0.1", g.String())
 	}
 	if g.Hex() != "0000:0000:0000:0000:0000:ffff:7f00:0001" {
 		t.Errorf("Hex() = %q", g.Hex())
 	}
-	if !g.IP().Equal(net.ParseIP("127.0.0.1")) {
-		t.Errorf("IP() = %v", g.IP())
+	if g.Addr().Unmap() != netip.MustParseAddr("127.0.0.1") || !g.Addr().Is4In6() {
+		t.Errorf("Addr() = %v", g.Addr())
 	}
 	ll, err := ParseGID("fe80:0000:0000:0000:5054:00ff:fe12:3456")
 	if err != nil {

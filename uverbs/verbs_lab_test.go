@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ type verbsEnv struct {
 func newVerbsEnv(t testing.TB) *verbsEnv {
 	t.Helper()
 	c := openLoopback(t)
-	lo := net.ParseIP("127.0.0.1")
+	lo := netip.MustParseAddr("127.0.0.1")
 	idx, err := c.GIDIndexForIP(1, lo)
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +375,7 @@ func TestVerbsUD(t *testing.T) {
 	if attr.State != QPStateRTS || attr.QKey != qkey || attr.SQPSN != 7 || attr.Port != 1 {
 		t.Fatalf("UD QP attributes %+v", attr)
 	}
-	ah, err := e.pd.CreateAHForIP(1, net.ParseIP("127.0.0.1"))
+	ah, err := e.pd.CreateAHForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1174,11 +1175,11 @@ func TestVerbsConcurrentPostPollClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &verbsEnv{t: t, ctx: c}
-	idx, err := c.GIDIndexForIP(1, net.ParseIP("127.0.0.1"))
+	idx, err := c.GIDIndexForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gidIdx, e.gid = uint8(idx), GIDFromIP(net.ParseIP("127.0.0.1"))
+	e.gidIdx, e.gid = uint8(idx), GIDFromIP(netip.MustParseAddr("127.0.0.1"))
 	if e.pd, err = c.AllocPD(); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package uverbs
 import (
 	"bytes"
 	"encoding/binary"
-	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/goverbs/rdma/internal/testutil"
@@ -26,7 +26,7 @@ func TestVethDeviceOpcodes(t *testing.T) {
 			t.Errorf("Device.Close: %v", err)
 		}
 	})
-	ip := net.ParseIP(end.Addr)
+	ip := netip.MustParseAddr(end.Addr)
 	idx, err := c.GIDIndexForIP(1, ip)
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ type WCOpcode = provider.WCOpcode
 // lists them: "GRH|WITH_IMM".
 type WCFlags = provider.WCFlags
 
+// Work completion statuses (rdma-core: enum ibv_wc_status).
 const (
 	WCSuccess                     = provider.WCSuccess
 	WCLocalLengthError            = provider.WCLocalLengthError
@@ -68,6 +69,7 @@ const (
 	WCTMRendezvousIncomplete      = provider.WCTMRendezvousIncomplete
 )
 
+// Work completion opcodes (rdma-core: enum ibv_wc_opcode).
 const (
 	WCOpSend            = provider.WCOpSend
 	WCOpRDMAWrite       = provider.WCOpRDMAWrite
@@ -83,6 +85,7 @@ const (
 	WCOpRecvRDMAWithImm = provider.WCOpRecvRDMAWithImm
 )
 
+// Work completion flags (rdma-core: enum ibv_wc_flags).
 const (
 	WCGRH                = provider.WCGRH
 	WCWithImm            = provider.WCWithImm

@@ -51,7 +51,7 @@ type pds struct {
 }
 
 func (p *pds) get(id *rdmacm.ID) (*uverbs.PD, error) {
-	info, _, ok := id.Device()
+	info, ok := id.DeviceInfo()
 	if !ok {
 		return nil, fmt.Errorf("%v has no device", id)
 	}
@@ -472,5 +472,5 @@ func accept(p *pds, mu *sync.Mutex, c *conn) error {
 	mu.Lock()
 	c.cq, c.qp = cq, qp
 	mu.Unlock()
-	return c.id.StartAccept(rdmacm.DefaultConnParam, nil)
+	return c.id.StartAccept(rdmacm.DefaultConnParam(), nil)
 }

@@ -110,13 +110,13 @@ func collect(d uverbs.DeviceInfo, verbose bool, onlyPort int) (*report, error) {
 		if onlyPort != 0 && n != onlyPort {
 			continue
 		}
-		pa, err := ctx.QueryPort(n)
+		pa, err := ctx.QueryPort(uint8(n))
 		if err != nil {
 			return nil, err
 		}
 		pr := portReport{Num: n, Attr: pa}
 		if verbose {
-			if pr.GIDs, err = ctx.GIDs(n); err != nil && !errors.Is(err, uverbs.ErrNotSupported) {
+			if pr.GIDs, err = ctx.GIDs(uint8(n)); err != nil && !errors.Is(err, uverbs.ErrNotSupported) {
 				return nil, err
 			}
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/version"
 	"github.com/goverbs/rdma/netlinkrdma"
+	"github.com/goverbs/rdma/uverbs"
 )
 
 const usage = `usage:
@@ -29,14 +31,24 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// ops is what run needs from netlinkrdma; tests give runWith their own.
+// ops is what run needs from the kernel; tests give runWith their own.
 type ops struct {
 	add     func(name, netdev string) error
 	del     func(name string) error
-	devices func() ([]netlinkrdma.Device, error)
+	devices func() ([]uverbs.DeviceInfo, error)
 }
 
-var kernel = ops{add: netlinkrdma.LinkAdd, del: netlinkrdma.LinkDel, devices: netlinkrdma.Devices}
+var kernel = ops{add: netlinkrdma.LinkAdd, del: netlinkrdma.LinkDel, devices: devices}
+
+// devices is uverbs.Devices with no device meaning an empty list, as
+// `rdma link show` prints nothing then.
+func devices() ([]uverbs.DeviceInfo, error) {
+	devs, err := uverbs.Devices()
+	if errors.Is(err, uverbs.ErrNoDevice) {
+		return nil, nil
+	}
+	return devs, err
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	return runWith(kernel, args, stdout, stderr)
@@ -155,7 +167,7 @@ func parseFilter(s string) (filter, error) {
 }
 
 // format renders devices as `rdma link show` does, one line per port.
-func format(devs []netlinkrdma.Device, f filter) ([]string, error) {
+func format(devs []uverbs.DeviceInfo, f filter) ([]string, error) {
 	var lines []string
 	found := false
 	for _, d := range devs {
@@ -164,10 +176,10 @@ func format(devs []netlinkrdma.Device, f filter) ([]string, error) {
 		}
 		found = true
 		for _, p := range d.Ports {
-			if f.port != 0 && p.Index != f.port {
+			if f.port != 0 && uint32(p.Number) != f.port {
 				continue
 			}
-			l := fmt.Sprintf("link %s/%d state %s physical_state %s", d.Name, p.Index, p.State, p.PhysState)
+			l := fmt.Sprintf("link %s/%d state %s physical_state %s", d.Name, p.Number, p.State, p.PhysState)
 			if p.Netdev != "" {
 				l += " netdev " + p.Netdev
 			}

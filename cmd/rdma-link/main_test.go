@@ -19,7 +19,7 @@ type fakeOps struct {
 	added   [][2]string
 	deleted []string
 	err     error
-	devs    []netlinkrdma.Device
+	devs    []uverbs.DeviceInfo
 }
 
 func (f *fakeOps) ops() ops {
@@ -32,18 +32,18 @@ func (f *fakeOps) ops() ops {
 			f.deleted = append(f.deleted, name)
 			return f.err
 		},
-		devices: func() ([]netlinkrdma.Device, error) { return f.devs, f.err },
+		devices: func() ([]uverbs.DeviceInfo, error) { return f.devs, f.err },
 	}
 }
 
-var labDevs = []netlinkrdma.Device{
-	{Index: 1, Name: "rxe0", Ports: []netlinkrdma.Port{{Index: 1, State: netlinkrdma.PortActive,
-		PhysState: netlinkrdma.PhysLinkUp, Netdev: "lo", NetdevIndex: 1}}},
-	{Index: 2, Name: "rxe1", Ports: []netlinkrdma.Port{{Index: 1, State: netlinkrdma.PortDown,
-		PhysState: netlinkrdma.PhysDisabled, Netdev: "veth0", NetdevIndex: 5}}},
-	{Index: 3, Name: "mlx5_0", Ports: []netlinkrdma.Port{
-		{Index: 1, State: netlinkrdma.PortActive, PhysState: netlinkrdma.PhysLinkUp},
-		{Index: 2, State: uverbs.PortInit, PhysState: netlinkrdma.PhysPolling}}},
+var labDevs = []uverbs.DeviceInfo{
+	{Index: 1, Name: "rxe0", Ports: []uverbs.PortInfo{{Number: 1, State: uverbs.PortActive,
+		PhysState: uverbs.PhysLinkUp, Netdev: "lo", NetdevIndex: 1}}},
+	{Index: 2, Name: "rxe1", Ports: []uverbs.PortInfo{{Number: 1, State: uverbs.PortDown,
+		PhysState: uverbs.PhysDisabled, Netdev: "veth0", NetdevIndex: 5}}},
+	{Index: 3, Name: "mlx5_0", Ports: []uverbs.PortInfo{
+		{Number: 1, State: uverbs.PortActive, PhysState: uverbs.PhysLinkUp},
+		{Number: 2, State: uverbs.PortInit, PhysState: uverbs.PhysPolling}}},
 }
 
 func TestRun(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"flag"
 	"math"
-	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/goverbs/rdma/internal/cmdline"
@@ -114,7 +114,7 @@ func TestParseArgs(t *testing.T) {
 // with the NUL) and of its RDMA exchange (struct pingpong_dest, 56 bytes).
 func TestDestCodecs(t *testing.T) {
 	d := dest{LID: 0x12, OutReads: 16, QPN: 0x11, PSN: 0xabcdef, RKey: 0x1234, VAddr: 0x7f0011223000,
-		GID: uverbs.GIDFromIP(net.ParseIP("127.0.0.1")), SRQN: 0}
+		GID: uverbs.GIDFromIP(netip.MustParseAddr("127.0.0.1")), SRQN: 0}
 	b := d.marshal(true)
 	const want = "0012:0010:000011:abcdef:00001234:00007f0011223000:00:00:00:00:00:00:00:00:00:00:ff:ff:7f:00:00:01:00000000:\x00"
 	if len(b) != 108 || string(b) != want {

@@ -220,8 +220,8 @@ func (s *session) openDevice() (err error) {
 	if s.gidIdx < 0 && s.port.LinkLayer == uverbs.LinkLayerEthernet {
 		// perftest picks a GID itself; here it is the one of the local
 		// address of the exchange's connection, which reaches the peer.
-		ip := s.m.c.LocalAddr().(*net.TCPAddr).IP
-		if s.gidIdx, err = s.vdev.GIDIndexForIP(o.ibPort, ip); err != nil {
+		ip := s.m.c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+		if s.gidIdx, err = s.vdev.GIDIndexForIP(uint8(o.ibPort), ip); err != nil {
 			return fmt.Errorf("no GID for the local address %v of the TCP connection (%w); pass -x with a GID index of %s port %d", ip, err, s.vdev.Name(), o.ibPort)
 		}
 	}
@@ -336,9 +336,8 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 	if o.events {
 		s.ch = s.conn.Channel()
 	}
-	_, port, _ := s.conn.ID().Device()
-	s.ibPort = int(port)
-	if s.port, err = s.pd.Device().QueryPort(s.ibPort); err != nil {
+	s.ibPort = int(s.conn.Port())
+	if s.port, err = s.pd.Device().QueryPort(uint8(s.ibPort)); err != nil {
 		return err
 	}
 	if err := s.allocMemory(); err != nil {
@@ -384,11 +383,11 @@ func (s *session) fillDest() error {
 		if s.o.gidIdx >= 0 {
 			s.gidIdx = s.o.gidIdx
 		} else {
-			s.gidIdx, _ = vdev.GIDIndexForIP(s.ibPort, net.IP(s.conn.LocalAddr().Addr().AsSlice()))
+			s.gidIdx, _ = vdev.GIDIndexForIP(uint8(s.ibPort), s.conn.LocalAddr().Addr())
 		}
 	}
 	if s.port.LinkLayer == uverbs.LinkLayerEthernet && s.gidIdx >= 0 {
-		e, err := vdev.QueryGID(s.ibPort, s.gidIdx)
+		e, err := vdev.QueryGID(uint8(s.ibPort), s.gidIdx)
 		if err == nil {
 			s.me.GID = e.GID
 		} else if !s.o.cm {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ const asChildEnv = "GOVERBS_RUN_RDMA_PINGPONG"
 // The wire form of an address, as rdma-core's pp_client_exch_dest builds it
 // with sprintf("%04x:%06x:%06x:%s") and gid_to_wire_gid on x86.
 func TestDestWireFormat(t *testing.T) {
-	d := dest{LID: 0x1a, QPN: 0x11, PSN: 0x3f4a2b, GID: uverbs.GIDFromIP(net.ParseIP("127.0.0.1"))}
+	d := dest{LID: 0x1a, QPN: 0x11, PSN: 0x3f4a2b, GID: uverbs.GIDFromIP(netip.MustParseAddr("127.0.0.1"))}
 	b := d.marshal()
 	if len(b) != 52 {
 		t.Fatalf("message is %d bytes, rdma-core sends 52", len(b))
@@ -128,8 +129,8 @@ func TestExchange(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 
-	srvMe := dest{QPN: 0x12, PSN: 0xabcdef, GID: uverbs.GIDFromIP(net.ParseIP("127.0.0.1"))}
-	cliMe := dest{QPN: 0x13, PSN: 0x000001, GID: uverbs.GIDFromIP(net.ParseIP("127.0.0.1"))}
+	srvMe := dest{QPN: 0x12, PSN: 0xabcdef, GID: uverbs.GIDFromIP(netip.MustParseAddr("127.0.0.1"))}
+	cliMe := dest{QPN: 0x13, PSN: 0x000001, GID: uverbs.GIDFromIP(netip.MustParseAddr("127.0.0.1"))}
 	type result struct {
 		peer      dest
 		connected dest

@@ -70,7 +70,7 @@ func pingpong(ctx context.Context, o options, stdout io.Writer) (err error) {
 	known := false
 	switch {
 	case o.gidIdx >= 0:
-		e, err := s.ctx.QueryGID(o.ibPort, o.gidIdx)
+		e, err := s.ctx.QueryGID(uint8(o.ibPort), o.gidIdx)
 		if err != nil {
 			return fmt.Errorf("can't read GID index %d of %s port %d: %w", o.gidIdx, s.ctx.Name(), o.ibPort, err)
 		}
@@ -87,8 +87,8 @@ func pingpong(ctx context.Context, o options, stdout io.Writer) (err error) {
 		if known {
 			return me, nil
 		}
-		ip := a.(*net.TCPAddr).IP
-		idx, err := s.ctx.GIDIndexForIP(o.ibPort, ip)
+		ip := a.(*net.TCPAddr).AddrPort().Addr().Unmap()
+		idx, err := s.ctx.GIDIndexForIP(uint8(o.ibPort), ip)
 		if err != nil {
 			return dest{}, fmt.Errorf("no GID for the local address %v of the TCP connection (%w); pass -g with a GID index of %s port %d (rdma-devinfo -v lists them)", ip, err, s.ctx.Name(), o.ibPort)
 		}

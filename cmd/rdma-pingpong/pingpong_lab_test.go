@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"io"
-	"net"
+	"net/netip"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -90,7 +90,7 @@ func loopbackGIDIndex(t testing.TB, dev string) int {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	idx, err := c.GIDIndexForIP(1, net.ParseIP("127.0.0.1"))
+	idx, err := c.GIDIndexForIP(1, netip.MustParseAddr("127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func runCase(t *testing.T, c pingpongCase, tool, dev string, gidIdx, tcpPort int
 	if so.local != co.remote || co.local != so.remote {
 		t.Errorf("addresses do not cross:\nserver local  %+v\nclient remote %+v\nclient local  %+v\nserver remote %+v", so.local, co.remote, co.local, so.remote)
 	}
-	want := uverbs.GIDFromIP(net.ParseIP("127.0.0.1")).String()
+	want := uverbs.GIDFromIP(netip.MustParseAddr("127.0.0.1")).String()
 	if so.local.gid != want || co.local.gid != want {
 		t.Errorf("GIDs %q and %q, want %q on both sides", so.local.gid, co.local.gid, want)
 	}

@@ -38,10 +38,13 @@ type Port struct {
 	NetdevIndex uint32 // ifindex of Netdev
 }
 
-// Devices is netlinkrdma.Devices (documented there).
+// Devices lists the RDMA devices of this network namespace, ordered by
+// index, with their ports and driver: a GET dump, then a PORT_GET dump and
+// a GET_CHARDEV "uverbs" request per device (uverbs.Devices builds on it).
 func Devices() ([]Device, error) { return std.devices("") }
 
-// DeviceByName is netlinkrdma.DeviceByName (documented there).
+// DeviceByName returns the RDMA device called name; when there is none the
+// error matches ErrDeviceNotFound.
 func DeviceByName(name string) (Device, error) { return std.deviceByName(name) }
 
 func (c *client) deviceByName(name string) (Device, error) {

@@ -12,11 +12,14 @@ import (
 // OpenPort opens the device called name (the first one for "") and reads
 // port, which must be ACTIVE. On failure nothing stays open.
 func OpenPort(name string, port int) (*uverbs.Device, uverbs.PortAttr, error) {
+	if port < 1 || port > 255 {
+		return nil, uverbs.PortAttr{}, fmt.Errorf("port %d out of range: ports are numbered from 1 to 255", port)
+	}
 	dev, err := uverbs.Open(name)
 	if err != nil {
 		return nil, uverbs.PortAttr{}, err
 	}
-	attr, err := dev.QueryPort(port)
+	attr, err := dev.QueryPort(uint8(port))
 	if err == nil && attr.State != uverbs.PortActive {
 		err = fmt.Errorf("is %v, not ACTIVE: is its network device up?", attr.State)
 	}
@@ -37,7 +40,7 @@ func Check(name string, port, gidIdx int) error {
 		return err
 	}
 	if gidIdx >= 0 {
-		if _, gerr := dev.QueryGID(port, gidIdx); gerr != nil {
+		if _, gerr := dev.QueryGID(uint8(port), gidIdx); gerr != nil {
 			err = fmt.Errorf("GID index %d of %s port %d: %w (rdma-devinfo -v lists the port's GIDs)", gidIdx, dev.Name(), port, gerr)
 		}
 	}
