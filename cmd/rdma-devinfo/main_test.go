@@ -81,6 +81,12 @@ func TestMatchesIBVDevinfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range devs {
+		// Only devices with a provider in uverbs: the lab's siw devices
+		// (siw1, siw2) have none yet, and their get_context fails.
+		if d.DriverID != uverbs.DriverRXE && d.DriverID != uverbs.DriverMLX5 {
+			t.Logf("%s: driver %s has no provider in uverbs; not compared", d.Name, d.Driver)
+			continue
+		}
 		for _, verbose := range []bool{true, false} {
 			args := []string{"-d", d.Name}
 			if verbose {

@@ -85,9 +85,9 @@ func LoopbackDevice(t testing.TB) string {
 	return ""
 }
 
-// VethEnd is one end of the lab's veth pair with its rxe device.
+// VethEnd is one end of a lab veth pair with its RDMA device.
 type VethEnd struct {
-	Device string // rxe device, e.g. rxe1
+	Device string // RDMA device, e.g. rxe1 or siw1
 	Netdev string // e.g. veth0
 	Addr   string // IPv4 address, e.g. 10.77.0.1
 }
@@ -96,29 +96,58 @@ type VethEnd struct {
 // go through the RDMA CM. It calls RequireRDMA first.
 func VethPair(t testing.TB) [2]VethEnd {
 	t.Helper()
+	return labPair(t, "GOVERBS_LAB_VETH", "the veth pair's rxe devices", "")
+}
+
+// SiwPair returns the lab's two siw (soft-iWARP) devices, siw1 and siw2, on
+// a veth pair of their own (veth2/veth3, 10.79.0.1 and 10.79.0.2): iWARP
+// QPs connect only through the RDMA CM. It calls RequireRDMA first. The lab
+// has siw on amd64 guests unless rxelab -no-siw; without it the test fails
+// in the lab and is skipped elsewhere. Tests that cover siw only where the
+// lab has it use LabSiw.
+func SiwPair(t testing.TB) [2]VethEnd {
+	t.Helper()
+	return labPair(t, "GOVERBS_LAB_SIW", "the siw devices on their veth pair",
+		" (the lab has siw on amd64 guests, unless rxelab -no-siw)")
+}
+
+// LabSiw returns the lab's siw devices, if this guest has them (arm64
+// guests and rxelab -no-siw have none).
+func LabSiw() ([2]VethEnd, bool) {
+	return parsePair(os.Getenv("GOVERBS_LAB_SIW"))
+}
+
+// labPair parses the lab's dev:netdev:addr,dev:netdev:addr variable name;
+// hint is added to the failure in the lab.
+func labPair(t testing.TB, name, what, hint string) [2]VethEnd {
+	t.Helper()
 	RequireRDMA(t)
-	v := os.Getenv("GOVERBS_LAB_VETH")
-	ends := strings.Split(v, ",")
-	var out [2]VethEnd
-	if len(ends) == 2 {
-		ok := true
-		for i, e := range ends {
-			f := strings.Split(e, ":")
-			if len(f) != 3 {
-				ok = false
-				break
-			}
-			out[i] = VethEnd{Device: f[0], Netdev: f[1], Addr: f[2]}
-		}
-		if ok {
-			return out
-		}
+	v := os.Getenv(name)
+	if out, ok := parsePair(v); ok {
+		return out
 	}
 	if InLab() {
-		t.Fatalf("GOVERBS_LAB_VETH=%q is not two dev:netdev:addr entries", v)
+		t.Fatalf("%s=%q is not two dev:netdev:addr entries%s", name, v, hint)
 	}
-	t.Skip("GOVERBS_LAB_VETH names the veth pair's rxe devices; " + howToRun)
-	return out
+	t.Skip(name + " names " + what + "; " + howToRun)
+	return [2]VethEnd{}
+}
+
+// parsePair parses dev:netdev:addr,dev:netdev:addr.
+func parsePair(v string) ([2]VethEnd, bool) {
+	var out [2]VethEnd
+	ends := strings.Split(v, ",")
+	if len(ends) != 2 {
+		return out, false
+	}
+	for i, e := range ends {
+		f := strings.Split(e, ":")
+		if len(f) != 3 || f[0] == "" || f[1] == "" || f[2] == "" {
+			return out, false
+		}
+		out[i] = VethEnd{Device: f[0], Netdev: f[1], Addr: f[2]}
+	}
+	return out, true
 }
 
 // SyncBuffer is a bytes.Buffer that a process or goroutine writes while the

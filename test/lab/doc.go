@@ -6,11 +6,16 @@
 //   - rxe0 on lo: verbs tests with an out-of-band exchange, GID index 1 is
 //     ::ffff:127.0.0.1;
 //   - rxe1 on veth0 (10.77.0.1/24) and rxe2 on veth1 (10.77.0.2/24): tests
-//     through the RDMA CM.
+//     through the RDMA CM;
+//   - on amd64 guests, unless Config.NoSiw: siw1 on veth2 (10.79.0.1/24) and
+//     siw2 on veth3 (10.79.0.2/24), soft-iWARP, added after the rxe devices.
+//     Debian's kernels lack siw.ko, so the lab builds it from the kernel's
+//     own linux-headers and linux-source packages (siw.go) and keeps it
+//     beside the kernel in the cache.
 //
 // The command sees GOVERBS_LAB=1, GOVERBS_LAB_KERNEL (uname -r),
-// GOVERBS_LAB_LO_DEV and GOVERBS_LAB_VETH (device:netdev:ipv4, comma
-// separated). Its stdout and stderr are streamed back separately from the
+// GOVERBS_LAB_LO_DEV, GOVERBS_LAB_VETH and GOVERBS_LAB_SIW (device:netdev:ipv4,
+// comma separated; GOVERBS_LAB_SIW only with siw). Its stdout and stderr are streamed back separately from the
 // kernel console, and its exit status is returned by Run.
 //
 // Everything the lab needs is set up on first use: missing Debian packages are

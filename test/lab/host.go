@@ -145,13 +145,14 @@ func (e *env) aptUpdate() error {
 	return e.updateErr
 }
 
-// ensurePackages installs the missing hostPackages, and the QEMU of the
-// guest's architecture, with apt-get.
-func (e *env) ensurePackages(arch *guestArch) error {
-	pkgs := hostPackages
+// ensurePackages installs the missing hostPackages, the QEMU of the
+// guest's architecture and extra, with apt-get.
+func (e *env) ensurePackages(arch *guestArch, extra ...string) error {
+	pkgs := append([]string{}, hostPackages...)
 	if arch.pkg != hostPackages[0] {
-		pkgs = append(append([]string{}, hostPackages...), arch.pkg)
+		pkgs = append(pkgs, arch.pkg)
 	}
+	pkgs = append(pkgs, extra...)
 	missing := missingPackages(pkgs)
 	if len(missing) == 0 {
 		return nil

@@ -143,10 +143,31 @@ func (e *env) guestInit(goarch string) (string, error) {
 }
 
 // initramfs returns an uncompressed newc initramfs with /init, /dev/console
-// and the kernel's modules, cached per kernel and /init version.
-func (e *env) initramfs(k *kernel, initBin, goarch string) (string, error) {
+// and the kernel's modules, and siw.ko when siw names it, cached per kernel,
+// /init version and siw.ko.
+func (e *env) initramfs(k *kernel, initBin, goarch, siw string) (string, error) {
 	dir := filepath.Join(e.cache, "initramfs")
-	final := filepath.Join(dir, k.key+"-"+guestInitHash(goarch)+".cpio")
+	name := k.key + "-" + guestInitHash(goarch)
+	var siwData []byte
+	var siwOrder string
+	if siw != "" {
+		var err error
+		if siwData, err = os.ReadFile(siw); err != nil {
+			return "", err
+		}
+		deps, err := siwDeps(siwData, k)
+		if err != nil {
+			return "", err
+		}
+		// One line of modules/order: siw.ko after the modules it needs.
+		siwOrder = "siw.ko"
+		for _, d := range deps {
+			siwOrder += " " + d + ".ko"
+		}
+		siwOrder += "\n"
+		name += "-" + filepath.Base(filepath.Dir(siw)) // siw-<hash>
+	}
+	final := filepath.Join(dir, name+".cpio")
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
 	}
@@ -176,7 +197,7 @@ func (e *env) initramfs(k *kernel, initBin, goarch string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	w.File("modules/order", 0o644, order)
+	w.File("modules/order", 0o644, append(order, siwOrder...))
 	for _, line := range strings.Split(string(order), "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
@@ -188,6 +209,9 @@ func (e *env) initramfs(k *kernel, initBin, goarch string) (string, error) {
 			return "", err
 		}
 		w.File("modules/"+name, 0o644, data)
+	}
+	if siwData != nil {
+		w.File("modules/siw.ko", 0o644, siwData)
 	}
 	if err := w.Close(); err != nil {
 		return "", err

@@ -25,6 +25,7 @@ var Series = map[string]string{
 type kernel struct {
 	pkg     string // e.g. linux-image-6.1.0-56-amd64
 	release string // uname -r
+	version string // the package's Debian version, e.g. 6.1.192-2
 	dir     string
 	key     string // cache key: package and module set
 }
@@ -47,7 +48,7 @@ func fileExists(p string) bool {
 
 // cacheLayout changes when the layout of a prepared kernel changes, so old
 // cache entries are not used.
-const cacheLayout = "3"
+const cacheLayout = "5"
 
 // aptDepends returns the linux-image package meta depends on, from apt-cache
 // (with aptOpts, the options of a foreign architecture's apt state).
@@ -155,6 +156,11 @@ func (k *kernel) load() error {
 		return err
 	}
 	k.release = strings.TrimSpace(string(b))
+	b, err = os.ReadFile(filepath.Join(k.dir, "version"))
+	if err != nil {
+		return err
+	}
+	k.version = strings.TrimSpace(string(b))
 	_, err = os.Stat(k.vmlinuz())
 	return err
 }
@@ -197,6 +203,10 @@ func (e *env) buildKernel(k *kernel, arch *guestArch) error {
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if len(debs) != 1 {
 		return fmt.Errorf("apt-get download %s left %d .deb files", k.pkg, len(debs))
+	}
+	version, err := e.runOutput(tmp, "dpkg-deb", "-f", debs[0], "Version")
+	if err != nil {
+		return err
 	}
 	e.logf("unpacking %s ...", filepath.Base(debs[0]))
 	root := filepath.Join(tmp, "root")
@@ -244,6 +254,10 @@ func (e *env) buildKernel(k *kernel, arch *guestArch) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(out, "release"), []byte(release+"\n"), 0o644); err != nil {
+		return err
+	}
+	// The version pins the headers and sources siw.ko is built from (siw.go).
+	if err := os.WriteFile(filepath.Join(out, "version"), version, 0o644); err != nil {
 		return err
 	}
 	os.RemoveAll(k.dir) // a stale, incomplete entry; we hold the lock

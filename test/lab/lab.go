@@ -43,6 +43,11 @@ type Config struct {
 	// test/lab/peer).
 	Guests int
 
+	// NoSiw boots without siw. By default amd64 guests also get siw
+	// (soft-iWARP, built by the lab: siw.go) with siw1 and siw2 on a veth
+	// pair of their own; arm64 guests never have siw.
+	NoSiw bool
+
 	Args []string // the command; Args[0] is looked up in the guest's PATH
 	Dir  string   // working directory in the guest; default: the current one
 	Env  []string // environment; default: os.Environ()
@@ -182,18 +187,29 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
 	e := &env{cache: cfg.CacheDir, log: cfg.Log, verbose: cfg.Verbose, accel: accel, arch: arch}
-	if err := e.ensurePackages(arch); err != nil {
+	withSiw := !cfg.NoSiw && arch.name == ArchAMD64 && !arch.foreign()
+	var extra []string
+	if withSiw {
+		extra = siwPackages
+	}
+	if err := e.ensurePackages(arch, extra...); err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
 	k, err := e.prepareKernel(cfg.Kernel, arch)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
+	siw := ""
+	if withSiw {
+		if siw, err = e.siwKO(k); err != nil {
+			return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
+		}
+	}
 	initBin, err := e.guestInit(arch.name)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
-	initrd, err := e.initramfs(k, initBin, arch.name)
+	initrd, err := e.initramfs(k, initBin, arch.name, siw)
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "writing the initramfs: %v", err)
 	}
@@ -205,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		used = append(used, filepath.Dir(filepath.Dir(e.usr)))
 	}
 	e.touchAndPrune(used...)
-	code, err := e.boot(ctx, cfg, k, initrd)
+	code, err := e.boot(ctx, cfg, k, initrd, siw != "")
 	// A guest that hangs or panics while booting under TCG (seen once in a
 	// few dozen boots, e.g. an int3 oops in sched_clock_cpu on 6.12) never
 	// ran the command, so booting again cannot run anything twice. Once.
@@ -214,7 +230,7 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 		if le.KernelLog != "" {
 			e.logf("last lines of the kernel console:\n%s", le.KernelLog)
 		}
-		code, err = e.boot(ctx, cfg, k, initrd)
+		code, err = e.boot(ctx, cfg, k, initrd, siw != "")
 	}
 	return code, err
 }
@@ -276,7 +292,7 @@ var twoGuestNet = [2]proto.Net{
 // twoGuestMAC are the guests' MAC addresses (52:54:00 is QEMU's prefix).
 var twoGuestMAC = [2]string{"52:54:00:4e:00:01", "52:54:00:4e:00:02"}
 
-func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (int, error) {
+func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string, siw bool) (int, error) {
 	runDir, err := os.MkdirTemp("", "rxelab-")
 	if err == nil && len(runDir) > 90 {
 		// Unix socket paths are limited to 108 bytes.
@@ -295,7 +311,7 @@ func (e *env) boot(ctx context.Context, cfg Config, k *kernel, initrd string) (i
 	}
 	reqA := proto.Command{
 		Args: cfg.Args, Dir: cfg.Dir, Env: cfg.Env,
-		Root: "hostroot", Shares: shares, Verbose: cfg.Verbose,
+		Root: "hostroot", Shares: shares, Verbose: cfg.Verbose, Siw: siw,
 	}
 	reqB := reqA
 	reqB.Args = nil

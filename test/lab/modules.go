@@ -17,11 +17,21 @@ import (
 // CM topology, the RDMA stack, and crc32_generic: rxe asks the crypto API for
 // "crc32" (kernel: drivers/infiniband/sw/rxe/rxe_icrc.c rxe_icrc_init,
 // crypto_alloc_shash("crc32")), and `rdma link add` fails with ENOENT
-// without it.
+// without it. libcrc32c is for siw.ko, which the lab builds (siw.go): its
+// depends= names ib_core and libcrc32c (and ib_uverbs on 6.12).
 var guestModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p", "virtio_net", "veth",
-	"crc32_generic", "ib_uverbs", "rdma_ucm", "rdma_rxe",
+	"crc32_generic", "ib_uverbs", "rdma_ucm", "rdma_rxe", "libcrc32c",
 }
+
+// softdepAliases names the module behind an alias that a soft dependency
+// names instead of a module, where the dependency must be loaded first:
+// libcrc32c's "softdep=pre: crc32c" is an alias, and libcrc32c fails to
+// load with ENOENT unless some module already provides crc32c (kernel:
+// lib/libcrc32c.c libcrc32c_mod_init, crypto_alloc_shash("crc32c")); siw
+// asks for it too (drivers/infiniband/sw/siw/siw_main.c siw_init_module).
+// Debian's packages ship no modules.alias to look aliases up in.
+var softdepAliases = map[string]string{"crc32c": "crc32c_generic"}
 
 // module is a kernel module ready for init_module(2).
 type module struct {
@@ -112,6 +122,9 @@ func (t *moduleTree) resolve(roots []string) ([]module, error) {
 		}
 		var deps []string
 		need := func(d string, soft bool) error {
+			if m, ok := softdepAliases[d]; ok && soft && t.paths[d] == "" {
+				d = m
+			}
 			if err := visit(d, name, soft); err != nil {
 				return err
 			}

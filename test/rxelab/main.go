@@ -37,13 +37,15 @@ func run() int {
 	verbose := fs.Bool("v", false, "show the kernel console and progress on stderr")
 	inPeer := fs.Bool("peer", false, "inside the primary guest of the two-guest lab: run CMD in the peer guest")
 	powerOff := fs.Bool("poweroff-peer", false, "inside the primary guest of the two-guest lab: power the peer guest off at once")
+	noSiw := fs.Bool("no-siw", false, "boot without siw (soft-iWARP): no siw.ko build, no siw1/siw2 (amd64 only; arm64 guests never have siw)")
 	guests := fs.Int("guests", 1, "1, or 2: a peer VM joined by a network of their own (see package test/lab/peer)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12] [-arch amd64|arm64] [-guests 1|2] [-timeout 10m] [-v] [--] CMD [ARGS...]\n"+
 			"       rxelab -peer [--] CMD [ARGS...]    (in the primary guest)\n"+
 			"       rxelab -poweroff-peer              (in the primary guest)\n\n"+
 			"Runs CMD as root in a QEMU VM with a Debian kernel and rdma_rxe devices\n"+
-			"(rxe0 on lo, rxe1/rxe2 on the veth pair veth0/veth1); with -guests 2 also\n"+
+			"(rxe0 on lo, rxe1/rxe2 on the veth pair veth0/veth1) and, on amd64, siw\n"+
+			"devices built by the lab (siw1/siw2 on veth2/veth3); with -guests 2 also\n"+
 			"rxe_a on eth0 (10.78.0.1), joined to a peer VM's rxe_b (10.78.0.2).\n"+
 			"Cache in %s.\n\n", lab.DefaultCacheDir())
 		fs.PrintDefaults()
@@ -83,6 +85,7 @@ func run() int {
 		BootTimeout: *bootTimeout,
 		Verbose:     *verbose,
 		Guests:      *guests,
+		NoSiw:       *noSiw,
 		Args:        fs.Args(),
 		Signals:     sigs,
 	})

@@ -84,9 +84,10 @@ func runLab(t *testing.T, env []string, args ...string) result {
 }
 
 // TestKernels boots both series; the guest must run the right kernel and
-// have the three rxe devices, their IPv4-mapped GIDs and the lab's
-// environment. The 6.12 run takes the series from GOVERBS_LAB_KERNEL, the
-// 6.1 run from the flag, which must win over the variable.
+// have the three rxe devices, their IPv4-mapped GIDs, the two siw devices
+// and the lab's environment. The 6.12 run takes the series from
+// GOVERBS_LAB_KERNEL, the 6.1 run from the flag, which must win over the
+// variable.
 func TestKernels(t *testing.T) {
 	needLab(t)
 	wd, err := os.Getwd()
@@ -95,7 +96,7 @@ func TestKernels(t *testing.T) {
 echo "devices: $(ls /sys/class/infiniband | tr '\n' ' ')"
 ibv_devices
 for d in rxe0 rxe1 rxe2; do echo "gid1 $d $(cat /sys/class/infiniband/$d/ports/1/gids/1)"; done
-echo "env: $GOVERBS_LAB|$GOVERBS_LAB_KERNEL|$GOVERBS_LAB_LO_DEV|$GOVERBS_LAB_VETH"
+echo "env: $GOVERBS_LAB|$GOVERBS_LAB_KERNEL|$GOVERBS_LAB_LO_DEV|$GOVERBS_LAB_VETH|$GOVERBS_LAB_SIW"
 echo "cwd: $(pwd)"
 echo "uid: $(id -u)"`
 	for _, tc := range []struct {
@@ -113,19 +114,100 @@ echo "uid: $(id -u)"`
 			lines := strings.Split(r.stdout, "\n")
 			release := lines[0]
 			require.True(t, strings.HasPrefix(release, tc.series+"."), "guest runs %q, want series %s", release, tc.series)
-			require.Contains(t, r.stdout, "devices: rxe0 rxe1 rxe2 \n")
-			for _, d := range []string{"rxe0", "rxe1", "rxe2"} {
+			require.Contains(t, r.stdout, "devices: rxe0 rxe1 rxe2 siw1 siw2 \n")
+			for _, d := range []string{"rxe0", "rxe1", "rxe2", "siw1", "siw2"} {
 				require.Regexp(t, `(?m)^\s+`+d+`\s+[0-9a-f]{16}$`, r.stdout, "ibv_devices must list %s", d)
 			}
 			require.Contains(t, r.stdout, "gid1 rxe0 0000:0000:0000:0000:0000:ffff:7f00:0001\n")
 			require.Contains(t, r.stdout, "gid1 rxe1 0000:0000:0000:0000:0000:ffff:0a4d:0001\n")
 			require.Contains(t, r.stdout, "gid1 rxe2 0000:0000:0000:0000:0000:ffff:0a4d:0002\n")
-			require.Contains(t, r.stdout, "env: 1|"+release+"|rxe0|rxe1:veth0:10.77.0.1,rxe2:veth1:10.77.0.2\n")
+			require.Contains(t, r.stdout, "env: 1|"+release+"|rxe0|rxe1:veth0:10.77.0.1,rxe2:veth1:10.77.0.2|siw1:veth2:10.79.0.1,siw2:veth3:10.79.0.2\n")
 			require.Contains(t, r.stdout, "cwd: "+wd+"\n")
 			require.Contains(t, r.stdout, "uid: 0\n")
 			require.NotContains(t, r.stdout, "lab-init", "kernel console leaked into stdout")
 		})
 	}
+}
+
+// TestSiw: on both series the lab builds siw.ko (soft-iWARP) for the
+// booted kernel and loads it, which taints the kernel (out of tree and
+// unsigned), and siw1/siw2 sit on veth2/veth3 after the rxe devices.
+// rdma-core's own C programs run over siw through the iWARP CM: rping with
+// verified data, and perftest's ib_write_bw -R. In one guest the client
+// reaches the server's address over the local route, so the CM puts both
+// ends on the server's device (siw1), which ib_write_bw -R reports on both
+// sides. With -no-siw the guest has rxe only.
+func TestSiw(t *testing.T) {
+	needLab(t)
+	script := `set -e
+echo "taint: $(cat /proc/sys/kernel/tainted)"
+echo "devices: $(ls /sys/class/infiniband | tr '\n' ' ')"
+echo "env: $GOVERBS_LAB_SIW"
+for d in siw1 siw2; do
+	echo "$d: $(cat /sys/class/infiniband/$d/node_type) $(cat /sys/class/infiniband/$d/ports/1/state) $(ibv_devinfo -d $d | grep -o 'transport:.*')"
+done
+timeout 120 rping -s -a 10.79.0.1 -C 3 -v -V > "$1/rping-server" 2>&1 & server=$!
+# The client is refused until the server listens; try again.
+ok=
+for i in $(seq 30); do
+	if timeout 60 rping -c -a 10.79.0.1 -C 3 -v -V > "$1/rping-client" 2>&1; then ok=1; break; fi
+	sleep 1
+done
+wait $server && echo "rping server status 0"
+[ -n "$ok" ] && echo "rping client status 0"
+timeout 120 ib_write_bw -R -d siw1 -n 200 > "$1/bw-server" 2>&1 & server=$!
+ok=
+for i in $(seq 30); do
+	if timeout 60 ib_write_bw -R -d siw1 -n 200 10.79.0.1 > "$1/bw-client" 2>&1; then ok=1; break; fi
+	sleep 1
+done
+wait $server && echo "ib_write_bw server status 0"
+[ -n "$ok" ] && echo "ib_write_bw client status 0"`
+	for _, series := range []string{"6.1", "6.12"} {
+		t.Run(series, func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			r := runLab(t, nil, "-kernel", series, "--", "sh", "-c", script, "sh", tmp)
+			file := func(name string) string {
+				b, _ := os.ReadFile(filepath.Join(tmp, name))
+				return string(b)
+			}
+			all := fmt.Sprintf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			for _, f := range []string{"rping-server", "rping-client", "bw-server", "bw-client"} {
+				all += fmt.Sprintf("\n%s:\n%s", f, file(f))
+			}
+			require.Equal(t, 0, r.code, "%s", all)
+			// TAINT_OOT_MODULE (12) and TAINT_UNSIGNED_MODULE (13).
+			m := regexp.MustCompile(`taint: (\d+)\n`).FindStringSubmatch(r.stdout)
+			require.NotNil(t, m, "%s", all)
+			taint, _ := strconv.Atoi(m[1])
+			require.Equal(t, 3<<12, taint&(3<<12), "taint %d: siw.ko should mark the kernel out-of-tree and unsigned", taint)
+			require.Contains(t, r.stdout, "devices: rxe0 rxe1 rxe2 siw1 siw2 \n")
+			require.Contains(t, r.stdout, "env: siw1:veth2:10.79.0.1,siw2:veth3:10.79.0.2\n")
+			for _, d := range []string{"siw1", "siw2"} {
+				require.Contains(t, r.stdout, d+": 4: RNIC 4: ACTIVE transport:\t\t\tiWARP (1)\n", "%s", all)
+			}
+			require.Contains(t, r.stdout, "rping server status 0\nrping client status 0\n", "%s", all)
+			for i, data := range []string{"ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr", "BCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrs", "CDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrst"} {
+				require.Contains(t, file("rping-server"), fmt.Sprintf("server ping data: rdma-ping-%d: %s\n", i, data), "%s", all)
+				require.Contains(t, file("rping-client"), fmt.Sprintf("ping data: rdma-ping-%d: %s\n", i, data), "%s", all)
+			}
+			require.Contains(t, r.stdout, "ib_write_bw server status 0\nib_write_bw client status 0\n", "%s", all)
+			// With -R perftest reports the device the CM chose.
+			for _, f := range []string{"bw-server", "bw-client"} {
+				require.Regexp(t, `Device\s+: siw1\b`, file(f), "%s", all)
+				require.Regexp(t, `Transport type : IW\b`, file(f), "%s", all)
+				require.Regexp(t, `(?m)^\s*65536\s+200\s+\d`, file(f), "ib_write_bw printed no result row; %s", all)
+			}
+		})
+	}
+	t.Run("no-siw", func(t *testing.T) {
+		t.Parallel()
+		r := runLab(t, nil, "-kernel", "6.1", "-no-siw", "--", "sh", "-c",
+			`echo "devices: $(ls /sys/class/infiniband | tr '\n' ' ')"; echo "env: ${GOVERBS_LAB_SIW-unset}"`)
+		require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+		require.Contains(t, r.stdout, "devices: rxe0 rxe1 rxe2 \nenv: unset\n")
+	})
 }
 
 // TestOutput checks that stdout and stderr come back separately and

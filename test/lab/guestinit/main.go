@@ -101,6 +101,11 @@ func run() error {
 	if err := topology(req.Net); err != nil {
 		return err
 	}
+	if req.Siw {
+		if err := siwTopology(); err != nil {
+			return err
+		}
+	}
 	logf("topology ready")
 	release := kernelRelease()
 	if req.Net != nil && req.Net.Role == proto.RolePeer {
@@ -111,7 +116,7 @@ func run() error {
 			return err
 		}
 	}
-	st := execute(0, req, labEnv(req.Net, release), mainSignals, proto.Started{Kernel: release})
+	st := execute(0, req, labEnv(req.Net, req.Siw, release), mainSignals, proto.Started{Kernel: release})
 	logf("command finished: code %d", st.Code)
 	if err := host.SendJSON(proto.Exit, 0, st); err != nil {
 		return err
@@ -299,7 +304,7 @@ func topology(n *proto.Net) error {
 	}
 	for _, l := range all {
 		l := l
-		steps = append(steps, func() error { return rdmaLinkAdd(l.dev, l.netdev) })
+		steps = append(steps, func() error { return rdmaLinkAdd(l.dev, "rxe", l.netdev) })
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -335,6 +340,58 @@ func topology(n *proto.Net) error {
 	return nil
 }
 
+// siwLinks are the siw devices (when the host loaded siw.ko), on a veth
+// pair of their own. Not beside rxe1/rxe2 on veth0/veth1: the RDMA CM binds
+// an address to the first device, in the order devices were added, whose
+// port has a GID for it (kernel: drivers/infiniband/core/cma.c
+// cma_acquire_dev_by_src_ip, cma_validate_port), so with rxe1 and siw1 on
+// one netdev every CM id on 10.77.0.1 would go to rxe1 and siw1 could not be
+// reached through the CM (docs/testing.md §1).
+var siwLinks = []struct{ dev, netdev, ip string }{
+	{"siw1", "veth2", "10.79.0.1"},
+	{"siw2", "veth3", "10.79.0.2"},
+}
+
+// siwTopology adds the veth pair veth2/veth3 and siw1/siw2 on it, after
+// the rxe devices, so that rxe0 stays the first device (tests and programs
+// that take "the first device" get rxe).
+func siwTopology() error {
+	if err := addVeth(siwLinks[0].netdev, siwLinks[1].netdev); err != nil {
+		return err
+	}
+	for _, l := range siwLinks {
+		if err := addAddr(l.netdev, l.ip, 24); err != nil {
+			return err
+		}
+		if err := linkUp(l.netdev); err != nil {
+			return err
+		}
+	}
+	for _, l := range siwLinks {
+		if err := rdmaLinkAdd(l.dev, "siw", l.netdev); err != nil {
+			return err
+		}
+	}
+	// siw's port follows its netdev's state (kernel:
+	// drivers/infiniband/sw/siw/siw_main.c siw_netdev_event); wait for
+	// IB_PORT_ACTIVE (4).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, l := range siwLinks {
+		for {
+			b, _ := os.ReadFile(filepath.Join("/sys/class/infiniband", l.dev, "ports/1/state"))
+			if strings.HasPrefix(string(b), "4:") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s on %s is not ACTIVE (port state %q)", l.dev, l.netdev, strings.TrimSpace(string(b)))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	logf("siw links added")
+	return nil
+}
+
 // mappedGID renders ::ffff:a.b.c.d the way sysfs prints GIDs
 // (eight groups of four hex digits).
 func mappedGID(ip string) string {
@@ -357,7 +414,7 @@ func hasGID(dev, want string) bool {
 }
 
 // labEnv is the lab's part of the command's environment (see proto.Env*).
-func labEnv(n *proto.Net, release string) []string {
+func labEnv(n *proto.Net, siw bool, release string) []string {
 	var veth []string
 	for _, l := range links[1:] {
 		veth = append(veth, l.dev+":"+l.netdev+":"+l.ip)
@@ -368,6 +425,13 @@ func labEnv(n *proto.Net, release string) []string {
 		proto.EnvKernel + "=" + release,
 		proto.EnvLoDev + "=" + links[0].dev,
 		proto.EnvVeth + "=" + strings.Join(veth, ","),
+	}
+	if siw {
+		var s []string
+		for _, l := range siwLinks {
+			s = append(s, l.dev+":"+l.netdev+":"+l.ip)
+		}
+		env = append(env, proto.EnvSiw+"="+strings.Join(s, ","))
 	}
 	if n != nil {
 		env = append(env,
@@ -571,7 +635,7 @@ func startPeerCommand(ch uint32) func(proto.Frame) {
 					return
 				}
 				go func() {
-					st := execute(ch, req, labEnv(peerReq.Net, peerRelease), signals, proto.Started{Kernel: peerRelease})
+					st := execute(ch, req, labEnv(peerReq.Net, peerReq.Siw, peerRelease), signals, proto.Started{Kernel: peerRelease})
 					setRoute(ch, nil)
 					_ = host.SendJSON(proto.Exit, ch, st)
 				}()
@@ -814,11 +878,11 @@ func addAddr(dev, ip string, prefix byte) error {
 	return nil
 }
 
-// rdmaLinkAdd is `rdma link add DEV type rxe netdev NETDEV`:
+// rdmaLinkAdd is `rdma link add DEV type TYPE netdev NETDEV`:
 // RDMA_NL_GET_TYPE(RDMA_NL_NLDEV=5, RDMA_NLDEV_CMD_NEWLINK=3) with
 // RDMA_NLDEV_ATTR_DEV_NAME (2), _LINK_TYPE (65) and _NDEV_NAME (51)
 // (rdma/rdma_netlink.h).
-func rdmaLinkAdd(dev, netdev string) error {
+func rdmaLinkAdd(dev, typ, netdev string) error {
 	const (
 		netlinkRDMA  = 20
 		nldevNewlink = 5<<10 + 3
@@ -828,10 +892,10 @@ func rdmaLinkAdd(dev, netdev string) error {
 	)
 	m := newNLMsg(nldevNewlink, 0)
 	m.str(attrDevName, dev)
-	m.str(attrLinkType, "rxe")
+	m.str(attrLinkType, typ)
 	m.str(attrNdevName, netdev)
 	if err := nlDo(netlinkRDMA, m); err != nil {
-		return fmt.Errorf("rdma link add %s type rxe netdev %s: %w", dev, netdev, err)
+		return fmt.Errorf("rdma link add %s type %s netdev %s: %w", dev, typ, netdev, err)
 	}
 	return nil
 }

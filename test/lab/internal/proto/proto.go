@@ -74,6 +74,7 @@ type Command struct {
 	Shares  []Share
 	Verbose bool
 	Net     *Net `json:",omitempty"` // the two-guest network; nil with one guest
+	Siw     bool `json:",omitempty"` // siw.ko is loaded: add the siw devices (SiwLinks)
 }
 
 // Started is the body of a Begin frame.
@@ -102,6 +103,7 @@ const (
 	EnvPeerDev   = "GOVERBS_LAB_PEER_DEV"   // the other guest's rxe device
 	EnvPeerAddr  = "GOVERBS_LAB_PEER_ADDR"  // the other guest's IPv4 address
 	EnvPeerSock  = "GOVERBS_LAB_PEER_SOCK"  // primary only: /init's Unix socket for peer requests
+	EnvSiw       = "GOVERBS_LAB_SIW"        // siw devices: dev:netdev:ipv4,dev:netdev:ipv4 (unset without siw)
 )
 
 // PeerSock is where the primary guest's /init listens for peer requests.
