@@ -87,7 +87,7 @@ func waitWC(ctx context.Context, c *Conn) (uverbs.WC, error) {
 
 func TestDialListen(t *testing.T) { testutil.EachLabPair(t, testDialListen) }
 
-func testDialListen(t *testing.T, p testutil.LabDevices) {
+func testDialListen(t *testing.T, p testutil.LabPair) {
 	srvAddr := netip.MustParseAddr(p.Ends[0].Addr)
 	ctx := testCtx(t)
 	var logs bytes.Buffer

@@ -151,7 +151,10 @@ func TestMRCloseOnlyRefusedByItsOwnWork(t *testing.T) {
 // Queue sizes beyond the device's limits are refused before the command,
 // with the limit named and EINVAL as the kernel would answer.
 func TestQueueSizesBeyondDeviceLimits(t *testing.T) {
-	e := newVerbsEnv(t)
+	eachLabDevice(t, testQueueSizesBeyondDeviceLimits)
+}
+
+func testQueueSizesBeyondDeviceLimits(t *testing.T, e *verbsEnv) {
 	attr, err := e.ctx.Query()
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +198,9 @@ func TestQueueSizesBeyondDeviceLimits(t *testing.T) {
 }
 
 // CompChannel.FD says -1 once closed, never a number that may be reused.
-func TestCompChannelFDAfterClose(t *testing.T) {
-	e := newVerbsEnv(t)
+func TestCompChannelFDAfterClose(t *testing.T) { eachLabDevice(t, testCompChannelFDAfterClose) }
+
+func testCompChannelFDAfterClose(t *testing.T, e *verbsEnv) {
 	ch, err := e.ctx.NewCompChannel()
 	if err != nil {
 		t.Fatal(err)
