@@ -278,6 +278,12 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
 		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
 	})
+	if errors.Is(err, unix.ECONNREFUSED) {
+		// siw makes the TCP connection in the CONNECT command itself
+		// (kernel: siw_cm.c siw_connect), so nothing listening fails
+		// the command rather than coming as a REJECTED event.
+		return Event{}, &RejectError{Op: op, Reason: RejectInvalidServiceID}
+	}
 	if err != nil {
 		return Event{}, err
 	}
