@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/internal/testutil"
 )
 
 // uverbsFDs counts this process's descriptors open on a uverbs device.
@@ -47,7 +46,10 @@ func stillOpen() int {
 // of QPs that may copy inline data hold weak pointers), so the GC safety
 // net closes its descriptor and unmaps the rings.
 func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
-	name := testutil.LoopbackDevice(t)
+	eachLabDeviceName(t, testContextDroppedWithoutCloseIsCollected)
+}
+
+func testContextDroppedWithoutCloseIsCollected(t *testing.T, name string) {
 	runtime.GC()
 	fds, open := uverbsFDs(t), stillOpen()
 	func() {

@@ -51,6 +51,15 @@ func eachLabDevice(t *testing.T, f func(t *testing.T, e *verbsEnv)) {
 	}
 }
 
+// eachLabDeviceName is eachLabDevice for tests that open the device
+// themselves: f gets its name.
+func eachLabDeviceName(t *testing.T, f func(t *testing.T, name string)) {
+	t.Helper()
+	for _, d := range testutil.LabDevices(t) {
+		t.Run(d.Kind, func(t *testing.T) { f(t, d.Name) })
+	}
+}
+
 // newVerbsEnvOn opens device d and allocates a PD. On rxe the QPs talk to
 // each other through GID ::ffff:127.0.0.1; an iWARP device connects only
 // through the RDMA CM, so its environment has no GID for that.
@@ -809,9 +818,10 @@ func TestVerbsCQResize(t *testing.T) {
 	}
 }
 
-func TestVerbsUseAfterClose(t *testing.T) {
-	testutil.RequireRDMA(t)
-	c, err := Open(testutil.LoopbackDevice(t))
+func TestVerbsUseAfterClose(t *testing.T) { eachLabDeviceName(t, testVerbsUseAfterClose) }
+
+func testVerbsUseAfterClose(t *testing.T, name string) {
+	c, err := Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}
