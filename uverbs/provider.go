@@ -962,6 +962,18 @@ func (d cmdDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping,
 
 func (d cmdDevice) Name() string { return d.c.dev.Name }
 
+// Doorbell writes a prebuilt command under the Device's command lock, as
+// ringDoorbell does rxe's; it allocates nothing but an error.
+func (d cmdDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
+	c := d.c
+	if err := c.lockCmd(op); err != nil {
+		return err
+	}
+	err := sys.WriteDoorbell(c.fd, op, cmd, n)
+	c.mu.RUnlock()
+	return err
+}
+
 // cmdError is an error of a command a provider issued: it reaches the
 // caller as it is (an *OpError naming the command), while the provider's
 // own errors are wrapped in one naming the verb (providerError).
