@@ -289,13 +289,13 @@ func (cq *CQ) Resize(n int) error {
 	if err := cq.ctx.checkCQDepth(n); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if c := cq.ctx; c.drv != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil {
+	if cq.q == nil && cq.drv == nil {
 		return cq.unusable(op)
+	}
+	if c := cq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	m, q, switched, err := rxe.ResizeCQ(cmdDevice{cq.ctx}, op, cq.handle, n)
 	if !switched {
@@ -485,13 +485,13 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if c := srq.ctx; c.drv != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.rq == nil {
+	if srq.gone() {
 		return closedErr(op)
+	}
+	if c := srq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	// rxe writes the new ring's mmap info through a user pointer passed as
 	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
