@@ -276,6 +276,17 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 		}
 		return e, err
 	}
+	if id.isIWARP() {
+		// The iWARP CM makes no CONNECT_RESPONSE: the kernel's iw_cm
+		// moves the QP to RTS itself once the MPA exchange is done, and
+		// reports ESTABLISHED (kernel: core/cma.c cma_iw_handler;
+		// rdma-core: librdmacm/cma.c takes that event as it comes).
+		e, err := id.expect(ctx, op, EventEstablished)
+		if err != nil {
+			return e, err
+		}
+		return e, id.locked(op, id.establishedIWARPLocked)
+	}
 	e, err := id.expect(ctx, op, EventConnectResponse)
 	if err != nil {
 		return e, err
@@ -300,7 +311,7 @@ func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
 	if len(data) > limit {
 		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(data), limit, unix.EINVAL)}
 	}
-	return id.locked(op, func() error {
+	err := id.locked(op, func() error {
 		if id.ps == PortSpaceTCP && id.qp == nil {
 			return &sys.OpError{Op: op, Err: fmt.Errorf("%s has no QP: call CreateQP first: %w", id, unix.EINVAL)}
 		}
@@ -313,6 +324,13 @@ func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
 			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
 		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
 	})
+	if errors.Is(err, unix.ECONNREFUSED) {
+		// siw makes the TCP connection in the CONNECT command itself
+		// (kernel: siw_cm.c siw_connect), so nothing listening fails
+		// the command rather than coming as a REJECTED event.
+		return &RejectError{Op: op, Reason: RejectInvalidServiceID}
+	}
+	return err
 }
 
 // completeConnectLocked is librdmacm's ucma_process_conn_resp: INIT again
@@ -394,7 +412,46 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	if err != nil || id.ps == PortSpaceUDP {
 		return err
 	}
-	return id.awaitEstablished(ctx, op)
+	if err := id.awaitEstablished(ctx, op); err != nil {
+		return err
+	}
+	if id.isIWARP() {
+		return id.locked(op, id.establishedIWARPLocked)
+	}
+	return nil
+}
+
+// isIWARP reports whether the ID's device is iWARP (siw; iWARP
+// hardware): its QPs are connected by the kernel's iw_cm, which moves
+// them to RTS itself (kernel: core/iwcm.c). id.dev is set once, before
+// a connection is made.
+func (id *ID) isIWARP() bool {
+	return id.dev != nil && id.dev.Transport() == uverbs.TransportIWARP
+}
+
+// establishedIWARPLocked takes an iWARP connection as established: the
+// kernel moved the QP to RTS (RTR and RTS from INIT_QP_ATTR carry no state
+// on iWARP: kernel core/iwcm.c iwcm_init_qp_rts_attr), so the QP's state
+// is read back from the kernel, which lets the QP post. Where the kernel
+// does not report it (siw in 6.1: siw_verbs.c siw_query_qp leaves it
+// unset, and uverbs keeps its own record, INIT), the move to RTS is made
+// again from here: RTS to RTS changes nothing (kernel: siw_qp.c
+// siw_qp_nextstate_from_rts), and it records RTS.
+func (id *ID) establishedIWARPLocked() error {
+	if qp := id.qp; qp != nil {
+		a, err := qp.Query(uverbs.QPAttrState)
+		if err != nil {
+			return err
+		}
+		if a.State != uverbs.QPStateRTS {
+			if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState); err != nil {
+				return err
+			}
+		}
+		id.log("QP %#x is in %v (moved by the iWARP CM; the kernel reported %v)", qp.QPN(), qp.State(), a.State)
+	}
+	id.state = stateConnected
+	return nil
 }
 
 func checkAcceptData(op string, ps PortSpace, data []byte) error {

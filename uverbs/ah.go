@@ -43,6 +43,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
+	if err := pd.ctx.requireAH(op); err != nil {
+		return nil, err
+	}
 	if attr.Port == 0 {
 		attr.Port = 1
 	}
@@ -77,6 +80,9 @@ func (pd *PD) CreateAHForIP(port uint8, ip netip.Addr) (*AH, error) {
 	const op = "create_ah"
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	if err := pd.ctx.requireAH(op); err != nil {
+		return nil, err
 	}
 	if !ip.IsValid() {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("no destination IP address given (the zero netip.Addr)")}
@@ -207,6 +213,9 @@ func (pd *PD) CreateAHFromWC(port uint8, wc *WC, grh []byte) (*AH, error) {
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
+	if err := pd.ctx.requireAH(op); err != nil {
+		return nil, err
+	}
 	src, dst, err := SenderIP(wc, grh)
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
@@ -216,4 +225,15 @@ func (pd *PD) CreateAHFromWC(port uint8, wc *WC, grh []byte) (*AH, error) {
 		return nil, &OpError{Op: op, Err: err}
 	}
 	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: uint8(idx), HopLimit: 64, Port: port})
+}
+
+// requireAH refuses address handles on an iWARP device (siw): iWARP has
+// only RC QPs, connected through the RDMA CM, and no UD, which is what
+// address handles are for (kernel: siw_verbs.c siw_create_qp takes RC
+// only).
+func (c *Device) requireAH(op string) error {
+	if c.dev.Transport() == TransportIWARP {
+		return &OpError{Op: op, Err: fmt.Errorf("device %s is iWARP: it has only RC QPs, connected through the RDMA CM, and no address handles (they are for UD QPs): %w", c.dev.Name, ErrNotSupported)}
+	}
+	return nil
 }

@@ -13,14 +13,17 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/siw"
 )
 
 // The provider seam. The data path (posting work requests, polling
 // completions) is driver specific: each driver shares its queues with user
-// space in its own format. Two are implemented: soft-RoCE
+// space in its own format. Three are implemented: soft-RoCE
 // (uverbs/internal/rxe), whose rings the kernel allocates and the process
-// maps, and mlx5 (uverbs/internal/mlx5), whose rings the process allocates
-// and whose doorbells are device registers (docs/mlx5.md §1). Control
+// maps, mlx5 (uverbs/internal/mlx5), whose rings the process allocates
+// and whose doorbells are device registers (docs/mlx5.md §1), and
+// soft-iWARP (uverbs/internal/siw), whose rings the kernel allocates and
+// whose elements carry their owner in a flag (docs/siw.md §3, §9). Control
 // commands (PD, MR, QP state changes) are driver-agnostic.
 //
 // What callers pass and get back is the providers' shared vocabulary,
@@ -34,7 +37,7 @@ import (
 // This file is the dispatch: every path that differs by provider is here
 // (GET_CONTEXT, create, post, poll, arm, resize, reset, the lkey scans of
 // mrusers.go, release), and the rest of the package is the same for every
-// device. A driver listed in providers (mlx5) has a provider.Context, made
+// device. A driver listed in providers (mlx5, siw) has a provider.Context, made
 // in GET_CONTEXT, which creates its CQs, QPs, SRQs and AHs; each object
 // holds its provider's object (CQ.drv, QP.drv, SRQ.drv: provider.CQ, QP,
 // SRQ), chosen once when it is created, and calls it under the locks the
@@ -84,13 +87,14 @@ type srqRing struct {
 }
 
 // requireDataPath fails with ErrNotSupported unless the device's driver has
-// a data path here (rxe, or mlx5 with its context mapped).
+// a data path here (rxe, or a driver of the providers table with its
+// context open: mlx5, siw).
 func (c *Device) requireDataPath(op string) error {
 	if c == nil {
 		return closedErr(op)
 	}
 	if c.dev.DriverID != DriverRXE && c.drv == nil {
-		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE) and mlx5 data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
+		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE), mlx5 and siw (soft-iWARP) data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	return nil
 }
@@ -287,13 +291,13 @@ func (cq *CQ) Resize(n int) error {
 	if err := cq.ctx.checkCQDepth(n); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if c := cq.ctx; c.drv != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil {
+	if cq.q == nil && cq.drv == nil {
 		return cq.unusable(op)
+	}
+	if c := cq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	m, q, switched, err := rxe.ResizeCQ(cmdDevice{cq.ctx}, op, cq.handle, n)
 	if !switched {
@@ -483,13 +487,13 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if c := srq.ctx; c.drv != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.rq == nil {
+	if srq.gone() {
 		return closedErr(op)
+	}
+	if c := srq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	// rxe writes the new ring's mmap info through a user pointer passed as
 	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
@@ -541,7 +545,8 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 //
 // A refused request gives a *PostError. A QP that is not yet in RTS gives
 // ErrQPState. A send posted on a QP in the error state completes with
-// WCFlushError.
+// WCFlushError, except on siw, which completes nothing posted in that
+// state: there the post is refused with ErrQPState (docs/siw.md §8).
 //
 // rdma-core: ibv_post_send.
 func (qp *QP) PostSend(wrs []SendWR) error {
@@ -555,7 +560,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	// checked it, so the provider checks only the room (on mlx5, called
 	// directly: mlx5.SQ.PostPlain).
 	var err error
-	if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
+	if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) == QPStateRTS && qp.plainSends(wrs) == len(wrs) {
 		var i int
 		var perr error
 		if m, ok := d.(*mlx5.QPState); ok {
@@ -608,6 +613,9 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 // producer_index store.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
 	if d := qp.drv; d != nil {
+		if qp.postRefusedInError() {
+			return qp.errPostInError(op, wrs[0].ID)
+		}
 		if i, err := d.PostSend(sendWRs(wrs), false); err != nil {
 			return qp.sendError(op, wrs, i, err)
 		}
@@ -696,6 +704,9 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 	}
 	if st := QPState(qp.state.Load()); st == QPStateReset {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
+	}
+	if qp.postRefusedInError() {
+		return qp.errPostInError(op, wrs[0].ID)
 	}
 	qp.trackRecvs(wrs)
 	if qp.drv != nil {
@@ -922,13 +933,15 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	return nil
 }
 
-// The providers driven through provider.Context (mlx5; rxe's path is
+// The providers driven through provider.Context (mlx5, siw; rxe's path is
 // written out above): their context, made in GET_CONTEXT, creates their
 // objects, which this package holds as provider.CQ, QP and SRQ values
 // (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods name.
-// Adding one is a package implementing those interfaces and a line here.
+// Adding one is a package implementing those interfaces and a line here
+// (CONTRIBUTING.md, "Adding a provider").
 var providers = map[DriverID]provider.Open{
 	DriverMLX5: mlx5.Open,
+	DriverSIW:  siw.Open,
 }
 
 // cmdDevice is a Device as a provider issues its commands and maps its
@@ -952,6 +965,18 @@ func (d cmdDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping,
 }
 
 func (d cmdDevice) Name() string { return d.c.dev.Name }
+
+// Doorbell writes a prebuilt command under the Device's command lock, as
+// ringDoorbell does rxe's; it allocates nothing but an error.
+func (d cmdDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
+	c := d.c
+	if err := c.lockCmd(op); err != nil {
+		return err
+	}
+	err := sys.WriteDoorbell(c.fd, op, cmd, n)
+	c.mu.RUnlock()
+	return err
+}
 
 // cmdError is an error of a command a provider issued: it reaches the
 // caller as it is (an *OpError naming the command), while the provider's
@@ -1168,4 +1193,42 @@ func (ah *AH) createProvider(op string, c *Device, req *abi.UverbsCreateAH) erro
 	}
 	ah.handle, ah.drv = h, d
 	return nil
+}
+
+// regMRData is the driver data REG_MR takes on the device: zeroed input
+// appended to the core command and room for the driver's response (siw:
+// provider.RegMRData), none on rxe and mlx5.
+func (c *Device) regMRData() (in, out int) {
+	if d, ok := c.drv.(provider.RegMRData); ok {
+		return d.RegMRData()
+	}
+	return 0, 0
+}
+
+// postRefusedInError reports whether posting to a QP of the device in the
+// error state must be refused: siw neither flushes work posted in the
+// error state nor, after some moves to it, what its send ring holds
+// (docs/siw.md §8), so such work would never complete, against the
+// promise that posted work always comes back as a completion. It is
+// called on the slow paths only: the fast ones take a QP in RTS.
+func (qp *QP) postRefusedInError() bool {
+	return qp.ctx.dev.DriverID == DriverSIW && QPState(qp.state.Load()) == QPStateError
+}
+
+// errPostInError is the error of a post refused by postRefusedInError.
+func (qp *QP) errPostInError(op string, id uint64) error {
+	return &PostError{Op: op, ID: id, Err: fmt.Errorf("%w: QP %#x of %s is in the error state, and siw completes nothing posted then (it flushes only when the QP changes state): poll the completions and close the QP", ErrQPState, qp.qpn, qp.ctx.dev.Name)}
+}
+
+// queriedState is the state QUERY_QP reported, as the QP's record takes
+// it. siw in kernel 6.1 does not report the state: siw_query_qp leaves
+// qp_state 0, RESET (kernel 6.1: siw_verbs.c; 6.12 fills it). So on siw a
+// RESET from the kernel keeps the record, which is RESET itself when the
+// QP is (the kernel moves a siw QP to RTS, ERROR or CLOSING, never to
+// RESET, by itself).
+func (qp *QP) queriedState(s QPState) QPState {
+	if s == QPStateReset && qp.ctx.dev.DriverID == DriverSIW {
+		return QPState(qp.state.Load())
+	}
+	return s
 }
