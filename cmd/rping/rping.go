@@ -266,7 +266,12 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 			return wc, errDisconnected
 		}
 		if wc.Status != uverbs.WCSuccess {
-			return wc, fmt.Errorf("cq completion failed status %d (%v) on work request %d", uint32(wc.Status), wc.Status, wc.ID)
+			err := fmt.Errorf("cq completion failed status %d (%v) on work request %d", uint32(wc.Status), wc.Status, wc.ID)
+			if s.peerWent(ctx, wc) {
+				s.debugf("%v: the peer went", err)
+				return wc, errDisconnected
+			}
+			return wc, err
 		}
 		switch wc.Opcode {
 		case uverbs.WCOpSend:
@@ -297,6 +302,42 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 			return wc, fmt.Errorf("got a %v completion while waiting for %v", wc.Opcode, want)
 		}
 	}
+}
+
+// peerGoneWait bounds how long a failed completion waits for the CM to
+// confirm that the peer went.
+const peerGoneWait = 5 * time.Second
+
+// peerWent tells whether the failed completion wc came from the peer going
+// away under work in flight: its status is one that a vanished peer causes
+// and the CM confirms the disconnect, now or within peerGoneWait. A process
+// that exits frees its MRs and QP with its uverbs file and disconnects with
+// its rdma_cm file, in either order. With its MRs gone first, a SEND into
+// its posted receive fails to land (kernel rxe_resp.c send_data_in:
+// RESPST_ERR_MALFORMED_WQE, answered with a remote operational error NAK,
+// which rxe_comp.c completes as IB_WC_REM_OP_ERR), and an RDMA READ or
+// WRITE fails its rkey check (rxe_resp.c check_rkey: a remote access error
+// NAK, IB_WC_REM_ACCESS_ERR); with its QP gone first, nothing answers until
+// the retries run out (IB_WC_RETRY_EXC_ERR). rping.c's
+// rping_cq_event_handler prints "cq completion failed status N" for such a
+// completion and the run exits -1, as it also does for a disconnect in the
+// middle of a ping. Here both are the peer going, which is how an endless
+// (-C 0) client stops; without the disconnect the error stands.
+func (s *session) peerWent(ctx context.Context, wc uverbs.WC) bool {
+	switch wc.Status {
+	case uverbs.WCRemoteAccessError, uverbs.WCRemoteOpError, uverbs.WCRetryExceededError:
+	default:
+		return false
+	}
+	t := time.NewTimer(peerGoneWait)
+	defer t.Stop()
+	select {
+	case <-s.conn.Done():
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // ended reports the end of the connection as rping does ("server
