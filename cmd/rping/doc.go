@@ -60,6 +60,12 @@
 //     (rping leaves them waiting).
 //   - A server refuses pings larger than its -S with a clear error (rping's
 //     RDMA READ fails with a local length error).
+//   - A peer that goes in the middle of a ping (an endless -C 0 client
+//     stopped, say) ends the run as its disconnect does, exit 0, even when
+//     the work in flight failed because its memory went first (a remote
+//     access or operation error, or retries exceeded) and the disconnect
+//     follows within 5 s. rping prints "cq completion failed status N"
+//     and exits 255.
 //   - -q (a QP moved without the CM) is not supported.
 //   - Stopped by SIGINT or SIGTERM, it closes everything and exits 130.
 //

@@ -267,8 +267,9 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 		}
 		if wc.Status != uverbs.WCSuccess {
 			err := fmt.Errorf("cq completion failed status %d (%v) on work request %d", uint32(wc.Status), wc.Status, wc.ID)
+			s.debugf("%v", err)
 			if s.peerWent(ctx, wc) {
-				s.debugf("%v: the peer went", err)
+				s.debugf("the peer went")
 				return wc, errDisconnected
 			}
 			return wc, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goverbs/rdma/internal/cmdline"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
 )
 
 // Interop with rdma-core's rping on the lab's veth pair: the server listens
@@ -493,7 +496,9 @@ func TestSourceAndDebug(t *testing.T) {
 
 // TestEndless: with -C 0 the client pings until stopped. Stopping our client
 // (SIGINT) ends rping's server normally; killing rping's client ends our
-// server normally (the kernel disconnects the dead process's connection).
+// server normally (the kernel disconnects the dead process's connection),
+// also when the kill lands mid-ping and the server's work in flight fails
+// because the client's MRs went first (TestPeerGoneMidPing).
 func TestEndless(t *testing.T) {
 	e := newEnv(t)
 	waitLines := func(t *testing.T, p *proc, n int) {
@@ -614,5 +619,82 @@ func TestRpingTeardownRace(t *testing.T) {
 		if got := rpingTeardownRace(p); got != c.want {
 			t.Errorf("%s exit %d, stderr %q: %v, want %v", c.who, c.code, c.stderr, got, c.want)
 		}
+	}
+}
+
+// TestPeerGoneMidPing: a client whose ping source is deregistered before
+// our server READs it gets that READ a remote access error (the MR closed
+// under its rkey; kernel rxe_resp.c check_rkey). A client that then
+// disconnects has gone, as a stopped client does: our server ends the run
+// as on a disconnect (exit 0, only the disconnect on stderr). A client that
+// stays connected leaves the error standing (exit 255, the failed
+// completion on stderr).
+func TestPeerGoneMidPing(t *testing.T) {
+	e := newEnv(t)
+	for _, disconnect := range []bool{true, false} {
+		name := "stays"
+		if disconnect {
+			name = "disconnects"
+		}
+		t.Run(name, func(t *testing.T) {
+			port := e.port()
+			srv := e.startOurs(t, nil, "-s", "-d", "-a", e.addr, "-p", port)
+			e.waitListening(t, srv, port)
+			o, err := parseArgs([]string{"-c", "-a", e.addr, "-p", port})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errb testutil.SyncBuffer
+			ow, ew := &cmdline.LockedWriter{W: &out}, &cmdline.LockedWriter{W: &errb}
+			conn, err := rdmacm.Resolve(e.ctx, net.JoinHostPort(e.addr, port), cmConfig(o, ow))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := newSession(e.ctx, o, "client", conn, ow, ew)
+			defer func() {
+				if err := s.close(); err != nil {
+					t.Errorf("client close: %v", err)
+				}
+			}()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := conn.Connect(e.ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.startMR.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.sendInfo(s.startMR); err != nil {
+				t.Fatal(err)
+			}
+			// The server's debug line shows the failure came before
+			// any disconnect.
+			failed := fmt.Sprintf("cq completion failed status %d (%v) on work request %d",
+				uint32(uverbs.WCRemoteAccessError), uverbs.WCRemoteAccessError, wrRDMA)
+			for !strings.Contains(srv.out.String(), failed) {
+				select {
+				case srv.code = <-srv.done:
+					t.Fatalf("server ended before its READ failed:\n%s", dump(srv))
+				case <-e.ctx.Done():
+					t.Fatalf("server printed no %q:\n%s", failed, dump(srv))
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			want, wantErr := exitOK, "server DISCONNECT EVENT...\n"
+			if disconnect {
+				if err := conn.Disconnect(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				want, wantErr = exitFailed, "rping: "+failed+"\n"
+			}
+			if code := e.wait(t, srv); code != want {
+				t.Errorf("server exit code %d, want %d:\n%s", code, want, dump(srv))
+			}
+			if got := srv.errb.String(); got != wantErr {
+				t.Errorf("server stderr %q, want %q", got, wantErr)
+			}
+		})
 	}
 }
