@@ -50,12 +50,6 @@ const (
 	// in /sys/class/infiniband_verbs/abi_version. rdma-core accepts 3..6; the
 	// extended commands used here need 6.
 	uverbsABIVersion = abi.IB_USER_VERBS_ABI_VERSION
-	// rxeABIVersion is RXE_UVERBS_ABI_VERSION (kernel: sw/rxe/rxe.h), the
-	// per-device ABI the rxe ring and udata layouts in this module follow.
-	rxeABIVersion = 2
-	// mlx5ABIVersion is the one driver ABI version libmlx5 accepts
-	// (providers/mlx5/mlx5-abi.h MLX5_UVERBS_MIN/MAX_ABI_VERSION).
-	mlx5ABIVersion = 1
 )
 
 // Where discovery looks. Tests point these at fake trees.
@@ -139,14 +133,11 @@ func checkGlobalABI() error {
 	return nil
 }
 
-// checkDriverABI refuses a device whose driver ABI differs from the one the
-// provider layouts follow (rxe and mlx5 have providers in this module).
+// checkDriverABI refuses a device whose driver ABI differs from the one its
+// provider's layouts follow (driverABIs, provider.go).
 func checkDriverABI(d *DeviceInfo) error {
-	if d.DriverID == DriverRXE && d.ABIVersion != rxeABIVersion {
-		return fmt.Errorf("device %s: rxe driver ABI %d is not supported (want %d)", d.Name, d.ABIVersion, rxeABIVersion)
-	}
-	if d.DriverID == DriverMLX5 && d.ABIVersion != mlx5ABIVersion {
-		return fmt.Errorf("device %s: mlx5 driver ABI %d is not supported (want %d)", d.Name, d.ABIVersion, mlx5ABIVersion)
+	if want, ok := driverABIs[d.DriverID]; ok && d.ABIVersion != want {
+		return fmt.Errorf("device %s: %v driver ABI %d is not supported (want %d)", d.Name, d.DriverID, d.ABIVersion, want)
 	}
 	return nil
 }

@@ -933,6 +933,17 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	return nil
 }
 
+// driverABIs are the driver ABI versions (a uverbs device's abi_version)
+// whose command and ring layouts the providers follow: rxe's
+// RXE_UVERBS_ABI_VERSION (kernel: sw/rxe/rxe.h), the one libmlx5 accepts
+// (rdma-core: providers/mlx5/mlx5-abi.h MLX5_UVERBS_MIN/MAX_ABI_VERSION),
+// siw's SIW_ABI_VERSION (rdma/siw-abi.h).
+var driverABIs = map[DriverID]int{
+	DriverRXE:  2,
+	DriverMLX5: abi.MLX5_IB_UVERBS_ABI_VERSION,
+	DriverSIW:  abi.SIW_ABI_VERSION,
+}
+
 // The providers driven through provider.Context (mlx5, siw; rxe's path is
 // written out above): their context, made in GET_CONTEXT, creates their
 // objects, which this package holds as provider.CQ, QP and SRQ values

@@ -232,7 +232,7 @@ func checkQPInit(pd *PD, init *QPInit) error {
 	switch init.Type {
 	case RC, UC, UD:
 	default:
-		return fmt.Errorf("QP type %v: rxe user QPs are RC, UC or UD", init.Type)
+		return fmt.Errorf("QP type %v: this library creates RC, UC and UD QPs (what a device supports of them, its provider checks)", init.Type)
 	}
 	if init.SendCQ == nil || init.RecvCQ == nil {
 		return fmt.Errorf("a QP needs a send CQ and a receive CQ (they may be the same)")
