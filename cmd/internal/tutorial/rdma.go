@@ -261,6 +261,15 @@ func Server(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return explain("listen on "+addr, addr, err)
 	}
+	// Bound to an address, the listener has its device: refuse a mode it
+	// cannot run before listening for clients. On a wildcard address each
+	// request is checked (serveConn).
+	if dev, _, ok := l.ID().Device(); ok {
+		if err := o.Mode.checkDevice(o.Proto, dev); err != nil {
+			l.Close()
+			return err
+		}
+	}
 	fmt.Fprintf(out, "listening on %v (--proto %s, mode %s)\n", l.Addr(), o.Proto.Name, o.Mode.Name)
 	tr.Slow("wait CONNECT_REQUEST")
 	var wg sync.WaitGroup
@@ -310,6 +319,10 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	fmt.Fprintf(out, "%v: connection request\n", peer)
 	tr.Slow("CONNECT_REQUEST from %v to %v, private data %s", peer, conn.LocalAddr(), privateText(conn.PeerPrivateData()))
 	traceBuilt(tr, conn)
+	if err := o.Mode.checkDevice(o.Proto, conn.Device().Info()); err != nil {
+		conn.ID().Reject(nil)
+		return err
+	}
 	s := o.Mode.newSession(env{
 		mode: o.Mode.Name, message: geekMessage(false, os.Getpid()), tr: tr,
 		out: func(format string, args ...any) { fmt.Fprintf(out, "%v: %s\n", peer, fmt.Sprintf(format, args...)) },
@@ -368,6 +381,9 @@ func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error
 	ep := newRDMAEndpoint(conn)
 	defer func() { err = errors.Join(err, ep.close()) }()
 	traceBuilt(tr, conn)
+	if err := o.Mode.checkDevice(o.Proto, conn.Device().Info()); err != nil {
+		return err
+	}
 	s := o.Mode.newSession(env{
 		client: true, mode: o.Mode.Name, message: o.Message, tr: tr,
 		out: func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) },
