@@ -288,6 +288,17 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 		}
 		return e, err
 	}
+	if id.isIWARP() {
+		// The iWARP CM makes no CONNECT_RESPONSE: the kernel's iw_cm
+		// moves the QP to RTS itself once the MPA exchange is done, and
+		// reports ESTABLISHED (kernel: core/cma.c cma_iw_handler;
+		// rdma-core: librdmacm/cma.c takes that event as it comes).
+		e, err := id.expect(ctx, op, EventEstablished)
+		if err != nil {
+			return e, err
+		}
+		return e, id.locked(op, id.establishedIWARPLocked)
+	}
 	e, err := id.expect(ctx, op, EventConnectResponse)
 	if err != nil {
 		return e, err
@@ -383,7 +394,37 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	if err != nil || id.ps == PortSpaceUDP {
 		return err
 	}
-	return id.awaitEstablished(ctx, op)
+	if err := id.awaitEstablished(ctx, op); err != nil {
+		return err
+	}
+	if id.isIWARP() {
+		return id.locked(op, id.establishedIWARPLocked)
+	}
+	return nil
+}
+
+// isIWARP reports whether the ID's device is iWARP (siw; iWARP
+// hardware): its QPs are connected by the kernel's iw_cm, which moves
+// them to RTS itself (kernel: core/iwcm.c). id.dev is set once, before
+// a connection is made.
+func (id *ID) isIWARP() bool {
+	return id.dev != nil && id.dev.Transport() == uverbs.TransportIWARP
+}
+
+// establishedIWARPLocked takes an iWARP connection as established: the
+// kernel moved the QP to RTS (RTR and RTS from INIT_QP_ATTR carry no state
+// on iWARP: kernel core/iwcm.c iwcm_init_qp_rts_attr), so the QP's state
+// is read back from the kernel, which lets the QP post.
+func (id *ID) establishedIWARPLocked() error {
+	if id.qp != nil {
+		a, err := id.qp.Query(uverbs.QPAttrState)
+		if err != nil {
+			return err
+		}
+		id.log("QP %#x is in %v (moved by the iWARP CM)", id.qp.QPN(), a.State)
+	}
+	id.state = stateConnected
+	return nil
 }
 
 // awaitEstablished waits for the ESTABLISHED event of an accepted request.

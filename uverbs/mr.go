@@ -150,10 +150,16 @@ func (pd *PD) RegMR(b []byte, access Access) (*MR, error) {
 		AccessFlags: uint32(access),
 	}
 	var resp abi.UverbsRegMRResp
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_REG_MR, bytesOf(&req), bytesOf(&resp)); err != nil {
+	in, out := bytesOf(&req), bytesOf(&resp)
+	if dIn, dOut := c.regMRData(); dIn+dOut > 0 {
+		in = append(append([]byte(nil), in...), make([]byte, dIn)...)
+		out = make([]byte, len(out)+dOut)
+	}
+	if err := c.write(op, abi.IB_USER_VERBS_CMD_REG_MR, in, out); err != nil {
 		pd.kids.unhold()
 		return nil, explainRegMR(err, len(b))
 	}
+	copy(bytesOf(&resp), out) // the same bytes without driver data
 	mr := &MR{
 		pd: pd, h: newHandle(), access: access,
 		handle: resp.MRHandle, lkey: resp.LKey, rkey: resp.RKey,

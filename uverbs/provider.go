@@ -13,6 +13,7 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
+	"github.com/goverbs/rdma/uverbs/internal/siw"
 )
 
 // The provider seam. The data path (posting work requests, polling
@@ -83,13 +84,14 @@ type srqRing struct {
 }
 
 // requireDataPath fails with ErrNotSupported unless the device's driver has
-// a data path here (rxe, or mlx5 with its context mapped).
+// a data path here (rxe, or a driver of the providers table with its
+// context open: mlx5, siw).
 func (c *Device) requireDataPath(op string) error {
 	if c == nil {
 		return closedErr(op)
 	}
 	if c.dev.DriverID != DriverRXE && c.drv == nil {
-		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE) and mlx5 data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
+		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE), mlx5 and siw (soft-iWARP) data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	return nil
 }
@@ -539,7 +541,8 @@ func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) 
 //
 // A refused request gives a *PostError. A QP that is not yet in RTS gives
 // ErrQPState. A send posted on a QP in the error state completes with
-// WCFlushError.
+// WCFlushError, except on siw, which completes nothing posted in that
+// state: there the post is refused with ErrQPState (docs/siw.md §8).
 //
 // rdma-core: ibv_post_send.
 func (qp *QP) PostSend(wrs []SendWR) error {
@@ -553,7 +556,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	// checked it, so the provider checks only the room (on mlx5, called
 	// directly: mlx5.SQ.PostPlain).
 	var err error
-	if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) >= QPStateRTS && qp.plainSends(wrs) == len(wrs) {
+	if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) == QPStateRTS && qp.plainSends(wrs) == len(wrs) {
 		var i int
 		var perr error
 		if m, ok := d.(*mlx5.QPState); ok {
@@ -605,6 +608,9 @@ func (qp *QP) stageSend(op string, wrs []SendWR) error {
 // producer_index store.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
 	if d := qp.drv; d != nil {
+		if qp.postRefusedInError() {
+			return qp.errPostInError(op, wrs[0].ID)
+		}
 		if i, err := d.PostSend(sendWRs(wrs), false); err != nil {
 			return qp.sendError(op, wrs, i, err)
 		}
@@ -692,6 +698,9 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 	}
 	if st := QPState(qp.state.Load()); st == QPStateReset {
 		return &PostError{Op: op, ID: wrs[0].ID, Err: fmt.Errorf("%w (QP %#x is in RESET)", ErrQPState, qp.qpn)}
+	}
+	if qp.postRefusedInError() {
+		return qp.errPostInError(op, wrs[0].ID)
 	}
 	qp.trackRecvs(wrs)
 	if qp.drv != nil {
@@ -922,9 +931,11 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 // written out above): their context, made in GET_CONTEXT, creates their
 // objects, which this package holds as provider.CQ, QP and SRQ values
 // (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods name.
-// Adding one is a package implementing those interfaces and a line here.
+// Adding one is a package implementing those interfaces and a line here
+// (CONTRIBUTING.md, "Adding a provider").
 var providers = map[DriverID]provider.Open{
 	DriverMLX5: mlx5.Open,
+	DriverSIW:  siw.Open,
 }
 
 // cmdDevice is a Device as a provider issues its commands and maps its
@@ -1162,4 +1173,29 @@ func (ah *AH) createProvider(op string, c *Device, req *abi.UverbsCreateAH) erro
 	}
 	ah.handle, ah.drv = h, d
 	return nil
+}
+
+// regMRData is the driver data REG_MR takes on the device: zeroed input
+// appended to the core command and room for the driver's response (siw:
+// provider.RegMRData), none on rxe and mlx5.
+func (c *Device) regMRData() (in, out int) {
+	if d, ok := c.drv.(provider.RegMRData); ok {
+		return d.RegMRData()
+	}
+	return 0, 0
+}
+
+// postRefusedInError reports whether posting to a QP of the device in the
+// error state must be refused: siw neither flushes work posted in the
+// error state nor, after some moves to it, what its send ring holds
+// (docs/siw.md §8), so such work would never complete, against the
+// promise that posted work always comes back as a completion. It is
+// called on the slow paths only: the fast ones take a QP in RTS.
+func (qp *QP) postRefusedInError() bool {
+	return qp.ctx.dev.DriverID == DriverSIW && QPState(qp.state.Load()) == QPStateError
+}
+
+// errPostInError is the error of a post refused by postRefusedInError.
+func (qp *QP) errPostInError(op string, id uint64) error {
+	return &PostError{Op: op, ID: id, Err: fmt.Errorf("%w: QP %#x of %s is in the error state, and siw completes nothing posted then (it flushes only when the QP changes state): poll the completions and close the QP", ErrQPState, qp.qpn, qp.ctx.dev.Name)}
 }

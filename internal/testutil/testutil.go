@@ -190,3 +190,32 @@ func RunTool(t testing.TB, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// LabDevices is one kind of device pair the lab has on a veth pair of its
+// own: Kind names it ("rxe", "siw") and the subtests of EachLabPair.
+type LabDevices struct {
+	Kind  string
+	Ends  [2]VethEnd
+	IWARP bool // connected only through the RDMA CM; RC only, no immediate data
+}
+
+// LabPairs returns every device pair the lab has for tests that go through
+// the RDMA CM: the rxe pair (VethPair) and, where the guest has it (LabSiw),
+// the siw pair.
+func LabPairs(t testing.TB) []LabDevices {
+	t.Helper()
+	out := []LabDevices{{Kind: "rxe", Ends: VethPair(t)}}
+	if ends, ok := LabSiw(); ok {
+		out = append(out, LabDevices{Kind: "siw", Ends: ends, IWARP: true})
+	}
+	return out
+}
+
+// EachLabPair runs f as a subtest named by the device kind for every pair
+// of LabPairs: a test written once runs on rxe and siw.
+func EachLabPair(t *testing.T, f func(t *testing.T, p LabDevices)) {
+	t.Helper()
+	for _, p := range LabPairs(t) {
+		t.Run(p.Kind, func(t *testing.T) { f(t, p) })
+	}
+}

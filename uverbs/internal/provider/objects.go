@@ -139,3 +139,11 @@ type SRQ interface {
 	// Release frees the ring, after DESTROY_SRQ.
 	Release()
 }
+
+// RegMRData is implemented by a Context whose driver takes driver data in
+// REG_MR (siw: 8 bytes each way, or the kernel fails the command): uverbs
+// appends in zero bytes to the core command and out bytes to its
+// response. The driver's response is not read.
+type RegMRData interface {
+	RegMRData() (in, out int)
+}

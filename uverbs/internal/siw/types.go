@@ -4,17 +4,27 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// SGE is a scatter/gather entry: Length bytes at virtual address Addr inside
-// the memory region whose local key is LKey (struct ibv_sge). struct
-// siw_sge has the same layout (checked at compile time below), so an SGE
-// list is copied into a ring element as it is.
-type SGE struct {
-	Addr   uint64
-	Length uint32
-	LKey   uint32
-}
+// The work requests and completions are the provider vocabulary uverbs
+// speaks (uverbs/internal/provider), so that a caller's requests are read
+// where they lie and completions are decoded straight into the caller's
+// slice. struct siw_sge has SGE's layout (checked at compile time below),
+// so an SGE list is copied into a ring element as it is.
+type (
+	SGE       = provider.SGE
+	SendWR    = provider.SendWR
+	RecvWR    = provider.RecvWR
+	AH        = provider.AH
+	WC        = provider.WC
+	WROpcode  = provider.WROpcode
+	SendFlags = provider.SendFlags
+	QPType    = provider.QPType
+	WCStatus  = provider.WCStatus
+	WCOpcode  = provider.WCOpcode
+	WCFlags   = provider.WCFlags
+)
 
 var (
 	_ [unsafe.Sizeof(SGE{}) - unsafe.Sizeof(abi.SiwSGE{})]byte
@@ -25,12 +35,9 @@ var (
 	_ [unsafe.Offsetof(abi.SiwSGE{}.LKey) - unsafe.Offsetof(SGE{}.LKey)]byte
 )
 
-// WROpcode is a send work-request opcode with the values of enum
-// ib_wr_opcode (rdma-core: enum ibv_wr_opcode), as the caller gives it;
-// the encoder maps it to enum siw_opcode (docs/siw.md §5). The names and
-// values are those of the provider vocabulary uverbs speaks.
-type WROpcode uint32
-
+// The opcodes (enum ib_wr_opcode, rdma-core: enum ibv_wr_opcode), as the
+// caller gives them; the encoder maps them to enum siw_opcode (docs/siw.md
+// §5).
 const (
 	OpWrite          WROpcode = 0  // IBV_WR_RDMA_WRITE
 	OpWriteImm       WROpcode = 1  // IBV_WR_RDMA_WRITE_WITH_IMM
@@ -46,9 +53,7 @@ const (
 	OpAtomicWrite    WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
 )
 
-// SendFlags are IB_SEND_* flags (enum ib_send_flags).
-type SendFlags uint32
-
+// IB_SEND_* flags (enum ib_send_flags).
 const (
 	SendFence     SendFlags = 1
 	SendSignaled  SendFlags = 2
@@ -63,86 +68,22 @@ const (
 	siwFlags = SendFlagsKnown &^ SendIPCsum
 )
 
-// AVSize and AH mirror the provider vocabulary's address handle, which
-// SendWR points at; siw has no UD QPs, so an RC request has none.
-const AVSize = 48
+// AVSize is the room of an AH's address; siw has no UD QPs, so an RC
+// request has no AH.
+const AVSize = provider.AVSize
 
-type AH struct {
-	Data [AVSize]byte
-	Num  uint32
-}
-
-// SendWR is a send work request with the fields, names and layout of
-// uverbs.SendWR, so that a caller's request can be read in place.
-type SendWR struct {
-	ID    uint64 // returned in the completion; never a Go pointer
-	Op    WROpcode
-	Flags SendFlags
-	// SGEs are the local buffers. With SendInline their bytes are copied
-	// into the ring element at post time, from the addresses in Addr: they
-	// must lie in memory the caller keeps mapped.
-	SGEs []SGE
-	// Imm is the union ex of ibv_send_wr: on siw only SEND_WITH_INV reads
-	// it, as the rkey to invalidate at the peer.
-	Imm uint32
-
-	RemoteAddr uint64 // RDMA WRITE and READ target address
-	RKey       uint32 // RDMA WRITE and READ target key
-	CompareAdd uint64 // atomics, which siw refuses
-	Swap       uint64
-
-	// The UD destination, which an RC QP must leave empty.
-	AH         *AH
-	RemoteQPN  uint32
-	RemoteQKey uint32
-}
-
-// RecvWR is a receive work request with the fields of uverbs.RecvWR.
-type RecvWR struct {
-	ID   uint64
-	SGEs []SGE
-}
-
-// QPType is a QP transport type with the kernel's values (enum ib_qp_type).
-type QPType uint8
-
+// QP types (enum ib_qp_type).
 const (
 	QPTypeRC QPType = 2
 	QPTypeUC QPType = 3
 	QPTypeUD QPType = 4
 )
 
-// WC is a work completion with the fields, names and layout of uverbs.WC.
-// Status, Opcode and Flags carry the values of enum ib_wc_status,
-// ib_wc_opcode and ib_wc_flags, mapped from siw's own (docs/siw.md §6).
-type WC struct {
-	ID        uint64
-	Status    WCStatus
-	Opcode    WCOpcode
-	VendorErr uint32 // siw's own status (enum siw_wc_status) when Status is not success
-	ByteLen   uint32
-	Imm       uint32 // always 0: iWARP has no immediate data
-	// InvalidatedRKey is valid when Flags has WCWithInvalidate.
-	InvalidatedRKey uint32
-	QPN             uint32
-	SrcQP           uint32 // always 0 (RC only)
-	Flags           WCFlags
-	PKeyIndex       uint16 // always 0
-	SLID            uint16 // always 0
-	SL              uint8  // always 0
-	DLIDPathBits    uint8  // always 0
-	Port            uint8  // always 0: the CQE does not carry it
-}
-
-// WCStatus, WCOpcode and WCFlags have the values of enum ib_wc_status,
-// ib_wc_opcode and ib_wc_flags; the constants are those siw completions
-// carry, with the names of the provider vocabulary.
-type (
-	WCStatus uint32
-	WCOpcode uint32
-	WCFlags  uint32
-)
-
+// The completion values siw completions carry (enum ib_wc_status,
+// ib_wc_opcode, ib_wc_flags), mapped from siw's own (docs/siw.md §6). A
+// WC's Imm, SrcQP, PKeyIndex, SLID, SL, DLIDPathBits and Port are always
+// 0 on siw (no immediate data, RC only, the CQE has no port); VendorErr is
+// siw's own status (enum siw_wc_status) when Status is not success.
 const (
 	WCSuccess                   WCStatus = 0
 	WCLocalLengthError          WCStatus = 1

@@ -1,0 +1,500 @@
+package siw
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
+)
+
+// The siw objects as uverbs drives them (provider.Context, CQ, QP, SRQ):
+// the create commands with siw's driver responses, the rings mapped through
+// the keys they return (docs/siw.md §2), the POST_SEND doorbell (§7), and
+// the count of what is outstanding. uverbs/provider.go registers Open.
+//
+// The kernel frees a ring element when it starts a request, and a
+// successful unsignaled send writes no completion (§3, §6), so the rings
+// cannot say what is outstanding. Each QP and SRQ counts instead: posted
+// minus completed receives, and for sends a record of each request's ID
+// and whether it is signaled, retired in order by the completions the CQ
+// polls (siw completes a QP's sends in the order they were posted:
+// siw_qp_tx.c siw_qp_sq_process, siw_qp.c siw_sq_flush).
+
+func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
+
+func pageRound(n int) int {
+	p := os.Getpagesize()
+	return (n + p - 1) &^ (p - 1)
+}
+
+// Context is siw's provider.Context. siw needs nothing for the device's
+// lifetime but its name.
+type Context struct{ name string }
+
+var (
+	_ provider.Context   = (*Context)(nil)
+	_ provider.RegMRData = (*Context)(nil)
+)
+
+// Open issues GET_CONTEXT with room for struct siw_uresp_alloc_ctx, without
+// which siw fails the command with EINVAL (kernel: siw_verbs.c
+// siw_alloc_ucontext; docs/siw.md §1); it is the provider's provider.Open.
+func Open(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provider.Context, error) {
+	var req abi.UverbsGetContext
+	var resp struct {
+		core abi.UverbsGetContextResp
+		drv  abi.SiwUrespAllocCtx
+	}
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_GET_CONTEXT, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return nil, err
+	}
+	*core = resp.core
+	return &Context{name: dev.Name()}, nil
+}
+
+// RegMRData gives REG_MR siw's driver data: struct siw_ureq_reg_mr in
+// (stag_key 0, as libsiw sends) and room for struct siw_uresp_reg_mr out,
+// without which siw fails the command with EINVAL (kernel: siw_verbs.c
+// siw_reg_user_mr; rdma-core: providers/siw/siw.c siw_reg_mr).
+func (*Context) RegMRData() (in, out int) {
+	return int(unsafe.Sizeof(abi.SiwUreqRegMR{})), int(unsafe.Sizeof(abi.SiwUrespRegMR{}))
+}
+
+// Close releases nothing: siw maps nothing per context.
+func (*Context) Close() {}
+
+// mapKey maps n bytes (rounded up to pages) at the key a create response
+// gave, refusing the key the kernel gives when it could not prepare the
+// mapping (rdma-core: providers/siw/siw.c checks SIW_INVAL_UOBJ_KEY).
+func mapKey(dev provider.Device, op string, key uint64, n int, what string) (*sys.Mapping, error) {
+	if key == abi.SIW_INVAL_UOBJ_KEY {
+		return nil, fmt.Errorf("siw (device %s) could not prepare the %s for mapping (its key is SIW_INVAL_UOBJ_KEY)", dev.Name(), what)
+	}
+	return dev.Mmap(op, int64(key), pageRound(n), what+" "+dev.Name())
+}
+
+// destroy issues a destroy command for an object made before a later step
+// failed.
+func destroy[T any](dev provider.Device, op string, cmd uint32, req *T) {
+	dev.Write(op, cmd, bytesOf(req), nil)
+}
+
+// cqState is a siw CQ: its ring and the QPs and SRQs whose completions it
+// counts. Guarded by the CQ's lock.
+type cqState struct {
+	q   *CQ
+	m   *sys.Mapping
+	qps map[uint32]*qpState // by QPN, which siw's CQEs carry (qp_id)
+}
+
+// CreateCQ issues CREATE_CQ for depth entries and maps the ring and its
+// control word: num_cqe CQEs of 32 bytes, then struct siw_cq_ctrl (kernel:
+// siw_verbs.c siw_create_cq; docs/siw.md §2).
+func (c *Context) CreateCQ(dev provider.Device, op string, core abi.UverbsCreateCQ, depth int) (provider.CQ, uint32, error) {
+	core.CQE = uint32(depth)
+	var resp struct {
+		core abi.UverbsCreateCQResp
+		drv  abi.SiwUrespCreateCQ
+	}
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&core), bytesOf(&resp)); err != nil {
+		return nil, 0, err
+	}
+	fail := func(err error) (provider.CQ, uint32, error) {
+		destroy(dev, "destroy_cq", abi.IB_USER_VERBS_CMD_DESTROY_CQ, &abi.UverbsDestroyCQ{CQHandle: resp.core.CQHandle})
+		return nil, 0, err
+	}
+	n := resp.drv.NumCQE
+	m, err := mapKey(dev, op, resp.drv.CQKey, int(n)*CQESize+CQCtrlSize, "siw cq ring")
+	if err != nil {
+		return fail(err)
+	}
+	q, err := NewCQ(m.Bytes(), n)
+	if err != nil {
+		m.Unmap()
+		return fail(err)
+	}
+	return &cqState{q: q, m: m, qps: map[uint32]*qpState{}}, resp.core.CQHandle, nil
+}
+
+// Depth is num_cqe, what libsiw reports as ibv_cq.cqe.
+func (s *cqState) Depth() int { return s.q.Size() }
+
+// Poll decodes up to len(wcs) completions and retires the requests they
+// complete.
+func (s *cqState) Poll(wcs []provider.WC) (int, error) {
+	n := s.q.Poll(wcs)
+	for i := range wcs[:n] {
+		s.retire(&wcs[i])
+	}
+	return n, nil
+}
+
+// retire counts wc as its QP's or SRQ's. A flushed completion carries the
+// opcode of its request, so the opcode tells a receive from a send
+// (docs/siw.md §6).
+func (s *cqState) retire(wc *provider.WC) {
+	q := s.qps[wc.QPN]
+	if q == nil {
+		return // the QP was closed
+	}
+	if wc.Opcode == WCOpRecv {
+		if q.srq != nil {
+			q.srq.done.Add(1)
+		} else {
+			q.recvDone.Add(1)
+		}
+		return
+	}
+	q.retireSend(wc)
+}
+
+// Pull moves every completion in the ring to pending.
+func (s *cqState) Pull(pending *[]provider.WC) {
+	var w [1]provider.WC
+	for s.q.Poll(w[:]) == 1 {
+		s.retire(&w[0])
+		*pending = append(*pending, w[0])
+	}
+}
+
+// Arm stores the CQ's control word: no command (CQ.Arm).
+func (s *cqState) Arm(solicitedOnly bool) { s.q.Arm(solicitedOnly) }
+
+// Event has nothing to count: the kernel disarms the control word itself.
+func (s *cqState) Event() {}
+
+// Attach makes the CQ count qp's completions, and with srq its receives
+// as srq's.
+func (s *cqState) Attach(qp provider.QP, srq provider.SRQ) {
+	q := qp.(*qpState)
+	if r, ok := srq.(*srqState); ok {
+		q.srq = r
+	}
+	s.qps[q.qpn] = q
+}
+
+// Detach forgets qp.
+func (s *cqState) Detach(qp provider.QP) { delete(s.qps, qp.(*qpState).qpn) }
+
+// Release unmaps the ring, after DESTROY_CQ.
+func (s *cqState) Release() { s.m.Unmap() }
+
+// qpState is a siw QP: its send ring and, without an SRQ, its receive
+// ring, the doorbell, and the counts of outstanding requests.
+type qpState struct {
+	dev    provider.Device
+	handle uint32
+	qpn    uint32
+	sq     *SQ
+	sqMap  *sys.Mapping
+	rq     *RQ // nil with an SRQ or no receive elements
+	rqMap  *sys.Mapping
+	srq    *srqState
+	caps   provider.QPCaps
+
+	// The sends posted (sent, written under the send lock) and retired
+	// (by the CQ's polls), free-running; sends[i&sendMask] records send i
+	// while it is outstanding.
+	sent, retired atomic.Uint32
+	sends         []sendRecord
+	sendMask      uint32
+
+	// The receives posted (under the receive lock) and completed (by the
+	// CQ's polls).
+	recvPosted, recvDone atomic.Uint32
+}
+
+type sendRecord struct {
+	id       uint64
+	signaled bool
+}
+
+// CreateQP checks the QP's parameters against siw's (RC only; at least one
+// send element, at most 80 bytes inline and 6 SGEs: kernel siw_verbs.c
+// siw_create_qp), issues CREATE_QP and maps the send ring and, without an
+// SRQ, the receive ring (docs/siw.md §2).
+func (c *Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreateQP, p provider.QPParams) (provider.QP, uint32, uint32, error) {
+	name := dev.Name()
+	if err := CheckQPType(p.Type, name); err != nil {
+		return nil, 0, 0, err
+	}
+	if p.MaxSendWR < 1 {
+		return nil, 0, 0, fmt.Errorf("siw (device %s) needs a send queue of at least one work request: set Cap.MaxSendWR: %w", name, syscall.EINVAL)
+	}
+	if p.MaxInline > MaxInline {
+		return nil, 0, 0, fmt.Errorf("siw (device %s) holds at most %d bytes of inline data, Cap.MaxInline is %d: %w", name, MaxInline, p.MaxInline, syscall.EINVAL)
+	}
+	if p.MaxSendSGE > MaxSGE || p.MaxRecvSGE > MaxSGE {
+		return nil, 0, 0, fmt.Errorf("siw (device %s) takes at most %d scatter/gather entries per work request, Cap asks %d send and %d receive: %w", name, MaxSGE, p.MaxSendSGE, p.MaxRecvSGE, syscall.EINVAL)
+	}
+	var resp struct {
+		core abi.UverbsCreateQPResp
+		drv  abi.SiwUrespCreateQP
+	}
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&core), bytesOf(&resp)); err != nil {
+		return nil, 0, 0, err
+	}
+	q := &qpState{dev: dev, handle: resp.core.QPHandle, qpn: resp.core.QPN}
+	fail := func(err error) (provider.QP, uint32, uint32, error) {
+		q.Release()
+		destroy(dev, "destroy_qp", abi.IB_USER_VERBS_CMD_DESTROY_QP, &abi.UverbsDestroyQP{QPHandle: q.handle})
+		return nil, 0, 0, err
+	}
+	r := resp.drv
+	inline := min(int(resp.core.MaxInlineData), MaxInline)
+	sendSGE := min(int(resp.core.MaxSendSGE), MaxSGE)
+	m, err := mapKey(dev, op, r.SQKey, int(r.NumSQE)*SQESize, "siw send ring")
+	if err != nil {
+		return fail(err)
+	}
+	q.sqMap = m
+	if q.sq, err = NewSQ(m.Bytes(), r.NumSQE, SendLimits{MaxSGE: sendSGE, MaxInline: inline, SigAll: p.SignalAll, Device: name}); err != nil {
+		return fail(err)
+	}
+	// Room for every element of the ring, and as many taken by the kernel
+	// and not yet completed (the one in progress and the READs awaiting
+	// their responses, at most the ring's size again: siw_verbs.c bounds
+	// the ORD by the queue depth).
+	size := uint32(1)
+	for size < 2*r.NumSQE {
+		size <<= 1
+	}
+	q.sends, q.sendMask = make([]sendRecord, size), size-1
+	q.caps = provider.QPCaps{MaxSendWR: int(r.NumSQE), MaxSendSGE: sendSGE, MaxInline: inline}
+	if p.SRQ == nil && r.NumRQE > 0 {
+		recvSGE := min(int(resp.core.MaxRecvSGE), MaxSGE)
+		if q.rqMap, err = mapKey(dev, op, r.RQKey, int(r.NumRQE)*RQESize, "siw receive ring"); err != nil {
+			return fail(err)
+		}
+		if q.rq, err = NewRQ(q.rqMap.Bytes(), r.NumRQE, recvSGE, name); err != nil {
+			return fail(err)
+		}
+		q.caps.MaxRecvWR, q.caps.MaxRecvSGE = int(r.NumRQE), recvSGE
+	}
+	return q, q.handle, q.qpn, nil
+}
+
+// Caps are num_sqe and num_rqe, and the SGE and inline limits CREATE_QP
+// returned.
+func (q *qpState) Caps() provider.QPCaps { return q.caps }
+
+// SendQueueSize is the send ring's size.
+func (q *qpState) SendQueueSize() int { return q.sq.Size() }
+
+// RecvQueueSize is the receive ring's size, 0 without one.
+func (q *qpState) RecvQueueSize() int {
+	if q.rq == nil {
+		return 0
+	}
+	return q.rq.Size()
+}
+
+// PostSend checks every request against siw's rules (CheckSend, also for
+// plain lists: siw refuses opcodes the shared checks take), checks the
+// room, writes the requests and rings the doorbell if the kernel's send
+// side may have gone idle (libsiw siw_post_send; docs/siw.md §7). On an
+// error before the writes nothing was posted; a refused doorbell is
+// returned after the writes, as the kernel returns it.
+func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
+	sq := q.sq
+	lim := &sq.lim
+	for i := range wrs {
+		if err := CheckSend(&wrs[i], lim); err != nil {
+			return i, err
+		}
+	}
+	sent := q.sent.Load()
+	if out := sent - q.retired.Load(); int(out)+len(wrs) > len(q.sends) {
+		return max(len(q.sends)-int(out), 0), ErrQueueFull
+	}
+	if !sq.Room(len(wrs)) {
+		i := 0
+		for i < len(wrs) && sq.Room(i+1) {
+			i++
+		}
+		return i, ErrQueueFull
+	}
+	start := sq.Next()
+	for i := range wrs {
+		// Recorded before the kernel can complete it.
+		q.sends[sent&q.sendMask] = sendRecord{id: wrs[i].ID, signaled: lim.SigAll || wrs[i].Flags&SendSignaled != 0}
+		sent++
+		q.sent.Store(sent)
+		sq.Write(&wrs[i])
+	}
+	if sq.DoorbellNeeded(start) {
+		return 0, q.doorbell()
+	}
+	return 0, nil
+}
+
+// doorbell writes POST_SEND with no work request, which makes siw process
+// the send ring (kernel: siw_verbs.c siw_post_send; rdma-core: siw.c
+// siw_db). It fails with ENOTCONN while the QP is not in RTS.
+func (q *qpState) doorbell() error {
+	req := abi.UverbsPostSend{QPHandle: q.handle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
+	var resp abi.UverbsPostSendResp
+	if err := q.dev.Write("post_send", abi.IB_USER_VERBS_CMD_POST_SEND, bytesOf(&req), bytesOf(&resp)); err != nil {
+		return fmt.Errorf("the work requests were written to the send ring but siw (device %s) refused the doorbell, so they may not run until the next one: %w", q.dev.Name(), err)
+	}
+	return nil
+}
+
+// retireSend retires the sends up to the one wc completes: the first
+// outstanding send with wc's ID, a signaled one if wc is a success (an
+// unsignaled success writes no completion). Sends before it completed
+// without a completion of their own. Called under the CQ's lock.
+func (q *qpState) retireSend(wc *provider.WC) {
+	sent, r := q.sent.Load(), q.retired.Load()
+	for i := r; i != sent; i++ {
+		s := q.sends[i&q.sendMask]
+		if s.id == wc.ID && (s.signaled || wc.Status != WCSuccess) {
+			q.retired.Store(i + 1)
+			return
+		}
+	}
+}
+
+// PostRecv checks and writes wrs into the receive ring; no system call
+// (docs/siw.md §7).
+func (q *qpState) PostRecv(wrs []provider.RecvWR) (int, error) {
+	i, err := postRecvs(q.rq, wrs)
+	q.recvPosted.Add(uint32(i))
+	return i, err
+}
+
+// postRecvs checks every receive and the room, then writes them; it
+// returns how many it wrote.
+func postRecvs(rq *RQ, wrs []provider.RecvWR) (int, error) {
+	for i := range wrs {
+		if err := rq.CheckRecv(&wrs[i]); err != nil {
+			return i, err
+		}
+	}
+	if !rq.Room(len(wrs)) {
+		i := 0
+		for i < len(wrs) && rq.Room(i+1) {
+			i++
+		}
+		return i, ErrQueueFull
+	}
+	for i := range wrs {
+		rq.Write(&wrs[i])
+	}
+	return len(wrs), nil
+}
+
+// Outstanding counts the sends and receives not completed yet. Sends
+// after the last one a completion retired are counted until a later
+// completion retires them: an unsignaled send that succeeded has no
+// completion of its own.
+func (q *qpState) Outstanding() (send, recv int) {
+	send = int(q.sent.Load() - q.retired.Load())
+	if q.rq != nil {
+		recv = int(q.recvPosted.Load() - q.recvDone.Load())
+	}
+	return send, recv
+}
+
+// UsesLKey reports whether an outstanding request may name lkey: any
+// outstanding send that the kernel has taken (its copy is no longer in the
+// ring) or that names it, and any outstanding receive the kernel has taken
+// or that names it.
+func (q *qpState) UsesLKey(lkey uint32) (used bool, send, recv int) {
+	send, recv = q.Outstanding()
+	used = send > q.sq.Pending() || q.sq.PendingUsesLKey(lkey)
+	if q.rq != nil {
+		used = used || recv > q.rq.Pending() || q.rq.PendingUsesLKey(lkey)
+	}
+	return used, send, recv
+}
+
+// Reset keeps the rings' counters: the kernel keeps its own across a
+// reset (docs/siw.md §8), and nothing is outstanding.
+func (q *qpState) Reset(sendCQ, recvCQ func(func())) {}
+
+// Release unmaps the rings, after DESTROY_QP and its CQs' Detach.
+func (q *qpState) Release() {
+	for _, m := range []*sys.Mapping{q.sqMap, q.rqMap} {
+		if m != nil {
+			m.Unmap()
+		}
+	}
+	q.sqMap, q.rqMap, q.sq, q.rq = nil, nil, nil, nil
+}
+
+// srqState is a siw SRQ: its ring and the count of posted receives.
+type srqState struct {
+	rq     *RQ
+	m      *sys.Mapping
+	maxWR  int
+	posted atomic.Uint32 // under the SRQ's lock
+	done   atomic.Uint32 // by the polls of the CQs of its QPs
+}
+
+// CreateSRQ issues CREATE_SRQ and maps the ring of num_rqe elements
+// (kernel: siw_verbs.c siw_create_srq; docs/siw.md §2).
+func (c *Context) CreateSRQ(dev provider.Device, op string, core abi.UverbsCreateSRQ, maxWR, maxSGE int) (provider.SRQ, uint32, uint32, error) {
+	if maxSGE > MaxSGE {
+		return nil, 0, 0, fmt.Errorf("siw (device %s) takes at most %d scatter/gather entries per receive, MaxSGE is %d: %w", dev.Name(), MaxSGE, maxSGE, syscall.EINVAL)
+	}
+	var resp struct {
+		core abi.UverbsCreateSRQResp
+		drv  abi.SiwUrespCreateSRQ
+	}
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&core), bytesOf(&resp)); err != nil {
+		return nil, 0, 0, err
+	}
+	fail := func(err error) (provider.SRQ, uint32, uint32, error) {
+		destroy(dev, "destroy_srq", abi.IB_USER_VERBS_CMD_DESTROY_SRQ, &abi.UverbsDestroySRQ{SRQHandle: resp.core.SRQHandle})
+		return nil, 0, 0, err
+	}
+	n := resp.drv.NumRQE
+	m, err := mapKey(dev, op, resp.drv.SRQKey, int(n)*RQESize, "siw srq ring")
+	if err != nil {
+		return fail(err)
+	}
+	rq, err := NewRQ(m.Bytes(), n, min(int(resp.core.MaxSGE), MaxSGE), dev.Name())
+	if err != nil {
+		m.Unmap()
+		return fail(err)
+	}
+	return &srqState{rq: rq, m: m, maxWR: int(n)}, resp.core.SRQHandle, resp.core.SRQN, nil
+}
+
+// MaxWR is num_rqe.
+func (s *srqState) MaxWR() int { return s.maxWR }
+
+// MaxSGE is the SGEs per receive.
+func (s *srqState) MaxSGE() int { return s.rq.MaxSGE() }
+
+// QueueSize is the ring's size.
+func (s *srqState) QueueSize() int { return s.rq.Size() }
+
+// PostRecv checks and writes wrs into the ring.
+func (s *srqState) PostRecv(wrs []provider.RecvWR) (int, error) {
+	i, err := postRecvs(s.rq, wrs)
+	s.posted.Add(uint32(i))
+	return i, err
+}
+
+// Posted counts the receives not completed yet, and reports whether one
+// may name lkey: one the kernel has not taken that names it, or one it
+// has taken (no longer in the ring) and not completed.
+func (s *srqState) Posted(lkey uint32) (n int, usesLKey bool) {
+	n = int(s.posted.Load() - s.done.Load())
+	return n, n > s.rq.Pending() || s.rq.PendingUsesLKey(lkey)
+}
+
+// Release unmaps the ring, after DESTROY_SRQ.
+func (s *srqState) Release() { s.m.Unmap() }
+
+// CreateAH refuses: siw has no UD QPs, which are what AHs are for.
+func (c *Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a provider.AHParams) (provider.AH, uint32, error) {
+	return provider.AH{}, 0, fmt.Errorf("siw (device %s) is iWARP and has only RC QPs, so it has no address handles: %w", dev.Name(), provider.ErrNotSupported)
+}
