@@ -100,6 +100,9 @@ type Conn struct {
 	// (iWARP; docs/rsocket.md §7): every message is a 4-byte SEND, and
 	// data and segments go as a plain RDMA WRITE followed by that SEND.
 	msgSend bool
+	// quiet: an accepted iWARP connection sends nothing until the first
+	// message from the client has arrived (docs/rsocket.md §7).
+	quiet bool
 	wcs     [32]uverbs.WC
 
 	// A Read, Write or shutdown that finds nothing to do sleeps on the
@@ -407,7 +410,7 @@ func (c *Conn) keepAlive(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.pollLocked() // frees the control slots of earlier keepalives
-		if c.connected && c.sseqNo == last && c.ctrlSeqno != c.ctrlMax {
+		if c.connected && !c.quiet && c.sseqNo == last && c.ctrlSeqno != c.ctrlMax {
 			c.wr[0] = uverbs.SendWR{ID: wrCtrl | ctrlKeepalive, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled}
 			c.ctrlSeqno++
 			if err := c.qp.PostSend(c.wr[:1]); err != nil {
@@ -447,6 +450,7 @@ func (c *Conn) pollLocked() {
 			if wc.ID&wrRecv != 0 {
 				if wc.Status == uverbs.WCSuccess {
 					received++
+					c.quiet = false
 					c.receivedLocked(wc)
 				}
 				continue
@@ -552,7 +556,7 @@ func (c *Conn) sentLocked(wc *uverbs.WC) {
 // (rs_give_credits, rs_send_credits).
 func (c *Conn) updateCreditsLocked() {
 	half := c.rbufSize / 2
-	if !c.connected || c.ctrlFreeLocked() < c.ctrlPerMsg() ||
+	if !c.connected || c.quiet || c.ctrlFreeLocked() < c.ctrlPerMsg() ||
 		c.rbufAvail < half && int16(c.rseqNo-c.rseqComp) < 0 {
 		return
 	}
@@ -649,7 +653,7 @@ func (c *Conn) allSentLocked() bool {
 // canSendLocked is rs_can_send: a free work request, RS_SNDLOWAT bytes of
 // send buffer, a credit, and room in the current target slot.
 func (c *Conn) canSendLocked() bool {
-	return c.sqeAvail >= c.sqePerData() && c.sbufAvail >= min(sndLowat, c.sbufSize) && c.sseqNo != c.sseqComp && c.slotLength() != 0
+	return !c.quiet && c.sqeAvail >= c.sqePerData() && c.sbufAvail >= min(sndLowat, c.sbufSize) && c.sseqNo != c.sseqComp && c.slotLength() != 0
 }
 
 // sqePerData is how many send work requests a data message takes: on

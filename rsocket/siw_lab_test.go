@@ -16,8 +16,16 @@ import (
 // that device (docs/testing.md §3). The interoperability with rdma-core's
 // rstream over siw is cmd/rstream's TestInteropRstreamSiw.
 
+// siwPair is pairAt on siw, with both sides' steps in the test's log.
 func siwPair(t *testing.T, d *Dialer, lc *ListenConfig) (client, server *Conn) {
 	t.Helper()
+	if d == nil {
+		d = &Dialer{}
+	}
+	if lc == nil {
+		lc = &ListenConfig{}
+	}
+	d.Logf, lc.Logf = t.Logf, t.Logf
 	c, s := pairAt(t, testutil.SiwPair(t)[0].Addr, d, lc)
 	for _, x := range []*Conn{c, s} {
 		if dev := x.cm.Device().Info(); !x.msgSend || dev.Transport() != uverbs.TransportIWARP {
@@ -28,7 +36,7 @@ func siwPair(t *testing.T, d *Dialer, lc *ListenConfig) (client, server *Conn) {
 }
 
 func TestSiwEcho(t *testing.T) {
-	c, s := siwPair(t, &Dialer{Options: Options{Logf: t.Logf}}, &ListenConfig{Options: Options{Logf: t.Logf}})
+	c, s := siwPair(t, nil, nil)
 	echo(t, c, s)
 }
 

@@ -66,6 +66,10 @@ func pairAt(t *testing.T, host string, d *Dialer, lc *ListenConfig) (client, ser
 	}()
 	client, err := d.Dial(ctx, "rdma", addr)
 	if err != nil {
+		cancel()
+		if r := <-acc; r.c != nil {
+			r.c.Close()
+		}
 		t.Fatal(err)
 	}
 	r := <-acc
