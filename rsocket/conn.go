@@ -103,7 +103,7 @@ type Conn struct {
 	// quiet: an accepted iWARP connection sends nothing until the first
 	// message from the client has arrived (docs/rsocket.md §7).
 	quiet bool
-	wcs     [32]uverbs.WC
+	wcs   [32]uverbs.WC
 
 	// A Read, Write or shutdown that finds nothing to do sleeps on the
 	// completion channel itself (see sleepLocked). wakeCtx, under mu, is
