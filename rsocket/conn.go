@@ -95,6 +95,7 @@ type Conn struct {
 	wr        [2]uverbs.SendWR
 	sges      [2]uverbs.SGE
 	msgSGE    [1]uverbs.SGE // msgSend: the 4-byte message of a SEND
+	wcs       [32]uverbs.WC
 
 	// msgSend is rsocket's mode for devices without immediate data
 	// (iWARP; docs/rsocket.md §7): every message is a 4-byte SEND, and
@@ -103,7 +104,6 @@ type Conn struct {
 	// quiet: an accepted iWARP connection sends nothing until the first
 	// message from the client has arrived (docs/rsocket.md §7).
 	quiet bool
-	wcs   [32]uverbs.WC
 
 	// A Read, Write or shutdown that finds nothing to do sleeps on the
 	// completion channel itself (see sleepLocked). wakeCtx, under mu, is
