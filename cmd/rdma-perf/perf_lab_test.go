@@ -167,7 +167,8 @@ func TestGoToGo(t *testing.T) {
 
 // TestInteropPerftestSiw: over siw (soft-iWARP), whose QPs connect only
 // through the CM (-R), this program against perftest's write_bw, read_bw
-// and send_bw in both roles, polling and with completion events (-e), and
+// and send_bw in both roles, polling and (read_bw, send_bw) with
+// completion events (-e), and
 // against itself for every test iWARP can run (not atomic_lat: siw has no
 // atomics). As over rxe, the client connects to the first siw end's
 // address and the CM puts both sides on that device (docs/testing.md §3).
@@ -178,6 +179,9 @@ func TestInteropPerftestSiw(t *testing.T) {
 		size int
 	}{{"write_bw", 65536}, {"read_bw", 4096}, {"send_bw", 4096}} {
 		for _, events := range []bool{false, true} {
+			if events && tc.test == "write_bw" {
+				continue // the sender polls memory: perftest and ours refuse -e
+			}
 			for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"}} {
 				args := []string{"-s", strconv.Itoa(tc.size), "-n", "200"}
 				name := fmt.Sprintf("%s_%s-server_%s-client", tc.test, roles[0], roles[1])
