@@ -261,7 +261,9 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 // channel's reader holds a connection request it has not queued yet. The
 // reader refuses the request, closes the channel's fd (the last
 // reference) and stops; it used to wait for itself for ever.
-func TestListenerCloseWhileRouting(t *testing.T) {
+func TestListenerCloseWhileRouting(t *testing.T) { eachLabPair(t, testListenerCloseWhileRouting) }
+
+func testListenerCloseWhileRouting(t *testing.T) {
 	ctx := testCtx(t)
 	before := readers()
 	hook, routing, closed := holdAt("event RDMA_CM_EVENT_CONNECT_REQUEST")
@@ -478,7 +480,9 @@ func churnServe(ctx context.Context, c *Conn) (err error) {
 // receives onto the CQ and deregisters the MRs of RegMR, so that the
 // buffer behind them can be freed at once; on a request never accepted it
 // says ErrNotConnected.
-func TestShutdown(t *testing.T) {
+func TestShutdown(t *testing.T) { eachLabPair(t, testShutdown) }
+
+func testShutdown(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	c, s := dialAccepted(ctx, t, l)

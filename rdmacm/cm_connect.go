@@ -278,6 +278,12 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
 		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
 	})
+	if errors.Is(err, unix.ECONNREFUSED) {
+		// siw makes the TCP connection in the CONNECT command itself
+		// (kernel: siw_cm.c siw_connect), so nothing listening fails
+		// the command rather than coming as a REJECTED event.
+		return Event{}, &RejectError{Op: op, Reason: RejectInvalidServiceID}
+	}
 	if err != nil {
 		return Event{}, err
 	}
@@ -414,14 +420,23 @@ func (id *ID) isIWARP() bool {
 // establishedIWARPLocked takes an iWARP connection as established: the
 // kernel moved the QP to RTS (RTR and RTS from INIT_QP_ATTR carry no state
 // on iWARP: kernel core/iwcm.c iwcm_init_qp_rts_attr), so the QP's state
-// is read back from the kernel, which lets the QP post.
+// is read back from the kernel, which lets the QP post. Where the kernel
+// does not report it (siw in 6.1: siw_verbs.c siw_query_qp leaves it
+// unset, and uverbs keeps its own record, INIT), the move to RTS is made
+// again from here: RTS to RTS changes nothing (kernel: siw_qp.c
+// siw_qp_nextstate_from_rts), and it records RTS.
 func (id *ID) establishedIWARPLocked() error {
-	if id.qp != nil {
-		a, err := id.qp.Query(uverbs.QPAttrState)
+	if qp := id.qp; qp != nil {
+		a, err := qp.Query(uverbs.QPAttrState)
 		if err != nil {
 			return err
 		}
-		id.log("QP %#x is in %v (moved by the iWARP CM)", id.qp.QPN(), a.State)
+		if a.State != uverbs.QPStateRTS {
+			if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState); err != nil {
+				return err
+			}
+		}
+		id.log("QP %#x is in %v (moved by the iWARP CM; the kernel reported %v)", qp.QPN(), qp.State(), a.State)
 	}
 	id.state = stateConnected
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,13 +14,47 @@ import (
 	"github.com/goverbs/rdma/uverbs"
 )
 
-// labAddrs returns the veth pair's two addresses: the server listens on the
-// first, the client connects from the second.
+// labAddrs returns the two addresses of the test's device pair (the rxe
+// pair, or the pair eachLabPair runs the test on): the server listens on
+// the first, the client connects from the second.
 func labAddrs(t testing.TB) (server, client netip.Addr) {
 	t.Helper()
-	ends := testutil.VethPair(t)
+	ends := labPair(t).Ends
 	return netip.MustParseAddr(ends[0].Addr), netip.MustParseAddr(ends[1].Addr)
 }
+
+// pairs holds the device pair of each subtest eachLabPair runs, by its
+// *testing.T.
+var pairs sync.Map
+
+// eachLabPair runs f as a subtest named by the device kind on every pair
+// of devices the lab has (testutil.LabPairs: rxe and, where the guest has
+// it, siw); labAddrs, labVeth and labIWARP in f give that pair. The tests
+// that do not apply to siw are listed, with the reason, in docs/testing.md
+// ("What does not apply to siw").
+func eachLabPair(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	for _, p := range testutil.LabPairs(t) {
+		t.Run(p.Kind, func(t *testing.T) {
+			pairs.Store(t, p)
+			defer pairs.Delete(t)
+			f(t)
+		})
+	}
+}
+
+// labPair is the test's device pair: the one eachLabPair gave, else the rxe
+// pair.
+func labPair(t testing.TB) testutil.LabPair {
+	t.Helper()
+	if p, ok := pairs.Load(t); ok {
+		return p.(testutil.LabPair)
+	}
+	return testutil.LabPair{Kind: "rxe", Ends: testutil.VethPair(t)}
+}
+
+// labIWARP reports whether the test runs on iWARP devices (siw).
+func labIWARP(t testing.TB) bool { return labPair(t).IWARP }
 
 // listenLab listens on the server's lab address with a port the kernel
 // picks; the listener is closed when the test ends (Close is idempotent).
@@ -85,10 +120,10 @@ func waitWC(ctx context.Context, c *Conn) (uverbs.WC, error) {
 	return wcs[0], err
 }
 
-func TestDialListen(t *testing.T) { testutil.EachLabPair(t, testDialListen) }
+func TestDialListen(t *testing.T) { eachLabPair(t, testDialListen) }
 
-func testDialListen(t *testing.T, p testutil.LabDevices) {
-	srvAddr := netip.MustParseAddr(p.Ends[0].Addr)
+func testDialListen(t *testing.T) {
+	srvAddr, _ := labAddrs(t)
 	ctx := testCtx(t)
 	var logs bytes.Buffer
 	l, err := Listen(ctx, netip.AddrPortFrom(srvAddr, 0).String(), &Config{PrivateData: []byte("accept-data")})
@@ -127,7 +162,7 @@ func testDialListen(t *testing.T, p testutil.LabDevices) {
 	// The IB CM pads private data to its message's field; MPA (iWARP)
 	// carries it as it was given.
 	reqLen, accLen := MaxConnectPrivateData, MaxAcceptPrivateData
-	if p.IWARP {
+	if labIWARP(t) {
 		reqLen, accLen = len("request-data"), len("accept-data")
 	}
 	if got := sc.PeerPrivateData(); len(got) != reqLen || !bytes.HasPrefix(got, []byte("request-data")) {
@@ -204,6 +239,6 @@ func testDialListen(t *testing.T, p testutil.LabDevices) {
 
 func errorsIsRefused(err error) bool { return errors.Is(err, ErrConnRefused) }
 
-func labVeth(t *testing.T) [2]testutil.VethEnd { return testutil.VethPair(t) }
+func labVeth(t *testing.T) [2]testutil.VethEnd { return labPair(t).Ends }
 
 func loDevice(t *testing.T) string { return testutil.LoopbackDevice(t) }

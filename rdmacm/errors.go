@@ -125,9 +125,10 @@ func (e *EventError) Is(target error) bool {
 // listens) refused the connection.
 type RejectError struct {
 	Op     string
-	Reason int // IB CM reject reason: RejectConsumerDefined, RejectInvalidServiceID, ...
+	Reason int // IB CM reject reason: RejectConsumerDefined, RejectInvalidServiceID, ... (on iWARP, eventError)
 	// PrivateData is what the peer sent with its reject, zero padded to
-	// MaxRejectPrivateData bytes (nil when the CM rejected by itself).
+	// MaxRejectPrivateData bytes by the IB CM, as sent over iWARP (nil
+	// when the CM rejected by itself).
 	PrivateData []byte
 }
 
@@ -146,10 +147,22 @@ func (e *RejectError) Is(target error) bool {
 	return target == ErrRejected || target == ErrConnRefused && e.Reason == RejectInvalidServiceID
 }
 
-// eventError turns an unwanted event into an error.
+// eventError turns an unwanted event into an error. The iWARP CM has no
+// reject reasons: its REJECTED event carries a negated errno (kernel:
+// core/cma.c cma_iw_handler), -ECONNRESET when the peer rejected (an MPA
+// reject) and -ECONNREFUSED when nothing listens (the TCP connection was
+// refused). They are given the IB CM reasons of the same meaning, so that
+// a caller tells the cases apart alike on both.
 func eventError(op string, e Event) error {
 	if e.Type == EventRejected {
-		return &RejectError{Op: op, Reason: e.Status, PrivateData: e.PrivateData}
+		reason := e.Status
+		switch e.Status {
+		case -int(syscall.ECONNRESET):
+			reason = RejectConsumerDefined
+		case -int(syscall.ECONNREFUSED):
+			reason = RejectInvalidServiceID
+		}
+		return &RejectError{Op: op, Reason: reason, PrivateData: e.PrivateData}
 	}
 	return &EventError{Op: op, Event: e.Type, Status: e.Status}
 }

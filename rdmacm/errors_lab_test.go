@@ -29,7 +29,9 @@ func within(t *testing.T, limit time.Duration, what string, f func() error) erro
 	return err
 }
 
-func TestNoListener(t *testing.T) {
+func TestNoListener(t *testing.T) { eachLabPair(t, testNoListener) }
+
+func testNoListener(t *testing.T) {
 	srv, _ := labAddrs(t)
 	ctx := testCtx(t)
 	err := within(t, 20*time.Second, "dial to a port with no listener", func() error {
@@ -46,7 +48,9 @@ func TestNoListener(t *testing.T) {
 	}
 }
 
-func TestRejectWithPrivateData(t *testing.T) {
+func TestRejectWithPrivateData(t *testing.T) { eachLabPair(t, testRejectWithPrivateData) }
+
+func testRejectWithPrivateData(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	go func() {
@@ -65,12 +69,19 @@ func TestRejectWithPrivateData(t *testing.T) {
 	if !errors.As(err, &rej) || !errors.Is(err, ErrRejected) || errors.Is(err, ErrConnRefused) {
 		t.Fatalf("dial to a listener that rejects: %v, want a *RejectError matching ErrRejected only", err)
 	}
-	if rej.Reason != RejectConsumerDefined || len(rej.PrivateData) != MaxRejectPrivateData || !bytes.HasPrefix(rej.PrivateData, []byte("go away\x00")) {
-		t.Fatalf("reject reason %d, private data %q (%d bytes); want 28 and %q zero padded to %d", rej.Reason, rej.PrivateData, len(rej.PrivateData), "go away", MaxRejectPrivateData)
+	// The IB CM pads the private data to its field, MPA (iWARP) does not.
+	want := MaxRejectPrivateData
+	if labIWARP(t) {
+		want = len("go away")
+	}
+	if rej.Reason != RejectConsumerDefined || len(rej.PrivateData) != want || !bytes.HasPrefix(rej.PrivateData, []byte("go away")) {
+		t.Fatalf("reject reason %d, private data %q (%d bytes); want 28 and %q in %d bytes", rej.Reason, rej.PrivateData, len(rej.PrivateData), "go away", want)
 	}
 }
 
-func TestAddressUnreachable(t *testing.T) {
+func TestAddressUnreachable(t *testing.T) { eachLabPair(t, testAddressUnreachable) }
+
+func testAddressUnreachable(t *testing.T) {
 	srv, _ := labAddrs(t)
 	ctx := testCtx(t)
 	// An address on the veth subnet that no host has: ARP gets no answer.
@@ -103,7 +114,9 @@ func pendingListener(t *testing.T, ctx context.Context) *Listener {
 	return l
 }
 
-func TestConnectTimeout(t *testing.T) {
+func TestConnectTimeout(t *testing.T) { eachLabPair(t, testConnectTimeout) }
+
+func testConnectTimeout(t *testing.T) {
 	ctx := testCtx(t)
 	l := pendingListener(t, ctx)
 	err := within(t, 15*time.Second, "dial with a 1 s connect timeout", func() error {
@@ -131,7 +144,9 @@ func TestDialCancel(t *testing.T) {
 	// mappings at the end of the run.
 }
 
-func TestBadInput(t *testing.T) {
+func TestBadInput(t *testing.T) { eachLabPair(t, testBadInput) }
+
+func testBadInput(t *testing.T) {
 	srv, _ := labAddrs(t)
 	ctx := testCtx(t)
 	for _, tc := range []struct {
@@ -182,6 +197,10 @@ func TestBadInput(t *testing.T) {
 // TestListenerClosedWithPendingRequests: requests never taken are refused
 // when the listener closes.
 func TestListenerClosedWithPendingRequests(t *testing.T) {
+	eachLabPair(t, testListenerClosedWithPendingRequests)
+}
+
+func testListenerClosedWithPendingRequests(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	errc := make(chan error, 1)

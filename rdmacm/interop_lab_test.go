@@ -97,7 +97,9 @@ func postRecv16(c *Conn, ep *endpoint) error {
 }
 
 // TestInteropRdmaServer: our client, librdmacm's rdma_server.
-func TestInteropRdmaServer(t *testing.T) {
+func TestInteropRdmaServer(t *testing.T) { eachLabPair(t, testInteropRdmaServer) }
+
+func testInteropRdmaServer(t *testing.T) {
 	srvAddr, _ := labAddrs(t)
 	ctx := testCtx(t)
 	port := freePort()
@@ -144,7 +146,9 @@ func TestInteropRdmaServer(t *testing.T) {
 }
 
 // TestInteropRdmaClient: librdmacm's rdma_client, our server.
-func TestInteropRdmaClient(t *testing.T) {
+func TestInteropRdmaClient(t *testing.T) { eachLabPair(t, testInteropRdmaClient) }
+
+func testInteropRdmaClient(t *testing.T) {
 	srvAddr, _ := labAddrs(t)
 	ctx := testCtx(t)
 	port := freePort()

@@ -143,7 +143,9 @@ func echoClient(ctx context.Context, addr, msg string) error {
 
 // TestManyClients: 16 clients connect to one listener at once; each gets
 // its own echo.
-func TestManyClients(t *testing.T) {
+func TestManyClients(t *testing.T) { eachLabPair(t, testManyClients) }
+
+func testManyClients(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	sctx, stop := context.WithCancel(ctx)
@@ -169,7 +171,9 @@ func TestManyClients(t *testing.T) {
 // TestClientKilled: a client process killed mid-connection gives the server
 // a DISCONNECTED and flushed completions for its connection only; another
 // client's connection goes on (docs/robustness.md §1 item 11).
-func TestClientKilled(t *testing.T) {
+func TestClientKilled(t *testing.T) { eachLabPair(t, testClientKilled) }
+
+func testClientKilled(t *testing.T) {
 	if addr := os.Getenv("GOVERBS_RDMACM_KILLED_CLIENT"); addr != "" {
 		killedClient(addr)
 		return
@@ -281,7 +285,9 @@ func killedClient(addr string) {
 
 // TestTeardownWithUnreadEvents: closing connections whose events nobody
 // read never blocks (docs/robustness.md §1 item 20).
-func TestTeardownWithUnreadEvents(t *testing.T) {
+func TestTeardownWithUnreadEvents(t *testing.T) { eachLabPair(t, testTeardownWithUnreadEvents) }
+
+func testTeardownWithUnreadEvents(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	c, sc := dialAccepted(ctx, t, l)
@@ -315,7 +321,9 @@ func TestTeardownWithUnreadEvents(t *testing.T) {
 
 // TestCloseQPFirst: a connection whose QP its owner closed first still
 // tells the peer when it closes.
-func TestCloseQPFirst(t *testing.T) {
+func TestCloseQPFirst(t *testing.T) { eachLabPair(t, testCloseQPFirst) }
+
+func testCloseQPFirst(t *testing.T) {
 	ctx := testCtx(t)
 	srv, _ := labAddrs(t)
 	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, nil)

@@ -14,7 +14,9 @@ import (
 // TestSharedPD: a server registers one buffer once on the device of its
 // address (DeviceForAddr) and serves two clients from it through
 // Config.PD; each client WRITEs into its own half.
-func TestSharedPD(t *testing.T) {
+func TestSharedPD(t *testing.T) { eachLabPair(t, testSharedPD) }
+
+func testSharedPD(t *testing.T) {
 	ctx := testCtx(t)
 	srv, _ := labAddrs(t)
 	dev, port, err := DeviceForAddr(srv)
@@ -114,7 +116,9 @@ func TestSharedPD(t *testing.T) {
 }
 
 // TestPDOnWrongDevice: a PD of another device is refused with a clear error.
-func TestPDOnWrongDevice(t *testing.T) {
+func TestPDOnWrongDevice(t *testing.T) { eachLabPair(t, testPDOnWrongDevice) }
+
+func testPDOnWrongDevice(t *testing.T) {
 	ctx := testCtx(t)
 	l := listenLab(ctx, t, nil)
 	vdev, pd := openPD(t, loDevice(t))

@@ -42,6 +42,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
+	if err := pd.ctx.requireAH(op); err != nil {
+		return nil, err
+	}
 	if attr.Port == 0 {
 		attr.Port = 1
 	}
@@ -76,6 +79,9 @@ func (pd *PD) CreateAHForIP(port int, ip net.IP) (*AH, error) {
 	const op = "create_ah"
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
+	}
+	if err := pd.ctx.requireAH(op); err != nil {
+		return nil, err
 	}
 	if ip.To16() == nil {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("%q is not an IP address", ip)}
@@ -204,6 +210,9 @@ func (pd *PD) CreateAHFromWC(port int, wc *WC, grh []byte) (*AH, error) {
 	if pd == nil {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
+	if err := pd.ctx.requireAH(op); err != nil {
+		return nil, err
+	}
 	src, dst, err := SenderIP(wc, grh)
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
@@ -213,4 +222,15 @@ func (pd *PD) CreateAHFromWC(port int, wc *WC, grh []byte) (*AH, error) {
 		return nil, &OpError{Op: op, Err: err}
 	}
 	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: uint8(idx), HopLimit: 64, Port: uint8(port)})
+}
+
+// requireAH refuses address handles on an iWARP device (siw): iWARP has
+// only RC QPs, connected through the RDMA CM, and no UD, which is what
+// address handles are for (kernel: siw_verbs.c siw_create_qp takes RC
+// only).
+func (c *Device) requireAH(op string) error {
+	if c.dev.Transport() == TransportIWARP {
+		return &OpError{Op: op, Err: fmt.Errorf("device %s is iWARP: it has only RC QPs, connected through the RDMA CM, and no address handles (they are for UD QPs): %w", c.dev.Name, ErrNotSupported)}
+	}
+	return nil
 }

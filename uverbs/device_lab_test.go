@@ -93,8 +93,9 @@ func TestDevicesNetlinkMatchesSysfs(t *testing.T) {
 	}
 }
 
-func TestOpenClose(t *testing.T) {
-	name := testutil.LoopbackDevice(t)
+func TestOpenClose(t *testing.T) { eachLabDeviceName(t, testOpenClose) }
+
+func testOpenClose(t *testing.T, name string) {
 	c, err := Open(name)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +314,10 @@ func TestWriteDisabledCommand(t *testing.T) {
 // Commands from many goroutines while another closes the context either
 // succeed or fail with ErrClosed; nothing else.
 func TestConcurrentCommandsAndClose(t *testing.T) {
-	name := testutil.LoopbackDevice(t)
+	eachLabDeviceName(t, testConcurrentCommandsAndClose)
+}
+
+func testConcurrentCommandsAndClose(t *testing.T, name string) {
 	c, err := Open(name)
 	if err != nil {
 		t.Fatal(err)

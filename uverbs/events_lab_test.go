@@ -141,8 +141,9 @@ func TestAsyncPortEvents(t *testing.T) {
 
 // A wait ends with the context's error when it is cancelled or times out,
 // and with ErrClosed when the Device is closed under it.
-func TestNextEventCancellation(t *testing.T) {
-	name := testutil.LoopbackDevice(t)
+func TestNextEventCancellation(t *testing.T) { eachLabDeviceName(t, testNextEventCancellation) }
+
+func testNextEventCancellation(t *testing.T, name string) {
 	c, err := Open(name)
 	if err != nil {
 		t.Fatal(err)

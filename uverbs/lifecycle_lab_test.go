@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/internal/testutil"
 )
 
 // uverbsFDs counts this process's descriptors open on a uverbs device.
@@ -47,7 +46,10 @@ func stillOpen() int {
 // of QPs that may copy inline data hold weak pointers), so the GC safety
 // net closes its descriptor and unmaps the rings.
 func TestContextDroppedWithoutCloseIsCollected(t *testing.T) {
-	name := testutil.LoopbackDevice(t)
+	eachLabDeviceName(t, testContextDroppedWithoutCloseIsCollected)
+}
+
+func testContextDroppedWithoutCloseIsCollected(t *testing.T, name string) {
 	runtime.GC()
 	fds, open := uverbsFDs(t), stillOpen()
 	func() {
@@ -151,7 +153,10 @@ func TestMRCloseOnlyRefusedByItsOwnWork(t *testing.T) {
 // Queue sizes beyond the device's limits are refused before the command,
 // with the limit named and EINVAL as the kernel would answer.
 func TestQueueSizesBeyondDeviceLimits(t *testing.T) {
-	e := newVerbsEnv(t)
+	eachLabDevice(t, testQueueSizesBeyondDeviceLimits)
+}
+
+func testQueueSizesBeyondDeviceLimits(t *testing.T, e *verbsEnv) {
 	attr, err := e.ctx.Query()
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +200,9 @@ func TestQueueSizesBeyondDeviceLimits(t *testing.T) {
 }
 
 // CompChannel.FD says -1 once closed, never a number that may be reused.
-func TestCompChannelFDAfterClose(t *testing.T) {
-	e := newVerbsEnv(t)
+func TestCompChannelFDAfterClose(t *testing.T) { eachLabDevice(t, testCompChannelFDAfterClose) }
+
+func testCompChannelFDAfterClose(t *testing.T, e *verbsEnv) {
 	ch, err := e.ctx.NewCompChannel()
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,10 @@ func mrUsers(mr *MR) int {
 // nor the last of the PD's, and only that QP is among the MR's users; once
 // the QP is closed it is among no MR's users and the MR closes.
 func TestMRCloseRefusedByOneQPAmongMany(t *testing.T) {
-	e := newVerbsEnv(t)
+	eachLabDevice(t, testMRCloseRefusedByOneQPAmongMany)
+}
+
+func testMRCloseRefusedByOneQPAmongMany(t *testing.T, e *verbsEnv) {
 	_, shared := e.memory(8192)
 	_, mine := e.memory(4096)
 	cq := e.cq(256, nil)

@@ -18,10 +18,12 @@ import (
 
 // The provider seam. The data path (posting work requests, polling
 // completions) is driver specific: each driver shares its queues with user
-// space in its own format. Two are implemented: soft-RoCE
+// space in its own format. Three are implemented: soft-RoCE
 // (uverbs/internal/rxe), whose rings the kernel allocates and the process
-// maps, and mlx5 (uverbs/internal/mlx5), whose rings the process allocates
-// and whose doorbells are device registers (docs/mlx5.md §1). Control
+// maps, mlx5 (uverbs/internal/mlx5), whose rings the process allocates
+// and whose doorbells are device registers (docs/mlx5.md §1), and
+// soft-iWARP (uverbs/internal/siw), whose rings the kernel allocates and
+// whose elements carry their owner in a flag (docs/siw.md §3, §9). Control
 // commands (PD, MR, QP state changes) are driver-agnostic.
 //
 // What callers pass and get back is the providers' shared vocabulary,
@@ -35,7 +37,7 @@ import (
 // This file is the dispatch: every path that differs by provider is here
 // (GET_CONTEXT, create, post, poll, arm, resize, reset, the lkey scans of
 // mrusers.go, release), and the rest of the package is the same for every
-// device. A driver listed in providers (mlx5) has a provider.Context, made
+// device. A driver listed in providers (mlx5, siw) has a provider.Context, made
 // in GET_CONTEXT, which creates its CQs, QPs, SRQs and AHs; each object
 // holds its provider's object (CQ.drv, QP.drv, SRQ.drv: provider.CQ, QP,
 // SRQ), chosen once when it is created, and calls it under the locks the
@@ -287,13 +289,13 @@ func (cq *CQ) Resize(n int) error {
 	if err := cq.ctx.checkCQDepth(n); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if c := cq.ctx; c.drv != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil {
+	if cq.q == nil && cq.drv == nil {
 		return cq.unusable(op)
+	}
+	if c := cq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	m, q, switched, err := rxe.ResizeCQ(cmdDevice{cq.ctx}, op, cq.handle, n)
 	if !switched {
@@ -483,13 +485,13 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if err := srq.ctx.checkSRQSize(maxWR, 0); err != nil {
 		return &OpError{Op: op, Err: err}
 	}
-	if c := srq.ctx; c.drv != nil {
-		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.rq == nil {
+	if srq.gone() {
 		return closedErr(op)
+	}
+	if c := srq.ctx; c.drv != nil {
+		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
 	// rxe writes the new ring's mmap info through a user pointer passed as
 	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
@@ -927,7 +929,7 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	return nil
 }
 
-// The providers driven through provider.Context (mlx5; rxe's path is
+// The providers driven through provider.Context (mlx5, siw; rxe's path is
 // written out above): their context, made in GET_CONTEXT, creates their
 // objects, which this package holds as provider.CQ, QP and SRQ values
 // (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods name.
@@ -959,6 +961,18 @@ func (d cmdDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping,
 }
 
 func (d cmdDevice) Name() string { return d.c.dev.Name }
+
+// Doorbell writes a prebuilt command under the Device's command lock, as
+// ringDoorbell does rxe's; it allocates nothing but an error.
+func (d cmdDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
+	c := d.c
+	if err := c.lockCmd(op); err != nil {
+		return err
+	}
+	err := sys.WriteDoorbell(c.fd, op, cmd, n)
+	c.mu.RUnlock()
+	return err
+}
 
 // cmdError is an error of a command a provider issued: it reaches the
 // caller as it is (an *OpError naming the command), while the provider's
@@ -1198,4 +1212,17 @@ func (qp *QP) postRefusedInError() bool {
 // errPostInError is the error of a post refused by postRefusedInError.
 func (qp *QP) errPostInError(op string, id uint64) error {
 	return &PostError{Op: op, ID: id, Err: fmt.Errorf("%w: QP %#x of %s is in the error state, and siw completes nothing posted then (it flushes only when the QP changes state): poll the completions and close the QP", ErrQPState, qp.qpn, qp.ctx.dev.Name)}
+}
+
+// queriedState is the state QUERY_QP reported, as the QP's record takes
+// it. siw in kernel 6.1 does not report the state: siw_query_qp leaves
+// qp_state 0, RESET (kernel 6.1: siw_verbs.c; 6.12 fills it). So on siw a
+// RESET from the kernel keeps the record, which is RESET itself when the
+// QP is (the kernel moves a siw QP to RTS, ERROR or CLOSING, never to
+// RESET, by itself).
+func (qp *QP) queriedState(s QPState) QPState {
+	if s == QPStateReset && qp.ctx.dev.DriverID == DriverSIW {
+		return QPState(qp.state.Load())
+	}
+	return s
 }

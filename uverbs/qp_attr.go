@@ -353,6 +353,7 @@ func (qp *QP) Query(mask QPAttrMask) (QPAttr, error) {
 		return QPAttr{}, err
 	}
 	a := decodeQPAttr(&resp)
+	a.State = qp.queriedState(a.State)
 	qp.state.Store(uint32(a.State))
 	return a, nil
 }

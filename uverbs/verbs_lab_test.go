@@ -29,13 +29,59 @@ type verbsEnv struct {
 	pd     *PD
 	gidIdx uint8
 	gid    GID
+	iwarp  bool // the device is iWARP (siw): no QP connects out of band
 }
 
 // newVerbsEnv opens the loopback device and allocates a PD. Everything is
 // closed at the end of the test, in order, with errors reported.
 func newVerbsEnv(t testing.TB) *verbsEnv {
 	t.Helper()
-	c := openLoopback(t)
+	return newVerbsEnvOn(t, testutil.LabDevice{Kind: "rxe", Name: testutil.LoopbackDevice(t)})
+}
+
+// eachLabDevice runs f as a subtest named by the device kind, with a
+// verbsEnv on each kind of device the lab has (testutil.LabDevices): a test
+// that needs no connection made out of band runs on rxe and siw. The
+// tests that do not apply to siw are listed, with the reason, in
+// docs/testing.md ("What does not apply to siw").
+func eachLabDevice(t *testing.T, f func(t *testing.T, e *verbsEnv)) {
+	t.Helper()
+	for _, d := range testutil.LabDevices(t) {
+		t.Run(d.Kind, func(t *testing.T) { f(t, newVerbsEnvOn(t, d)) })
+	}
+}
+
+// eachLabDeviceName is eachLabDevice for tests that open the device
+// themselves: f gets its name.
+func eachLabDeviceName(t *testing.T, f func(t *testing.T, name string)) {
+	t.Helper()
+	for _, d := range testutil.LabDevices(t) {
+		t.Run(d.Kind, func(t *testing.T) { f(t, d.Name) })
+	}
+}
+
+// newVerbsEnvOn opens device d and allocates a PD. On rxe the QPs talk to
+// each other through GID ::ffff:127.0.0.1; an iWARP device connects only
+// through the RDMA CM, so its environment has no GID for that.
+func newVerbsEnvOn(t testing.TB, d testutil.LabDevice) *verbsEnv {
+	t.Helper()
+	c, err := Open(d.Name)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", d.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Device.Close: %v", err)
+		}
+	})
+	if d.IWARP {
+		pd, err := c.AllocPD()
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeLater(t, "PD", pd.Close)
+		return &verbsEnv{t: t, ctx: c, pd: pd, iwarp: true}
+	}
 	lo := net.ParseIP("127.0.0.1")
 	idx, err := c.GIDIndexForIP(1, lo)
 	if err != nil {
@@ -535,8 +581,9 @@ func TestCompChannelWaitAllocs(t *testing.T) {
 // thread in read(2) of a completion event (the kernel shows each thread's
 // current system call and its arguments in /proc/self/task/*/syscall), and
 // all of them end with their context.
-func TestCompChannelWaitsPark(t *testing.T) {
-	e := newVerbsEnv(t)
+func TestCompChannelWaitsPark(t *testing.T) { eachLabDevice(t, testCompChannelWaitsPark) }
+
+func testCompChannelWaitsPark(t *testing.T, e *verbsEnv) {
 	const n = 72
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -771,9 +818,10 @@ func TestVerbsCQResize(t *testing.T) {
 	}
 }
 
-func TestVerbsUseAfterClose(t *testing.T) {
-	testutil.RequireRDMA(t)
-	c, err := Open(testutil.LoopbackDevice(t))
+func TestVerbsUseAfterClose(t *testing.T) { eachLabDeviceName(t, testVerbsUseAfterClose) }
+
+func testVerbsUseAfterClose(t *testing.T, name string) {
+	c, err := Open(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,13 @@ var nextPort = 7500
 
 func newEnv(t *testing.T) *rpingEnv {
 	t.Helper()
-	ends := testutil.VethPair(t)
+	return newEnvOn(t, testutil.VethPair(t))
+}
+
+// newEnvOn is newEnv on the server end of a given device pair
+// (testutil.EachLabPair: rxe, siw).
+func newEnvOn(t *testing.T, ends [2]testutil.VethEnd) *rpingEnv {
+	t.Helper()
 	p, err := exec.LookPath("rping")
 	if err != nil {
 		if testutil.InLab() {
@@ -194,12 +200,16 @@ func dump(p *proc) string {
 	return fmt.Sprintf("%v: exit %d\nstdout:\n%s\nstderr:\n%s", p, p.code, p.out.String(), p.errb.String())
 }
 
-// TestInterop runs each option set with rping on both sides first: that
+// TestInterop runs, on each device pair of the lab (rxe and siw), each
+// option set with rping on both sides first: that
 // gives the reference output. Then ours as the server, as the client, and
 // on both sides must exit 0 and print the same lines as rping did in the
 // same role; our stderr holds only rping's DISCONNECT line.
 func TestInterop(t *testing.T) {
-	e := newEnv(t)
+	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) { testInterop(t, newEnvOn(t, p.Ends)) })
+}
+
+func testInterop(t *testing.T, e *rpingEnv) {
 	sets := []struct {
 		name     string
 		srv, cli []string

@@ -191,9 +191,9 @@ func RunTool(t testing.TB, name string, args ...string) string {
 	return string(out)
 }
 
-// LabDevices is one kind of device pair the lab has on a veth pair of its
+// LabPair is one kind of device pair the lab has on a veth pair of its
 // own: Kind names it ("rxe", "siw") and the subtests of EachLabPair.
-type LabDevices struct {
+type LabPair struct {
 	Kind  string
 	Ends  [2]VethEnd
 	IWARP bool // connected only through the RDMA CM; RC only, no immediate data
@@ -202,20 +202,40 @@ type LabDevices struct {
 // LabPairs returns every device pair the lab has for tests that go through
 // the RDMA CM: the rxe pair (VethPair) and, where the guest has it (LabSiw),
 // the siw pair.
-func LabPairs(t testing.TB) []LabDevices {
+func LabPairs(t testing.TB) []LabPair {
 	t.Helper()
-	out := []LabDevices{{Kind: "rxe", Ends: VethPair(t)}}
+	out := []LabPair{{Kind: "rxe", Ends: VethPair(t)}}
 	if ends, ok := LabSiw(); ok {
-		out = append(out, LabDevices{Kind: "siw", Ends: ends, IWARP: true})
+		out = append(out, LabPair{Kind: "siw", Ends: ends, IWARP: true})
 	}
 	return out
 }
 
 // EachLabPair runs f as a subtest named by the device kind for every pair
 // of LabPairs: a test written once runs on rxe and siw.
-func EachLabPair(t *testing.T, f func(t *testing.T, p LabDevices)) {
+func EachLabPair(t *testing.T, f func(t *testing.T, p LabPair)) {
 	t.Helper()
 	for _, p := range LabPairs(t) {
 		t.Run(p.Kind, func(t *testing.T) { f(t, p) })
 	}
+}
+
+// LabDevice is one kind of device the lab has, for verbs tests that need
+// no connection: Kind names it ("rxe", "siw") and the subtests of
+// uverbs' eachLabDevice.
+type LabDevice struct {
+	Kind  string
+	Name  string
+	IWARP bool // connected only through the RDMA CM; RC only, no immediate data
+}
+
+// LabDevices returns every kind of device the lab has: the rxe device on
+// lo (LoopbackDevice) and, where the guest has siw (LabSiw), siw1.
+func LabDevices(t testing.TB) []LabDevice {
+	t.Helper()
+	out := []LabDevice{{Kind: "rxe", Name: LoopbackDevice(t)}}
+	if ends, ok := LabSiw(); ok {
+		out = append(out, LabDevice{Kind: "siw", Name: ends[0].Device, IWARP: true})
+	}
+	return out
 }

@@ -10,12 +10,13 @@
 // (write() commands with driver data, mmap on the device's descriptor),
 // and the interfaces through which uverbs drives a provider's objects
 // (Open, Context, CQ, QP, SRQ; objects.go), chosen once when each object
-// is created. mlx5 implements them; rxe's path is written out in uverbs'
+// is created, and RegMRData for a driver whose REG_MR takes driver data.
+// mlx5 and siw implement them; rxe's path is written out in uverbs'
 // dispatch file, so that the soft-RoCE hot path makes no interface call.
 //
 // Package uverbs aliases the vocabulary in its public API (uverbs.WC is
 // provider.WC). Each driver package (uverbs/internal/rxe,
-// uverbs/internal/mlx5) imports this one and translates the vocabulary
+// uverbs/internal/mlx5, uverbs/internal/siw) imports this one and translates the vocabulary
 // into its own ring format; no driver package imports another, and none
 // imports uverbs. A driver's own refusals are errors of its own that match
 // the errors here through errors.Is.

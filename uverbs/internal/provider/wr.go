@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/goverbs/rdma/internal/sys"
 )
@@ -176,8 +177,14 @@ type SendLimits struct {
 // descriptor (MAP_SHARED: the queues a driver allocates in the kernel and
 // names by an offset in its responses), and the device's name for errors
 // and the names of its mappings.
+//
+// Doorbell writes n bytes at cmd, a write() command built in full (its
+// header too) in memory that does not move (a mapping of the provider's),
+// to the device's descriptor; it allocates nothing, for a doorbell that is
+// a command (siw's POST_SEND with no work request).
 type Device interface {
 	Write(op string, cmd uint32, in, out []byte) error
 	Mmap(op string, offset int64, n int, what string) (*sys.Mapping, error)
+	Doorbell(op string, cmd unsafe.Pointer, n uintptr) error
 	Name() string
 }

@@ -1,9 +1,11 @@
-// Package siw is the data path of the soft-iWARP (siw) provider: the codec
-// for the rings the kernel's siw driver shares with user space, with no
-// system calls. The uverbs package creates the queues, maps the rings and
-// rings the doorbell; this package only reads and writes the mapped bytes
-// it is given. docs/siw.md gathers the kernel and rdma-core facts it
-// relies on, by section.
+// Package siw is the soft-iWARP (siw) provider: the codec for the rings
+// the kernel's siw driver shares with user space (ring.go, send.go,
+// recv.go, cq.go: no system calls), and the objects uverbs drives through
+// the provider interfaces (objects.go: the create commands with siw's
+// driver data, the rings mapped through the keys they return, the
+// POST_SEND doorbell, the count of outstanding work). uverbs registers
+// Open in its providers table. docs/siw.md gathers the kernel and
+// rdma-core facts it relies on, by section; §9 says how uverbs drives siw.
 //
 // # What siw is
 //
@@ -34,10 +36,9 @@
 // # Types
 //
 // SendWR, RecvWR, SGE and WC, the opcodes (WROpcode), flags (SendFlags)
-// and completion values (WCStatus, WCOpcode, WCFlags) have the names,
-// values and layouts of uverbs' types and of the provider vocabulary
-// uverbs speaks, so that the caller's values convert without a copy
-// (TestTypesMatchUverbs). The opcodes and flags the caller gives are the
+// and completion values (WCStatus, WCOpcode, WCFlags) are the provider
+// vocabulary uverbs speaks (type aliases), so the caller's values are read
+// where they lie (TestTypesMatchUverbs). The opcodes and flags the caller gives are the
 // verbs' values (enum ib_wr_opcode, ib_send_flags); completions carry enum
 // ib_wc_status, ib_wc_opcode and ib_wc_flags values, mapped from siw's.
 //

@@ -188,6 +188,8 @@ func (s *cqState) Release() { s.m.Unmap() }
 // ring, the doorbell, and the counts of outstanding requests.
 type qpState struct {
 	dev    provider.Device
+	db     *doorbell    // in dbMap
+	dbMap  *sys.Mapping // a page of its own: the command does not move
 	handle uint32
 	qpn    uint32
 	sq     *SQ
@@ -244,6 +246,10 @@ func (c *Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreate
 		q.Release()
 		destroy(dev, "destroy_qp", abi.IB_USER_VERBS_CMD_DESTROY_QP, &abi.UverbsDestroyQP{QPHandle: q.handle})
 		return nil, 0, 0, err
+	}
+	var err error
+	if q.dbMap, q.db, err = newDoorbell(q.handle, "siw doorbell "+name); err != nil {
+		return fail(err)
 	}
 	r := resp.drv
 	inline := min(int(resp.core.MaxInlineData), MaxInline)
@@ -333,13 +339,42 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	return 0, nil
 }
 
-// doorbell writes POST_SEND with no work request, which makes siw process
-// the send ring (kernel: siw_verbs.c siw_post_send; rdma-core: siw.c
-// siw_db). It fails with ENOTCONN while the QP is not in RTS.
+// doorbell is the write() command POST_SEND with no work request, which
+// makes siw process the send ring (kernel: siw_verbs.c siw_post_send;
+// rdma-core: siw.c siw_db, which keeps one such command per QP). It is
+// built once, in a page of its own, so that its response pointer points at
+// memory that does not move and ringing it allocates nothing.
+type doorbell struct {
+	hdr  abi.UverbsCmdHdr
+	cmd  abi.UverbsPostSend
+	resp abi.UverbsPostSendResp
+}
+
+const doorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{})
+
+func newDoorbell(handle uint32, what string) (*sys.Mapping, *doorbell, error) {
+	m, err := sys.MmapAnon(int(unsafe.Sizeof(doorbell{})), what)
+	if err != nil {
+		return nil, nil, err
+	}
+	db := (*doorbell)(unsafe.Pointer(unsafe.SliceData(m.Bytes())))
+	db.hdr = abi.UverbsCmdHdr{
+		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
+		InWords:  uint16(doorbellLen / 4),
+		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
+	}
+	db.cmd = abi.UverbsPostSend{
+		Response: uint64(uintptr(unsafe.Pointer(&db.resp))),
+		QPHandle: handle,
+		WQESize:  uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
+	}
+	return m, db, nil
+}
+
+// doorbell rings the QP's doorbell. It fails with ENOTCONN while the QP
+// is not in RTS (docs/siw.md §7).
 func (q *qpState) doorbell() error {
-	req := abi.UverbsPostSend{QPHandle: q.handle, WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{}))}
-	var resp abi.UverbsPostSendResp
-	if err := q.dev.Write("post_send", abi.IB_USER_VERBS_CMD_POST_SEND, bytesOf(&req), bytesOf(&resp)); err != nil {
+	if err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), doorbellLen); err != nil {
 		return fmt.Errorf("the work requests were written to the send ring but siw (device %s) refused the doorbell, so they may not run until the next one: %w", q.dev.Name(), err)
 	}
 	return nil
@@ -420,12 +455,12 @@ func (q *qpState) Reset(sendCQ, recvCQ func(func())) {}
 
 // Release unmaps the rings, after DESTROY_QP and its CQs' Detach.
 func (q *qpState) Release() {
-	for _, m := range []*sys.Mapping{q.sqMap, q.rqMap} {
+	for _, m := range []*sys.Mapping{q.sqMap, q.rqMap, q.dbMap} {
 		if m != nil {
 			m.Unmap()
 		}
 	}
-	q.sqMap, q.rqMap, q.sq, q.rq = nil, nil, nil, nil
+	q.sqMap, q.rqMap, q.dbMap, q.sq, q.rq, q.db = nil, nil, nil, nil, nil, nil
 }
 
 // srqState is a siw SRQ: its ring and the count of posted receives.

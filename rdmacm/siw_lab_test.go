@@ -1,0 +1,90 @@
+package rdmacm
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/goverbs/rdma/internal/testutil"
+	"github.com/goverbs/rdma/uverbs"
+)
+
+// What iWARP lacks, on a siw connection the CM made: each request is
+// refused at once, before anything is written, with an error naming the
+// device and the reason; the connection still carries data after. Once the
+// connection is over, posting is refused: siw completes nothing posted to
+// a QP in the error state.
+func TestSiwConnectedRefusals(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, &Config{MaxInline: 32})
+	if got := c.QP().Cap().MaxInline; got < 32 {
+		t.Fatalf("siw QP holds %d bytes inline, asked for 32", got)
+	}
+	cli, ser := newEndpoint(t, c, 4096), newEndpoint(t, sc, 4096)
+	defer cli.close()
+	defer ser.close()
+	dev := c.QP().PD().Device().Name()
+
+	sge := []uverbs.SGE{cli.mr.SGE(0, 8)}
+	for _, r := range []struct {
+		what, says string
+		wr         uverbs.SendWR
+	}{
+		{"SEND_WITH_IMM", "immediate data", uverbs.SendWR{ID: 1, Op: uverbs.OpSendImm, Flags: uverbs.SendSignaled, SGEs: sge, Imm: 7}},
+		{"RDMA_WRITE_WITH_IMM", "immediate data", uverbs.SendWR{ID: 2, Op: uverbs.OpWriteImm, Flags: uverbs.SendSignaled, SGEs: sge, Imm: 7,
+			RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey()}},
+		{"ATOMIC_FETCH_AND_ADD", "atomic", uverbs.SendWR{ID: 3, Op: uverbs.OpAtomicFetchAdd, Flags: uverbs.SendSignaled, SGEs: sge,
+			RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey(), CompareAdd: 1}},
+		{"ATOMIC_CMP_AND_SWP", "atomic", uverbs.SendWR{ID: 4, Op: uverbs.OpAtomicCmpSwap, Flags: uverbs.SendSignaled, SGEs: sge,
+			RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey()}},
+	} {
+		err := c.QP().PostSend([]uverbs.SendWR{r.wr})
+		var pe *uverbs.PostError
+		if !errors.As(err, &pe) || !errors.Is(err, uverbs.ErrNotSupported) || !errors.Is(err, uverbs.ErrInvalidWR) ||
+			!strings.Contains(err.Error(), dev) || !strings.Contains(err.Error(), r.says) {
+			t.Errorf("%s: %v; want a PostError matching ErrNotSupported and ErrInvalidWR, naming %s and saying %q", r.what, err, dev, r.says)
+		}
+	}
+	var wcs [1]uverbs.WC
+	if n, err := c.CQ().Poll(wcs[:]); n != 0 || err != nil {
+		t.Errorf("a refused request completed: %d %+v %v", n, wcs[0], err)
+	}
+
+	// The connection is intact.
+	if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 9, SGEs: []uverbs.SGE{ser.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(cli.buf.Bytes(), "after the refusals")
+	if err := c.QP().PostSend([]uverbs.SendWR{{ID: 5, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline,
+		SGEs: []uverbs.SGE{cli.mr.SGE(0, 18)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess || wc.ID != 5 {
+		t.Fatalf("send: %+v, %v", wc, err)
+	}
+	if wc, err := waitWC(ctx, sc); err != nil || wc.Status != uverbs.WCSuccess || wc.ID != 9 || wc.ByteLen != 18 ||
+		string(ser.buf.Bytes()[:18]) != "after the refusals" {
+		t.Fatalf("receive: %+v, %v, %q", wc, err, ser.buf.Bytes()[:18])
+	}
+
+	// Over: the QP is in the error state, and siw would complete nothing
+	// posted now.
+	if err := c.Disconnect(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+	if s := c.QP().State(); s != uverbs.QPStateError {
+		t.Fatalf("QP in %v after the disconnect, want ERR", s)
+	}
+	err := c.QP().PostSend([]uverbs.SendWR{{ID: 6, Op: uverbs.OpSend, SGEs: sge}})
+	if !errors.Is(err, uverbs.ErrQPState) || !strings.Contains(err.Error(), "siw completes nothing") {
+		t.Errorf("send in ERR: %v, want ErrQPState saying why", err)
+	}
+	err = c.QP().PostRecv([]uverbs.RecvWR{{ID: 7, SGEs: sge}})
+	if !errors.Is(err, uverbs.ErrQPState) || !strings.Contains(err.Error(), "siw completes nothing") {
+		t.Errorf("receive in ERR: %v, want ErrQPState saying why", err)
+	}
+}

@@ -1,0 +1,199 @@
+package siw
+
+import (
+	"errors"
+	"testing"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
+)
+
+// fakeDevice counts the doorbells (POST_SEND) a QP rings.
+type fakeDevice struct{ doorbells int }
+
+func (d *fakeDevice) Write(op string, cmd uint32, in, out []byte) error {
+	if cmd == abi.IB_USER_VERBS_CMD_POST_SEND {
+		d.doorbells++
+	}
+	return nil
+}
+
+func (d *fakeDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping, error) {
+	return nil, errors.New("not in this test")
+}
+
+func (d *fakeDevice) Name() string { return "siw0" }
+
+func (d *fakeDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
+	if (*doorbell)(cmd).hdr.Command == abi.IB_USER_VERBS_CMD_POST_SEND && n == doorbellLen {
+		d.doorbells++
+	}
+	return nil
+}
+
+const testQPN = 7
+
+// testQP builds a QP and its CQ over fake rings, as CreateQP and
+// CreateCQ would over the kernel's.
+func testQP(t *testing.T, srq *srqState) (*qpState, *cqState, *fakeRing, *fakeRing, *fakeRing, *fakeDevice) {
+	t.Helper()
+	dev := &fakeDevice{}
+	sq, sr := newSQ(t, 4, rcLimits)
+	rq, rr := newRQ(t, 4, 2)
+	cq, cr := newCQ(t, 16)
+	dbMap, db, err := newDoorbell(1, "siw test doorbell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dbMap.Unmap() })
+	q := &qpState{dev: dev, db: db, qpn: testQPN, sq: sq, rq: rq, sends: make([]sendRecord, 8), sendMask: 7}
+	c := &cqState{q: cq, qps: map[uint32]*qpState{}}
+	c.Attach(q, srq)
+	return q, c, sr, rr, cr, dev
+}
+
+func poll(t *testing.T, c *cqState, want int) []provider.WC {
+	t.Helper()
+	wcs := make([]provider.WC, 8)
+	n, err := c.Poll(wcs)
+	if n != want || err != nil {
+		t.Fatalf("polled %d completions (%v), want %d", n, err, want)
+	}
+	return wcs[:n]
+}
+
+// Sends are outstanding until a completion retires them in order: an
+// unsignaled success has none of its own, so the signaled completion after
+// it retires it; a flush retires the request it names.
+func TestOutstandingSends(t *testing.T) {
+	q, c, sr, _, cr, dev := testQP(t, nil)
+	buf := make([]byte, 64)
+	sge := []SGE{{Addr: addrOf(buf), Length: 8, LKey: 0x55}}
+	wrs := []SendWR{
+		{ID: 1, Op: OpSend, SGEs: sge},
+		{ID: 2, Op: OpSend, Flags: SendSignaled, SGEs: sge},
+		{ID: 3, Op: OpSend, SGEs: sge},
+	}
+	if i, err := q.PostSend(wrs, false); err != nil {
+		t.Fatal(i, err)
+	}
+	if dev.doorbells != 1 {
+		t.Errorf("%d doorbells for a post to an idle ring, want 1", dev.doorbells)
+	}
+	if s, _ := q.Outstanding(); s != 3 {
+		t.Fatalf("%d sends outstanding, want 3", s)
+	}
+	if used, _, _ := q.UsesLKey(0x55); !used {
+		t.Error("sends in the ring name lkey 0x55, UsesLKey says no")
+	}
+	for range 3 {
+		sr.take()
+	}
+	if used, _, _ := q.UsesLKey(0x99); !used {
+		t.Error("sends the kernel took are outstanding, UsesLKey says no MR is in use")
+	}
+	cr.produce(cqe{id: 2, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_SEND, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 1 {
+		t.Fatalf("after the completion of send 2, %d sends outstanding, want 1 (send 3)", s)
+	}
+	cr.produce(cqe{id: 3, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_SEND, status: abi.SIW_WC_WR_FLUSH_ERR, qpID: testQPN})
+	if wc := poll(t, c, 1)[0]; wc.Status != WCFlushError || wc.ID != 3 {
+		t.Fatalf("flush completion %+v", wc)
+	}
+	if s, _ := q.Outstanding(); s != 0 {
+		t.Fatalf("after the flush of send 3, %d sends outstanding, want 0", s)
+	}
+	if used, _, _ := q.UsesLKey(0x55); used {
+		t.Error("nothing outstanding, UsesLKey says lkey 0x55 is in use")
+	}
+	// A completion of another QP (closed, say) is not counted.
+	cr.produce(cqe{id: 9, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_SEND, qpID: testQPN + 1})
+	poll(t, c, 1)
+}
+
+// The ring's room and the record of sends both bound a post; a refused
+// request leaves nothing posted.
+func TestPostSendRefusals(t *testing.T) {
+	q, _, _, _, _, _ := testQP(t, nil)
+	wrs := make([]SendWR, 5)
+	for i := range wrs {
+		wrs[i] = SendWR{ID: uint64(i), Op: OpWrite}
+	}
+	if i, err := q.PostSend(wrs, false); !errors.Is(err, ErrQueueFull) || i != 4 {
+		t.Fatalf("5 sends into a ring of 4: %d, %v; want ErrQueueFull at 4", i, err)
+	}
+	if i, err := q.PostSend([]SendWR{{ID: 1, Op: OpWrite}, {ID: 2, Op: OpSendImm}}, true); !errors.Is(err, ErrNoImmediate) || i != 1 ||
+		!errors.Is(err, provider.ErrNotSupported) || !errors.Is(err, provider.ErrInvalidWR) {
+		t.Fatalf("SEND_WITH_IMM: %d, %v; want ErrNoImmediate at 1, matching the provider errors", i, err)
+	}
+	if s, _ := q.Outstanding(); s != 0 {
+		t.Fatalf("%d sends outstanding after refused posts, want 0", s)
+	}
+}
+
+// Receives are outstanding until their completion, success or flush; an
+// SRQ's are counted on the SRQ, from the completions of its QPs.
+func TestOutstandingRecvs(t *testing.T) {
+	q, c, _, rr, cr, _ := testQP(t, nil)
+	if _, err := q.PostRecv([]RecvWR{{ID: 1}, {ID: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, r := q.Outstanding(); r != 2 {
+		t.Fatalf("%d receives outstanding, want 2", r)
+	}
+	rr.take()
+	cr.produce(cqe{id: 1, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_RECEIVE, qpID: testQPN})
+	poll(t, c, 1)
+	if _, r := q.Outstanding(); r != 1 {
+		t.Fatalf("%d receives outstanding, want 1", r)
+	}
+
+	srqRing, _ := newRQ(t, 4, 1)
+	srq := &srqState{rq: srqRing, maxWR: 4}
+	q2, c2, _, _, cr2, _ := testQP(t, srq)
+	q2.rq = nil
+	if _, err := srq.PostRecv([]RecvWR{{ID: 5}, {ID: 6}}); err != nil {
+		t.Fatal(err)
+	}
+	cr2.produce(cqe{id: 5, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_RECEIVE, qpID: testQPN})
+	poll(t, c2, 1)
+	if n, _ := srq.Posted(0); n != 1 {
+		t.Fatalf("SRQ: %d receives outstanding, want 1", n)
+	}
+}
+
+// Posting, the doorbell and polling allocate nothing.
+func TestPostPollAllocs(t *testing.T) {
+	q, c, sr, rr, cr, dev := testQP(t, nil)
+	buf := make([]byte, 64)
+	send := []SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: addrOf(buf), Length: 8, LKey: 1}}}}
+	recv := []RecvWR{{ID: 2, SGEs: []SGE{{Addr: addrOf(buf), Length: 64, LKey: 1}}}}
+	wcs := make([]provider.WC, 2)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := q.PostSend(send, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.PostRecv(recv); err != nil {
+			t.Fatal(err)
+		}
+		sr.drop()
+		rr.drop()
+		cr.produce(cqe{id: 1, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_SEND, qpID: testQPN})
+		cr.produce(cqe{id: 2, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_RECEIVE, qpID: testQPN})
+		if n, _ := c.Poll(wcs); n != 2 {
+			t.Fatalf("polled %d", n)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per post, doorbell and poll, want 0", allocs)
+	}
+	if dev.doorbells < 100 {
+		t.Errorf("%d doorbells for 100 posts to an idle ring", dev.doorbells)
+	}
+	if s, r := q.Outstanding(); s != 0 || r != 0 {
+		t.Errorf("outstanding %d sends, %d receives after every completion", s, r)
+	}
+}
