@@ -326,7 +326,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 			if err == nil {
 				break
 			}
-			if try == 50 || s.ctx.Err() != nil {
+			if try == 10 || s.ctx.Err() != nil {
 				return err
 			}
 			time.Sleep(100 * time.Millisecond)
