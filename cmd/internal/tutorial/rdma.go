@@ -342,8 +342,12 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	tr.Slow("ESTABLISHED")
 	dumpQP(tr, conn.QP())
 	// The QP retransmits as often as the client's request said; the geek
-	// C client asks for 0 (02_read-write/rdma-common.c build_params).
-	if a, err := conn.QP().Query(0); err == nil && a.RetryCount == 0 {
+	// C client asks for 0 (02_read-write/rdma-common.c build_params). Not
+	// on iWARP, where TCP retransmits and the QP has no retry count (siw
+	// reports 0: kernel drivers/infiniband/sw/siw/siw_verbs.c
+	// siw_query_qp).
+	info := conn.Device().Info()
+	if a, err := conn.QP().Query(0); err == nil && a.RetryCount == 0 && info.Transport() != uverbs.TransportIWARP {
 		fmt.Fprintf(out, "%v: note: the client connected with retry count 0: one lost or late packet ends the connection (IBV_WC_RETRY_EXC_ERR)\n", peer)
 	}
 	if err := s.run(ctx, tep); err != nil {
