@@ -62,7 +62,7 @@ type rdmaComm struct {
 	// repostErr is why the receive after the last read could not be
 	// posted; the next read returns it.
 	repostErr error
-	wcs   [4]uverbs.WC
+	wcs       [4]uverbs.WC
 }
 
 const commRecvOff = 2048 // receives land in the second half of the page
