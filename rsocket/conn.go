@@ -70,6 +70,12 @@ type Conn struct {
 	remoteSlot uint32 // the next of the peer's slots to publish a segment in
 	peerOrder  binary.ByteOrder
 	recvs      []uverbs.RecvWR // rq receives with no SGE, reposted as consumed
+	// On iWARP (msgSend) each receive takes a 4-byte message into its own
+	// word after the receive buffer: recvSGEs are their SGEs, and
+	// recvNext is the word of the next receive to post (the receives
+	// complete in the order they were posted).
+	recvSGEs []uverbs.SGE
+	recvNext int
 
 	// Send side (rsocket: sbuf, ssgl, sseq_no, sseq_comp, target_sgl, ...).
 	sbuf      *uverbs.Buffer // the send ring, then ctrlInFlight control scratch areas
@@ -86,9 +92,18 @@ type Conn struct {
 	tmr       *uverbs.MR
 	slot      int // the target slot data goes to next
 	inline    uint32
-	wr        [1]uverbs.SendWR
+	wr        [2]uverbs.SendWR
 	sges      [2]uverbs.SGE
+	msgSGE    [1]uverbs.SGE // msgSend: the 4-byte message of a SEND
 	wcs       [32]uverbs.WC
+
+	// msgSend is rsocket's mode for devices without immediate data
+	// (iWARP; docs/rsocket.md §7): every message is a 4-byte SEND, and
+	// data and segments go as a plain RDMA WRITE followed by that SEND.
+	msgSend bool
+	// quiet: an accepted iWARP connection sends nothing until the first
+	// message from the client has arrived (docs/rsocket.md §7).
+	quiet bool
 
 	// A Read, Write or shutdown that finds nothing to do sleeps on the
 	// completion channel itself (see sleepLocked). wakeCtx, under mu, is
@@ -119,7 +134,12 @@ const (
 	wrData uint64 = 1 << 32
 	wrSGL  uint64 = 2 << 32
 	wrCtrl uint64 = 3 << 32
+	wrMsg  uint64 = 4 << 32 // msgSend: the SEND that follows a data WRITE
 )
+
+// msgSize is RS_MSG_SIZE, the message of a SEND in msgSend mode: the
+// 32-bit value that is the immediate otherwise.
+const msgSize = 4
 
 // newConn builds the buffers of a connection whose QP the CM made, and
 // posts its receives: rsocket posts them before CONNECT or ACCEPT (rs_create_ep).
@@ -142,10 +162,20 @@ func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 			c = nil
 		}
 	}()
-	if c.rbuf, err = uverbs.AllocBuffer(int(s.rbufSize)); err != nil {
+	// rsocket picks its message mode from the device's transport
+	// (rs_create_ep): iWARP has no immediate data.
+	info := cm.Device().Info()
+	c.msgSend = info.Transport() == uverbs.TransportIWARP
+	rbufLen := int(s.rbufSize)
+	if c.msgSend {
+		rbufLen += s.RQSize * msgSize // rs_init_bufs: a word per receive after the buffer
+	}
+	if c.rbuf, err = uverbs.AllocBuffer(rbufLen); err != nil {
 		return c, err
 	}
-	if c.sbuf, err = uverbs.AllocBuffer(int(s.sbufSize) + ctrlInFlight*ctrlMsgSize); err != nil {
+	// The send ring, then the control messages' scratch areas, then the
+	// word a message SEND is copied from (inline, so one word serves all).
+	if c.sbuf, err = uverbs.AllocBuffer(int(s.sbufSize) + ctrlInFlight*ctrlMsgSize + msgSize); err != nil {
 		return c, err
 	}
 	if c.tbuf, err = uverbs.AllocBuffer(targetSGEs * sgeSize); err != nil {
@@ -162,10 +192,19 @@ func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 		return c, err
 	}
 	c.inline = uint32(c.qp.Cap().MaxInline)
+	if c.msgSend && c.inline < msgSize {
+		// rs_create_ep fails the same way (ENOTSUP).
+		return c, fmt.Errorf("rsocket on the iWARP device %s sends its messages inline: Options.Inline must be at least %d (the QP has %d)", cm.Device().Name(), msgSize, c.inline)
+	}
+	c.msgSGE[0] = c.smr.SGE(int(s.sbufSize)+ctrlInFlight*ctrlMsgSize, msgSize)
 	c.rmsg = make([]uint32, s.RQSize)
 	c.recvs = make([]uverbs.RecvWR, s.RQSize)
 	for i := range c.recvs {
 		c.recvs[i].ID = wrRecv
+	}
+	if c.msgSend {
+		c.recvSGEs = make([]uverbs.SGE, s.RQSize)
+		c.fillRecvs(s.RQSize)
 	}
 	c.rbufFree, c.rbufAvail = c.rbufSize/2, c.rbufSize/2
 	c.rseqComp = uint16(s.RQSize / 2)
@@ -173,6 +212,17 @@ func newConn(cm *rdmacm.Conn, s settings) (c *Conn, err error) {
 	c.sqeAvail = s.SQSize
 	c.ctrlMax = ctrlInFlight
 	return c, c.qp.PostRecv(c.recvs)
+}
+
+// fillRecvs prepares the first n entries of recvs for the next n receive
+// words, on iWARP (rs_post_recv: the receive's wr_id names its word).
+func (c *Conn) fillRecvs(n int) {
+	for i := range n {
+		w := c.recvNext
+		c.recvNext = (c.recvNext + 1) % len(c.recvs)
+		c.recvSGEs[i] = c.rmr.SGE(int(c.rbufSize)+w*msgSize, msgSize)
+		c.recvs[i] = uverbs.RecvWR{ID: wrRecv | uint64(w), SGEs: c.recvSGEs[i : i+1]}
+	}
 }
 
 // freeBuffers frees the memory of a connection whose CM Conn is closed or
@@ -360,10 +410,10 @@ func (c *Conn) keepAlive(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.pollLocked() // frees the control slots of earlier keepalives
-		if c.connected && c.sseqNo == last && c.ctrlSeqno != c.ctrlMax {
+		if c.connected && !c.quiet && c.sseqNo == last && c.ctrlSeqno != c.ctrlMax {
 			c.wr[0] = uverbs.SendWR{ID: wrCtrl | ctrlKeepalive, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled}
 			c.ctrlSeqno++
-			if err := c.qp.PostSend(c.wr[:]); err != nil {
+			if err := c.qp.PostSend(c.wr[:1]); err != nil {
 				c.ctrlSeqno--
 				c.failLocked(err)
 			}
@@ -400,6 +450,7 @@ func (c *Conn) pollLocked() {
 			if wc.ID&wrRecv != 0 {
 				if wc.Status == uverbs.WCSuccess {
 					received++
+					c.quiet = false
 					c.receivedLocked(wc)
 				}
 				continue
@@ -414,6 +465,9 @@ func (c *Conn) pollLocked() {
 	// and a receive posted to it may stay unflushed, holding up Close
 	// (docs/kernel-behaviour.md §3).
 	if received > 0 && c.connected && !isClosed(c.cm.Done()) {
+		if c.msgSend {
+			c.fillRecvs(received)
+		}
 		if err := c.qp.PostRecv(c.recvs[:received]); err != nil {
 			c.failLocked(err)
 		}
@@ -421,14 +475,23 @@ func (c *Conn) pollLocked() {
 	c.updateCreditsLocked()
 }
 
-// receivedLocked handles one message from the peer.
+// receivedLocked handles one message from the peer: its immediate, or on
+// iWARP the 4-byte message its SEND put in the receive's word (rs_poll_cq).
 func (c *Conn) receivedLocked(wc *uverbs.WC) {
-	if wc.Flags&uverbs.WCWithImm == 0 {
-		c.failLocked(fmt.Errorf("%w: a message without immediate data (%v)", ErrProtocol, wc.Opcode))
+	msg := wc.Imm
+	switch {
+	case wc.Flags&uverbs.WCWithImm != 0:
+	case c.msgSend && wc.Opcode == uverbs.WCOpRecv && wc.ByteLen == msgSize:
+		// rsocket sends the word in its own byte order, which is the
+		// one it declared (RS_CONN_FLAG_NET, docs/rsocket.md §7).
+		w := int(c.rbufSize) + int(uint32(wc.ID))*msgSize
+		msg = c.peerOrder.Uint32(c.rbuf.Bytes()[w : w+msgSize])
+	default:
+		c.failLocked(fmt.Errorf("%w: a message without immediate data (%v, %d bytes)", ErrProtocol, wc.Opcode, wc.ByteLen))
 		return
 	}
-	v := immValue(wc.Imm)
-	switch immOp(wc.Imm) {
+	v := immValue(msg)
+	switch immOp(msg) {
 	case opSGL:
 		c.sseqComp = uint16(v)
 	case opIOMapSGL:
@@ -470,6 +533,8 @@ func (c *Conn) sentLocked(wc *uverbs.WC) {
 	case wrData:
 		c.sqeAvail++
 		c.sbufAvail += uint32(wc.ID)
+	case wrMsg:
+		c.sqeAvail++
 	case wrSGL:
 		c.ctrlMax++
 	case wrCtrl:
@@ -491,7 +556,7 @@ func (c *Conn) sentLocked(wc *uverbs.WC) {
 // (rs_give_credits, rs_send_credits).
 func (c *Conn) updateCreditsLocked() {
 	half := c.rbufSize / 2
-	if !c.connected || c.ctrlSeqno == c.ctrlMax ||
+	if !c.connected || c.quiet || c.ctrlFreeLocked() < c.ctrlPerMsg() ||
 		c.rbufAvail < half && int16(c.rseqNo-c.rseqComp) < 0 {
 		return
 	}
@@ -499,6 +564,9 @@ func (c *Conn) updateCreditsLocked() {
 	limit := uint32(c.rseqNo + uint16(c.set.RQSize))
 	wr := &c.wr[0]
 	*wr = uverbs.SendWR{Op: uverbs.OpWriteImm, Flags: uverbs.SendSignaled, Imm: immediate(opSGL, limit)}
+	if c.msgSend {
+		wr.Op, wr.Imm = uverbs.OpWrite, 0
+	}
 	if c.rbufAvail >= half {
 		scratch := c.sbufSize + uint32(c.ctrlSeqno%ctrlInFlight)*ctrlMsgSize
 		rsSGE{Addr: c.rmr.Addr() + uint64(c.rbufFree), Key: c.rmr.RKey(), Length: half}.
@@ -512,9 +580,52 @@ func (c *Conn) updateCreditsLocked() {
 		c.remoteSlot = (c.remoteSlot + 1) % c.remoteSGL.Length
 	} else {
 		wr.ID = wrSGL // credits only: no SGE, no target (rs_post_msg)
+		if c.msgSend {
+			c.postMsgLocked(wrSGL, immediate(opSGL, limit))
+			return
+		}
 	}
+	n := 1
+	if c.msgSend {
+		// The segment's WRITE, then the message that announces it
+		// (rs_post_write_msg); each takes a control slot.
+		c.setMsgLocked(&c.wr[1], wrSGL, immediate(opSGL, limit))
+		n = 2
+	}
+	c.ctrlSeqno += uint16(n)
+	if err := c.qp.PostSend(c.wr[:n]); err != nil {
+		c.ctrlSeqno -= uint16(n)
+		c.failLocked(err)
+	}
+}
+
+// ctrlPerMsg is how many control slots a credit update may take: two on
+// iWARP, where a published segment is a WRITE and a SEND (rs_2ctrl_avail).
+func (c *Conn) ctrlPerMsg() uint16 {
+	if c.msgSend {
+		return 2
+	}
+	return 1
+}
+
+// ctrlFreeLocked is how many control slots are free.
+func (c *Conn) ctrlFreeLocked() uint16 { return c.ctrlMax - c.ctrlSeqno }
+
+// setMsgLocked makes wr the SEND of the 4-byte message msg, inline
+// (rs_post_msg, rs_post_write_msg), in the byte order the peer declared,
+// which is how rsocket reads it.
+func (c *Conn) setMsgLocked(wr *uverbs.SendWR, id uint64, msg uint32) {
+	b := c.sbuf.Bytes()[c.sbufSize+ctrlInFlight*ctrlMsgSize:]
+	c.peerOrder.PutUint32(b[:msgSize], msg)
+	*wr = uverbs.SendWR{ID: id, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGEs: c.msgSGE[:]}
+}
+
+// postMsgLocked posts a control message as a SEND on iWARP; the caller
+// checked that a control slot is free.
+func (c *Conn) postMsgLocked(id uint64, msg uint32) {
+	c.setMsgLocked(&c.wr[0], id, msg)
 	c.ctrlSeqno++
-	if err := c.qp.PostSend(c.wr[:]); err != nil {
+	if err := c.qp.PostSend(c.wr[:1]); err != nil {
 		c.ctrlSeqno--
 		c.failLocked(err)
 	}
@@ -524,8 +635,11 @@ func (c *Conn) updateCreditsLocked() {
 // control slot is free.
 func (c *Conn) sendCtrlLocked(code uint32) error {
 	c.wr[0] = uverbs.SendWR{ID: wrCtrl | uint64(code), Op: uverbs.OpWriteImm, Flags: uverbs.SendSignaled, Imm: immediate(opCtrl, code)}
+	if c.msgSend {
+		c.setMsgLocked(&c.wr[0], wrCtrl|uint64(code), immediate(opCtrl, code))
+	}
 	c.ctrlSeqno++
-	if err := c.qp.PostSend(c.wr[:]); err != nil {
+	if err := c.qp.PostSend(c.wr[:1]); err != nil {
 		c.ctrlSeqno--
 		return err
 	}
@@ -539,7 +653,16 @@ func (c *Conn) allSentLocked() bool {
 // canSendLocked is rs_can_send: a free work request, RS_SNDLOWAT bytes of
 // send buffer, a credit, and room in the current target slot.
 func (c *Conn) canSendLocked() bool {
-	return c.sqeAvail > 0 && c.sbufAvail >= min(sndLowat, c.sbufSize) && c.sseqNo != c.sseqComp && c.slotLength() != 0
+	return !c.quiet && c.sqeAvail >= c.sqePerData() && c.sbufAvail >= min(sndLowat, c.sbufSize) && c.sseqNo != c.sseqComp && c.slotLength() != 0
+}
+
+// sqePerData is how many send work requests a data message takes: on
+// iWARP the WRITE and its message SEND (rs_can_send, rs_write_data).
+func (c *Conn) sqePerData() int {
+	if c.msgSend {
+		return 2
+	}
+	return 1
 }
 
 // sendLimitLocked is how much the next write may carry: want, within the
@@ -573,11 +696,17 @@ func (c *Conn) postDataLocked(n uint32) error {
 	}
 	c.wr[0] = uverbs.SendWR{ID: wrData | uint64(n), Op: uverbs.OpWriteImm, Flags: flags,
 		SGEs: c.sges[:nsge], Imm: immediate(opData, n), RemoteAddr: s.Addr, RKey: s.Key}
+	k := 1
+	if c.msgSend {
+		c.wr[0].Op, c.wr[0].Imm = uverbs.OpWrite, 0
+		c.setMsgLocked(&c.wr[1], wrMsg, immediate(opData, n))
+		k = 2
+	}
 	c.sseqNo++
-	c.sqeAvail--
+	c.sqeAvail -= k
 	c.sbufAvail -= n
 	c.sbufHead = (c.sbufHead + n) % c.sbufSize
-	if err := c.qp.PostSend(c.wr[:]); err != nil {
+	if err := c.qp.PostSend(c.wr[:k]); err != nil {
 		c.failLocked(err)
 		return err
 	}

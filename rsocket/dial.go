@@ -85,6 +85,13 @@ func (d *Dialer) Dial(ctx context.Context, network, address string) (*Conn, erro
 	}
 	c, err := newConn(cm, s)
 	if err == nil {
+		if c.msgSend {
+			// rs_do_connect asks for one outstanding RDMA READ on iWARP,
+			// where some devices' connection set-up issues one (MPA
+			// peer-to-peer mode). Connect sends the ConnParam that cfg
+			// points to as it is then.
+			cfg.ConnParam.InitiatorDepth = 1
+		}
 		err = cm.Connect(ctx, c.connData())
 	}
 	var peer connData

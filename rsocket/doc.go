@@ -11,7 +11,10 @@
 // rdmacm) with two registered buffers: the peer writes data straight into
 // our receive buffer with RDMA WRITE WITH IMMEDIATE, and the immediate says
 // how much arrived. Credits and halves of the receive buffer flow back the
-// same way; docs/rsocket.md §2 describes the protocol.
+// same way; docs/rsocket.md §2 describes the protocol. On an iWARP device
+// (siw), which has no immediate data, a connection speaks rsocket's
+// message-send mode instead, as rsocket does there: each message is a
+// 4-byte SEND, after a plain RDMA WRITE for data (docs/rsocket.md §7).
 //
 // A Conn is safe for one reader and one writer at a time (more are
 // serialized). Read, Write, ReadFrom and WriteTo take completions

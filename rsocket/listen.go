@@ -139,6 +139,12 @@ func (l *Listener) answer(ctx context.Context, req *rdmacm.Conn) (*Conn, error) 
 	}
 	c, err := newConn(req, l.set)
 	if err == nil {
+		// MPA: the responder sends its first FPDU only after the
+		// initiator's first one; siw fails the client's connection
+		// (EPROTO) if data follow its MPA reply before it has read the
+		// reply (kernel: drivers/infiniband/sw/siw/siw_cm.c
+		// siw_recv_mpa_rr, "peer sent extra data").
+		c.quiet = c.msgSend
 		err = req.Accept(ctx, c.connData())
 	}
 	if err != nil {

@@ -17,16 +17,21 @@ import (
 
 var portSeq = 7700
 
-// labPair listens on one end of the lab's veth pair and returns the
-// listener and the address to dial, from the other end's address.
+// labListen listens on the first rxe end of the lab's veth pair and
+// returns the listener and the address to dial.
 func labListen(t *testing.T, lc *ListenConfig) (*Listener, string) {
 	t.Helper()
-	ends := testutil.VethPair(t)
+	return listenAt(t, testutil.VethPair(t)[0].Addr, lc)
+}
+
+// listenAt listens on host, a lab address, on the next port.
+func listenAt(t *testing.T, host string, lc *ListenConfig) (*Listener, string) {
+	t.Helper()
 	portSeq++
 	if lc == nil {
 		lc = &ListenConfig{}
 	}
-	l, err := lc.Listen(context.Background(), "rdma", fmt.Sprintf("%s:%d", ends[0].Addr, portSeq))
+	l, err := lc.Listen(context.Background(), "rdma", fmt.Sprintf("%s:%d", host, portSeq))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +39,17 @@ func labListen(t *testing.T, lc *ListenConfig) (*Listener, string) {
 	return l, l.Addr().String()
 }
 
-// pair returns a connected client and server.
+// pair returns a connected client and server on the lab's rxe devices.
 func pair(t *testing.T, d *Dialer, lc *ListenConfig) (client, server *Conn) {
 	t.Helper()
-	l, addr := labListen(t, lc)
+	return pairAt(t, testutil.VethPair(t)[0].Addr, d, lc)
+}
+
+// pairAt returns a connected client and server, the server listening on
+// host.
+func pairAt(t *testing.T, host string, d *Dialer, lc *ListenConfig) (client, server *Conn) {
+	t.Helper()
+	l, addr := listenAt(t, host, lc)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second*testutil.RaceSlowdown)
 	defer cancel()
 	if d == nil {
@@ -54,6 +66,10 @@ func pair(t *testing.T, d *Dialer, lc *ListenConfig) (client, server *Conn) {
 	}()
 	client, err := d.Dial(ctx, "rdma", addr)
 	if err != nil {
+		cancel()
+		if r := <-acc; r.c != nil {
+			r.c.Close()
+		}
 		t.Fatal(err)
 	}
 	r := <-acc
@@ -67,6 +83,16 @@ func pair(t *testing.T, d *Dialer, lc *ListenConfig) (client, server *Conn) {
 
 func TestEcho(t *testing.T) {
 	c, s := pair(t, &Dialer{Options: Options{Logf: t.Logf}}, &ListenConfig{Options: Options{Logf: t.Logf}})
+	if c.msgSend || s.msgSend {
+		t.Fatal("rxe has immediate data, but the connection uses iWARP's message SENDs")
+	}
+	echo(t, c, s)
+}
+
+// echo has s echo what c writes, from 1 byte to 1 MiB, then checks that
+// c's CloseWrite ends the echo.
+func echo(t *testing.T, c, s *Conn) {
+	t.Helper()
 	go func() {
 		n, err := io.Copy(s, s)
 		if err == nil {
@@ -108,6 +134,13 @@ func TestBulkSHA256(t *testing.T) {
 		total = 16 << 20
 	}
 	c, s := pair(t, nil, nil)
+	bulk(t, c, s, total)
+}
+
+// bulk sends total bytes from c to s through io.Copy in random write sizes
+// and checks the digest.
+func bulk(t *testing.T, c, s *Conn, total int64) {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	var key [32]byte

@@ -32,7 +32,9 @@
 // Errors are one line on stderr with exit status 1: no RDMA device (with
 // how to make one with rdma-link), a server that cannot be reached,
 // nothing listening on the port, a rejected connection, a failed work
-// completion (by its status name), a peer that disconnects early. A bad
+// completion (by its status name), a peer that disconnects early, roce-lab
+// imm on an iWARP device (siw), which has no immediate data (said before
+// the connection request is sent). A bad
 // command line, including a -s too long for the peer's buffer, exits 2;
 // Ctrl-C (SIGINT) or SIGTERM exits 130 after freeing everything.
 package main

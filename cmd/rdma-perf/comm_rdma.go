@@ -59,7 +59,10 @@ type rdmaComm struct {
 	mr    *uverbs.MR
 	recvs int // receives completed and not read yet
 	sends int // sends completed
-	wcs   [4]uverbs.WC
+	// repostErr is why the receive after the last read could not be
+	// posted; the next read returns it.
+	repostErr error
+	wcs       [4]uverbs.WC
 }
 
 const commRecvOff = 2048 // receives land in the second half of the page
@@ -167,6 +170,9 @@ func (r *rdmaComm) write(mine []byte, size int) error {
 
 func (r *rdmaComm) read(size int) ([]byte, error) {
 	for spin := 0; r.recvs == 0; spin++ {
+		if r.repostErr != nil {
+			return nil, r.repostErr
+		}
 		if err := r.poll(spin); err != nil {
 			return nil, err
 		}
@@ -174,7 +180,14 @@ func (r *rdmaComm) read(size int) ([]byte, error) {
 	r.recvs--
 	in := make([]byte, size)
 	copy(in, r.buf.Bytes()[commRecvOff:commRecvOff+size])
-	return in, r.postRecv()
+	// The peer may end the connection as soon as it has sent its last
+	// message; on siw the QP is then in the error state, where nothing
+	// posted would ever complete (docs/siw.md §8), so uverbs refuses the
+	// post. What was read stands.
+	if err := r.postRecv(); err != nil {
+		r.repostErr = err
+	}
+	return in, nil
 }
 
 // xchg is ctx_xchg_data_rdma: the client writes then reads, the server

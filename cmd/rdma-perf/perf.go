@@ -311,7 +311,8 @@ func (s *session) createQP() (err error) {
 
 // cmConnect connects the QP through the CM: the server takes the request
 // from l and accepts it, the client resolves and connects (retrying while
-// the server does not listen yet, as perftest's client does 10 times).
+// the server does not listen yet, as perftest's client does; up to 5 s: an
+// iWARP peer refuses at once, where perftest's tries take longer).
 func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 	o := s.o
 	if o.server == "" {
@@ -348,7 +349,7 @@ func (s *session) cmConnect(l *rdmacm.Listener) (err error) {
 	}
 	for try := 0; ; try++ {
 		err = s.conn.Connect(s.ctx, nil)
-		if err == nil || !errors.Is(err, rdmacm.ErrConnRefused) || try == 10 {
+		if err == nil || !errors.Is(err, rdmacm.ErrConnRefused) || try == 50 {
 			return err
 		}
 		// Nothing listens yet: a new ID for the next try.

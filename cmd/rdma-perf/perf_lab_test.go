@@ -33,6 +33,7 @@ type perfCase struct {
 	server   string // "ours" or "theirs"
 	client   string
 	cm       bool
+	siw      bool // over the lab's siw (iWARP) devices; with cm
 	args     []string
 	size     int
 	iters    int
@@ -41,7 +42,11 @@ type perfCase struct {
 	hook     func(*session) error // our sides' options.beforeRuns
 }
 
-func labTarget(t *testing.T, cm bool) (dev, host string, gid []string) {
+func labTarget(t *testing.T, cm, siw bool) (dev, host string, gid []string) {
+	if siw {
+		v := testutil.SiwPair(t)
+		return v[0].Device, v[0].Addr, nil
+	}
 	if cm {
 		v := testutil.VethPair(t)
 		return v[0].Device, v[0].Addr, nil
@@ -157,6 +162,58 @@ func TestGoToGo(t *testing.T) {
 		}
 		c.server, c.client = "ours", "ours"
 		t.Run(c.name, func(t *testing.T) { runPerfCase(t, c, 19400+i) })
+	}
+}
+
+// TestInteropPerftestSiw: over siw (soft-iWARP), whose QPs connect only
+// through the CM (-R), this program against perftest's write_bw, read_bw
+// and send_bw in both roles, polling and (read_bw, send_bw) with
+// completion events (-e), and
+// against itself for every test iWARP can run (not atomic_lat: siw has no
+// atomics). As over rxe, the client connects to the first siw end's
+// address and the CM puts both sides on that device (docs/testing.md §3).
+func TestInteropPerftestSiw(t *testing.T) {
+	var cases []perfCase
+	for _, tc := range []struct {
+		test string
+		size int
+	}{{"write_bw", 65536}, {"read_bw", 4096}, {"send_bw", 4096}} {
+		for _, events := range []bool{false, true} {
+			if events && tc.test == "write_bw" {
+				continue // the sender polls memory: perftest and ours refuse -e
+			}
+			for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"}} {
+				if tc.test == "send_bw" && roles == [2]string{"ours", "theirs"} {
+					// Open: ib_send_bw's client against our server
+					// on siw sends 199 of 200 messages and waits for
+					// ever (seen twice on 6.12); against its own
+					// server it passes, or once crashed (SIGSEGV).
+					continue
+				}
+				args := []string{"-s", strconv.Itoa(tc.size), "-n", "200"}
+				name := fmt.Sprintf("%s_%s-server_%s-client", tc.test, roles[0], roles[1])
+				if events {
+					args = append(args, "-e")
+					name += "_events"
+				}
+				cases = append(cases, perfCase{name: name, test: tc.test, server: roles[0], client: roles[1],
+					cm: true, siw: true, args: args, size: tc.size, iters: 200, sizes: 1})
+			}
+		}
+	}
+	for _, tc := range []struct {
+		test string
+		args []string
+	}{
+		{"write_lat", []string{"-s", "64", "-n", "200"}},
+		{"send_lat", []string{"-s", "64", "-n", "200", "-e"}},
+		{"read_lat", []string{"-s", "64", "-n", "200"}},
+	} {
+		cases = append(cases, perfCase{name: tc.test + "_ours-server_ours-client", test: tc.test, server: "ours", client: "ours",
+			cm: true, siw: true, args: tc.args, size: 64, iters: 200, sizes: 1})
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runPerfCase(t, c, 19800+i) })
 	}
 }
 
@@ -315,7 +372,7 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 	// a few seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dev, host, gid := labTarget(t, c.cm)
+	dev, host, gid := labTarget(t, c.cm, c.siw)
 	args := func(who, role string) []string {
 		a := []string{"-d", dev, "-p", strconv.Itoa(port), "-F"}
 		a = append(a, gid...)

@@ -51,4 +51,11 @@
 // index of the GID of the address they talk over (on rxe over lo, GID index 1
 // is ::ffff:127.0.0.1). This program finds that index by itself from the local
 // address of the TCP connection when -g is not given.
+//
+// # iWARP
+//
+// An iWARP device (siw, Chelsio, E810 in iWARP mode) is refused at once:
+// its QPs are connected only through the RDMA CM, so this exchange cannot
+// connect them (nor does iWARP have UD), as with ibv_rc_pingpong. rping and
+// rdma-perf -R connect through the CM and run there.
 package main

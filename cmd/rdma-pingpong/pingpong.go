@@ -136,6 +136,9 @@ func pingpong(ctx context.Context, o options, stdout io.Writer) (err error) {
 // receives (rdma-core: pp_init_ctx and the first pp_post_recv).
 func (s *session) setup() error {
 	o := s.o
+	if err := refuseIWARP(o.dev); err != nil {
+		return err
+	}
 	var err error
 	if s.ctx, s.port, err = device.OpenPort(o.dev, o.ibPort); err != nil {
 		return err
@@ -443,6 +446,25 @@ func checkReceived(b []byte) error {
 	}
 	if !ours && !theirs {
 		return errors.New("invalid data: the last message received is neither this program's -c pattern nor rdma-core's")
+	}
+	return nil
+}
+
+// refuseIWARP fails at once on an iWARP device, before anything is opened
+// or the exchange waits for a peer. An iWARP QP reaches RTS only through the
+// iWARP CM, which hands the driver the connection's TCP socket after the MPA
+// exchange; a modify_qp to RTS from user space carries no socket and fails
+// (kernel: drivers/infiniband/sw/siw/siw_qp.c siw_qp_nextstate_from_idle,
+// "no socket"), so the out-of-band connect of this protocol (rdma-core:
+// libibverbs/examples/rc_pingpong.c pp_connect_ctx) cannot work. iWARP has
+// no UD either.
+func refuseIWARP(name string) error {
+	info, err := uverbs.LookupDevice(name)
+	if err != nil {
+		return err
+	}
+	if info.Transport() == uverbs.TransportIWARP {
+		return fmt.Errorf("%s is an iWARP device (%s): its QPs are connected only through the RDMA CM, not by the address exchange of rdma-pingpong; use rping or rdma-perf -R on it instead", info.Name, info.Driver)
 	}
 	return nil
 }

@@ -38,7 +38,13 @@
 // The wire formats, and where each fact comes from in the C programs, are
 // in the documentation of package cmd/internal/tutorial.
 //
+// iWARP devices (siw) have no immediate data, so roce-lab's imm mode
+// cannot run on them: bound to an iWARP device's address (-a), the server
+// says so and exits 1 before listening; listening on every address, it
+// rejects each request that arrives on one ("connection failed: ...").
+//
 // Exit status: 0 when stopped by a signal, 1 when it cannot listen (no
 // RDMA device: the message says how to make one with rdma-link; port in
-// use; an address not of this host), 2 for a bad command line.
+// use; an address not of this host; imm on an iWARP device), 2 for a bad
+// command line.
 package main

@@ -22,11 +22,22 @@ import (
 var customRow = regexp.MustCompile(`(?m)^custom +(\S+) +(\S+) +(\S+) +(\S+) +[0-9.]+s +[0-9.]+ +[0-9.]+$`)
 
 func TestInteropRstream(t *testing.T) {
+	interopRstream(t, testutil.VethPair(t)[0].Addr, 7900)
+}
+
+// TestInteropRstreamSiw is the same over siw (soft-iWARP), where both
+// rsockets speak rsocket's iWARP mode: messages as SENDs, data as RDMA
+// WRITEs without immediate data (docs/rsocket.md §7).
+func TestInteropRstreamSiw(t *testing.T) {
+	interopRstream(t, testutil.SiwPair(t)[0].Addr, 7950)
+}
+
+// interopRstream runs the cases with the server on addr, on ports from
+// port+1.
+func interopRstream(t *testing.T, addr string, port int) {
 	if _, err := exec.LookPath("rstream"); err != nil {
 		t.Fatalf("rstream (rdmacm-utils) is needed: %v", err)
 	}
-	ends := testutil.VethPair(t)
-	addr := ends[0].Addr
 	sizes := []struct {
 		size, count, iters int
 		str, cnt           string
@@ -36,7 +47,6 @@ func TestInteropRstream(t *testing.T) {
 		{65536, 20, 1, "64k", "20"},
 		{1 << 20, 4, 1, "1m", "4"},
 	}
-	port := 7900
 	for _, pair := range []struct{ server, client string }{{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"}} {
 		for _, mode := range []string{"b", "n"} {
 			for _, sz := range sizes {

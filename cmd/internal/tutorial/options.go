@@ -194,6 +194,7 @@ Connects to an rdma-server (or the tutorial's C server) and runs one exchange.
 	b.WriteString(`
 The RDMA CM needs an RDMA device on the netdev that carries the address; with
 no RDMA hardware, make a soft-RoCE device: rdma-link add rxe0 netdev eth0.
+iWARP devices (siw) have no immediate data: roce-lab imm refuses to run there.
 Exit status: 0 done (a server stopped by a signal too), 1 failed, 2 bad
 command line, 130 client interrupted.
 `)

@@ -261,6 +261,15 @@ func Server(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return explain("listen on "+addr, addr, err)
 	}
+	// Bound to an address, the listener has its device: refuse a mode it
+	// cannot run before listening for clients. On a wildcard address each
+	// request is checked (serveConn).
+	if dev, ok := l.ID().DeviceInfo(); ok {
+		if err := o.Mode.checkDevice(o.Proto, dev); err != nil {
+			l.Close()
+			return err
+		}
+	}
 	fmt.Fprintf(out, "listening on %v (--proto %s, mode %s)\n", l.Addr(), o.Proto.Name, o.Mode.Name)
 	tr.Slow("wait CONNECT_REQUEST")
 	var wg sync.WaitGroup
@@ -310,6 +319,10 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	fmt.Fprintf(out, "%v: connection request\n", peer)
 	tr.Slow("CONNECT_REQUEST from %v to %v, private data %s", peer, conn.LocalAddr(), privateText(conn.PeerPrivateData()))
 	traceBuilt(tr, conn)
+	if err := o.Mode.checkDevice(o.Proto, conn.Device().Info()); err != nil {
+		conn.ID().Reject(nil)
+		return err
+	}
 	s := o.Mode.newSession(env{
 		mode: o.Mode.Name, message: geekMessage(false, os.Getpid()), tr: tr,
 		out: func(format string, args ...any) { fmt.Fprintf(out, "%v: %s\n", peer, fmt.Sprintf(format, args...)) },
@@ -329,8 +342,12 @@ func serveConn(ctx context.Context, o Options, conn *rdmacm.Conn, tr *Trace, out
 	tr.Slow("ESTABLISHED")
 	dumpQP(tr, conn.QP())
 	// The QP retransmits as often as the client's request said; the geek
-	// C client asks for 0 (02_read-write/rdma-common.c build_params).
-	if a, err := conn.QP().Query(0); err == nil && a.RetryCount == 0 {
+	// C client asks for 0 (02_read-write/rdma-common.c build_params). Not
+	// on iWARP, where TCP retransmits and the QP has no retry count (siw
+	// reports 0: kernel drivers/infiniband/sw/siw/siw_verbs.c
+	// siw_query_qp).
+	info := conn.Device().Info()
+	if a, err := conn.QP().Query(0); err == nil && a.RetryCount == 0 && info.Transport() != uverbs.TransportIWARP {
 		fmt.Fprintf(out, "%v: note: the client connected with retry count 0: one lost or late packet ends the connection (IBV_WC_RETRY_EXC_ERR)\n", peer)
 	}
 	if err := s.run(ctx, tep); err != nil {
@@ -368,6 +385,9 @@ func Client(ctx context.Context, o Options, stdout, stderr io.Writer) (err error
 	ep := newRDMAEndpoint(conn)
 	defer func() { err = errors.Join(err, ep.close()) }()
 	traceBuilt(tr, conn)
+	if err := o.Mode.checkDevice(o.Proto, conn.Device().Info()); err != nil {
+		return err
+	}
 	s := o.Mode.newSession(env{
 		client: true, mode: o.Mode.Name, message: o.Message, tr: tr,
 		out: func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) },

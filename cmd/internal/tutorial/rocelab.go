@@ -39,7 +39,7 @@ var roceLabProtocol = &Protocol{
 		{Name: "write", Port: 7471, Summary: "the client WRITEs -s into the server's buffer and READs 4096 bytes back",
 			Param: roceLabParam, MaxMessage: roceLabBufSize, DefaultMessage: "client-wrote-this", newSession: newRoceLab},
 		{Name: "imm", Port: 7472, Summary: "the client does a WRITE_WITH_IMM of -s, imm_data = its length; the server's RECV reports it",
-			Param: roceLabParam, MaxMessage: roceLabBufSize, DefaultMessage: "client-wrote-with-imm", newSession: newRoceLab},
+			Param: roceLabParam, MaxMessage: roceLabBufSize, DefaultMessage: "client-wrote-with-imm", Imm: true, newSession: newRoceLab},
 	},
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/goverbs/rdma/rdmacm"
+	"github.com/goverbs/rdma/uverbs"
 )
 
 // session is one side of one protocol on one connection.
@@ -43,7 +44,31 @@ type Mode struct {
 	// DefaultMessage is the client's text without -s; "" means the
 	// tutorial's own (geek: with the process id).
 	DefaultMessage string
-	newSession     func(e env) session
+	// Imm: the exchange carries immediate data, which iWARP devices do
+	// not have (checkDevice).
+	Imm        bool
+	newSession func(e env) session
+}
+
+// checkDevice refuses a mode the device cannot run: on an iWARP device
+// (siw, for one) a mode with immediate data. iWARP's RDMAP has no
+// immediate data (RFC 5040 has no such message), so siw refuses
+// WRITE_WITH_IMM and SEND_WITH_IMM (kernel:
+// drivers/infiniband/sw/siw/siw_verbs.c siw_post_send; rdma-core:
+// providers/siw/siw.c map_send_opcode); the check comes before anything is
+// posted or sent, so the peer is never left waiting for it.
+func (m *Mode) checkDevice(p *Protocol, dev uverbs.DeviceInfo) error {
+	if m.Imm && dev.Transport() == uverbs.TransportIWARP {
+		var other []string
+		for _, o := range p.Modes {
+			if !o.Imm {
+				other = append(other, o.Name)
+			}
+		}
+		return fmt.Errorf("--proto %s mode %s cannot run on %s: it sends immediate data (RDMA WRITE with immediate), and %s is an iWARP device, which has none; use mode %s, or an InfiniBand or RoCE device (rxe)",
+			p.Name, m.Name, dev.Name, dev.Name, strings.Join(other, " or "))
+	}
+	return nil
 }
 
 // Protocol is one tutorial.

@@ -36,11 +36,22 @@ var (
 
 func newLab(t *testing.T) *labEnv {
 	t.Helper()
-	ends := testutil.VethPair(t)
+	return newLabAt(t, testutil.VethPair(t)[0].Addr)
+}
+
+// newLabSiw is the lab on the siw (soft-iWARP) devices: servers listen on
+// the first siw end's address.
+func newLabSiw(t *testing.T) *labEnv {
+	t.Helper()
+	return newLabAt(t, testutil.SiwPair(t)[0].Addr)
+}
+
+func newLabAt(t *testing.T, addr string) *labEnv {
+	t.Helper()
 	// The limit only turns a hang into a failure.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	return &labEnv{addr: ends[0].Addr, ctx: ctx}
+	return &labEnv{addr: addr, ctx: ctx}
 }
 
 func (e *labEnv) port() string {
@@ -164,17 +175,18 @@ func serverLines(out string) []string {
 	return r
 }
 
-// TestGoToGo: every protocol and mode, our server and our client, with -v
-// on both sides.
-func TestGoToGo(t *testing.T) {
-	e := newLab(t)
+// goToGoCase is one mode run by our server and our client: the client's
+// extra arguments and output, the server's lines about the connection.
+type goToGoCase struct {
+	proto, mode string
+	cli         []string
+	client      string
+	server      []string
+}
+
+func goToGoCases() []goToGoCase {
 	pid := os.Getpid()
-	cases := []struct {
-		proto, mode string
-		cli         []string
-		client      string
-		server      []string
-	}{
+	return []goToGoCase{
 		{"geek", "write", nil, fmt.Sprintf("remote buffer: message from passive/server side with pid %d", pid),
 			[]string{fmt.Sprintf("remote buffer: message from active/client side with pid %d", pid)}},
 		{"geek", "read", []string{"-s", "read me"}, fmt.Sprintf("remote buffer: message from passive/server side with pid %d", pid),
@@ -188,6 +200,34 @@ func TestGoToGo(t *testing.T) {
 		{"roce-lab", "imm", []string{"-s", "imm payload 42"}, "RDMA_WRITE_WITH_IMM completed: 15 bytes, imm_data=15",
 			[]string{"imm_data=15, 15 bytes arrived: 'imm payload 42'"}},
 	}
+}
+
+// TestGoToGo: every protocol and mode, our server and our client, with -v
+// on both sides.
+func TestGoToGo(t *testing.T) {
+	goToGo(t, newLab(t), goToGoCases())
+}
+
+// TestGoToGoSiw: every mode without immediate data over siw (iWARP).
+func TestGoToGoSiw(t *testing.T) {
+	var cases []goToGoCase
+	for _, c := range goToGoCases() {
+		p, err := LookupProtocol(c.proto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := p.Mode(c.mode); err != nil || !m.Imm {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) != len(goToGoCases())-1 {
+		t.Fatalf("%d of %d modes left for iWARP, want all but roce-lab imm", len(cases), len(goToGoCases()))
+	}
+	goToGo(t, newLabSiw(t), cases)
+}
+
+func goToGo(t *testing.T, e *labEnv, cases []goToGoCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.proto+"_"+c.mode, func(t *testing.T) {
 			srv, port := e.server(t, "-v", "--proto", c.proto, c.mode)
@@ -552,5 +592,45 @@ func TestErrors(t *testing.T) {
 		if code := e.wait(t, cli); code != ExitInterrupted || cli.errb.String() != "rdma-client: interrupted\n" {
 			t.Errorf("client: %v", cli)
 		}
+	})
+}
+
+// TestImmOnIWARP: on siw (iWARP, no immediate data) roce-lab's imm mode
+// says why it cannot run, one line and exit 1, as soon as the device is
+// known: a server bound to the siw address before it listens, a client
+// before it sends its connection request, and a server on every address
+// when the request comes (it rejects it and serves on).
+func TestImmOnIWARP(t *testing.T) {
+	e := newLabSiw(t)
+	dev := testutil.SiwPair(t)[0].Device
+	want := "--proto roce-lab mode imm cannot run on " + dev + ": it sends immediate data"
+	refused := func(t *testing.T, p *proc) {
+		t.Helper()
+		if code := e.wait(t, p); code != ExitFailed || strings.Count(p.errb.String(), "\n") != 1 ||
+			!strings.Contains(p.errb.String(), want) || !strings.Contains(p.errb.String(), "use mode write") {
+			t.Errorf("want exit 1 and one line with %q and the mode to use: %v", want, p)
+		}
+		if strings.Contains(p.out.String(), "listening on") {
+			t.Errorf("listened before refusing: %v", p)
+		}
+	}
+	t.Run("server", func(t *testing.T) {
+		refused(t, e.start(t, true, "--proto", "roce-lab", "-a", e.addr, "-p", e.port(), "imm"))
+	})
+	t.Run("client", func(t *testing.T) {
+		// Nothing listens there: the client must refuse before it asks.
+		refused(t, e.start(t, false, "--proto", "roce-lab", "imm", e.addr, e.port()))
+	})
+	t.Run("wildcard_server", func(t *testing.T) {
+		port := e.port()
+		srv := e.start(t, true, "--proto", "roce-lab", "-p", port, "imm")
+		e.waitFor(t, srv, "listening on 0.0.0.0:"+port)
+		// A write client: the server finds the device in the request.
+		cli := e.start(t, false, "--proto", "roce-lab", "write", e.addr, port)
+		if code := e.wait(t, cli); code != ExitFailed || !strings.Contains(cli.errb.String(), "the server rejected the connection") {
+			t.Fatalf("client: want the rejection: %v\nserver: %v", cli, srv)
+		}
+		e.waitFor(t, srv, ": connection failed: "+want)
+		e.stop(t, srv)
 	})
 }
