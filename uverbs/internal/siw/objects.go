@@ -20,10 +20,15 @@ import (
 // The kernel frees a ring element when it starts a request, and a
 // successful unsignaled send writes no completion (§3, §6), so the rings
 // cannot say what is outstanding. Each QP and SRQ counts instead: posted
-// minus completed receives, and for sends a record of each request's ID
-// and whether it is signaled, retired in order by the completions the CQ
-// polls (siw completes a QP's sends in the order they were posted:
-// siw_qp_tx.c siw_qp_sq_process, siw_qp.c siw_sq_flush).
+// minus completed receives, and for sends a record of each request's ID,
+// whether it is signaled and whether it is an RDMA READ, retired by the
+// completions the CQ polls. siw starts a QP's sends in posting order, but
+// a READ completes only when its response has arrived (siw_qp_rx.c
+// siw_proc_rresp), while a SEND or WRITE completes once transmitted
+// (siw_qp_tx.c siw_qp_sq_process): a later SEND may complete before an
+// earlier READ. READ responses arrive in order, and a flush completes the
+// outstanding READs (the ORQ) before the rest (siw_qp.c siw_sq_flush). See
+// retireSend.
 
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
 
@@ -214,6 +219,8 @@ type qpState struct {
 type sendRecord struct {
 	id       uint64
 	signaled bool
+	read     bool // an RDMA READ
+	done     bool // completed, behind a READ that has not
 }
 
 // CreateQP checks the QP's parameters against siw's (RC only; at least one
@@ -328,7 +335,7 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	start := sq.Next()
 	for i := range wrs {
 		// Recorded before the kernel can complete it.
-		q.sends[sent&q.sendMask] = sendRecord{id: wrs[i].ID, signaled: lim.SigAll || wrs[i].Flags&SendSignaled != 0}
+		q.sends[sent&q.sendMask] = sendRecord{id: wrs[i].ID, signaled: lim.SigAll || wrs[i].Flags&SendSignaled != 0, read: wrs[i].Op == OpRead}
 		sent++
 		q.sent.Store(sent)
 		sq.Write(&wrs[i])
@@ -380,19 +387,37 @@ func (q *qpState) doorbell() error {
 	return nil
 }
 
-// retireSend retires the sends up to the one wc completes: the first
-// outstanding send with wc's ID, a signaled one if wc is a success (an
-// unsignaled success writes no completion). Sends before it completed
-// without a completion of their own. Called under the CQ's lock.
+// retireSend retires the send wc completes: the first outstanding send
+// with wc's ID and kind (READ or not), a signaled one if wc is a success
+// (an unsignaled success writes no completion). A READ's completion, of
+// any status, also retires every send before it: the kernel transmitted
+// them before it sent the READ, and earlier READs got their responses or
+// were flushed first. Any other completion also retires the sends before
+// it that are not READs (transmitted in order) but no READ, which may
+// still await its response. Sends are counted as retired up to the first
+// one not done. Called under the CQ's lock.
 func (q *qpState) retireSend(wc *provider.WC) {
 	sent, r := q.sent.Load(), q.retired.Load()
-	for i := r; i != sent; i++ {
-		s := q.sends[i&q.sendMask]
-		if s.id == wc.ID && (s.signaled || wc.Status != WCSuccess) {
-			q.retired.Store(i + 1)
-			return
+	read := wc.Opcode == WCOpRDMARead
+	k := r
+	for ; k != sent; k++ {
+		s := &q.sends[k&q.sendMask]
+		if !s.done && s.read == read && s.id == wc.ID && (s.signaled || wc.Status != WCSuccess) {
+			break
 		}
 	}
+	if k == sent {
+		return
+	}
+	for i := r; i != k+1; i++ {
+		if s := &q.sends[i&q.sendMask]; read || !s.read || i == k {
+			s.done = true
+		}
+	}
+	for r != sent && q.sends[r&q.sendMask].done {
+		r++
+	}
+	q.retired.Store(r)
 }
 
 // PostRecv checks and writes wrs into the receive ring; no system call

@@ -197,3 +197,47 @@ func TestPostPollAllocs(t *testing.T) {
 		t.Errorf("outstanding %d sends, %d receives after every completion", s, r)
 	}
 }
+
+// A READ completes when its response arrives, after a later SEND that
+// completed once transmitted (siw_qp_rx.c siw_proc_rresp, siw_qp_tx.c
+// siw_qp_sq_process): the SEND's completion does not retire the READ,
+// whose buffer the kernel still writes; the READ's completion retires it
+// and the sends before it.
+func TestReadCompletesAfterLaterSend(t *testing.T) {
+	q, c, sr, _, cr, _ := testQP(t, nil)
+	buf := make([]byte, 64)
+	sge := func(lkey uint32) []SGE { return []SGE{{Addr: addrOf(buf), Length: 8, LKey: lkey}} }
+	wrs := []SendWR{
+		{ID: 1, Op: OpRead, Flags: SendSignaled, SGEs: sge(0x11), RemoteAddr: 0x1000, RKey: 5},
+		{ID: 2, Op: OpSend, Flags: SendSignaled, SGEs: sge(0x22)},
+		{ID: 3, Op: OpSend, SGEs: sge(0x22)},
+	}
+	if i, err := q.PostSend(wrs, false); err != nil {
+		t.Fatal(i, err)
+	}
+	for range 3 {
+		sr.take()
+	}
+	cr.produce(cqe{id: 2, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_SEND, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 3 {
+		t.Fatalf("after the SEND's completion, before the READ's, %d sends outstanding, want 3 (the READ holds the rest)", s)
+	}
+	if used, _, _ := q.UsesLKey(0x11); !used {
+		t.Fatal("the READ awaits its response, UsesLKey says its MR is free")
+	}
+	cr.produce(cqe{id: 1, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_READ, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 1 {
+		t.Fatalf("after the READ's completion, %d sends outstanding, want 1 (the unsignaled SEND)", s)
+	}
+	// A flush of a later READ retires the unsignaled SEND before it.
+	if i, err := q.PostSend([]SendWR{{ID: 4, Op: OpRead, SGEs: sge(0x11), RemoteAddr: 0x1000, RKey: 5}}, false); err != nil {
+		t.Fatal(i, err)
+	}
+	cr.produce(cqe{id: 4, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_READ, status: abi.SIW_WC_WR_FLUSH_ERR, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 0 {
+		t.Fatalf("after the flush of the last READ, %d sends outstanding, want 0", s)
+	}
+}
