@@ -1113,8 +1113,16 @@ func (qp *QP) attachProvider(d provider.QP, init *QPInit) {
 }
 
 // sendError is the error of a provider's PostSend that refused request i
-// of wrs.
+// of wrs, or (i == len(wrs)) posted them all and had its doorbell refused:
+// not a PostError, since everything was posted; when siw moved the QP to
+// ERROR over it, the record of the state follows.
 func (qp *QP) sendError(op string, wrs []SendWR, i int, err error) error {
+	if i == len(wrs) { // all posted, the doorbell refused (siw)
+		if errors.Is(err, siw.ErrMovedToError) {
+			qp.state.Store(uint32(QPStateError))
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
 	return providerPostError(op, i, wrs[i].ID, len(wrs), qp.drv.SendQueueSize(), err)
 }
 

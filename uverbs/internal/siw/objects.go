@@ -1,6 +1,7 @@
 package siw
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -312,7 +313,7 @@ func (q *qpState) RecvQueueSize() int {
 // room, writes the requests and rings the doorbell if the kernel's send
 // side may have gone idle (libsiw siw_post_send; docs/siw.md §7). On an
 // error before the writes nothing was posted; a refused doorbell is
-// returned after the writes, as the kernel returns it.
+// returned with len(wrs): every request is in the ring and counted.
 func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	sq := q.sq
 	lim := &sq.lim
@@ -341,7 +342,9 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 		sq.Write(&wrs[i])
 	}
 	if sq.DoorbellNeeded(start) {
-		return 0, q.doorbell()
+		if err := q.doorbell(); err != nil {
+			return len(wrs), err
+		}
 	}
 	return 0, nil
 }
@@ -379,12 +382,34 @@ func newDoorbell(handle uint32, what string) (*sys.Mapping, *doorbell, error) {
 }
 
 // doorbell rings the QP's doorbell. It fails with ENOTCONN while the QP
-// is not in RTS (docs/siw.md §7).
+// is not in RTS (docs/siw.md §7), and with EINVAL when the kernel refuses
+// the request it takes from the ring (an RDMA READ without an ORD:
+// siw_qp.c siw_activate_tx_from_sq). The kernel then leaves that element
+// VALID and its sq_get where it was, so every later doorbell finds it
+// again and the send side would stall with nothing completed: doorbell
+// moves the QP to ERROR, which flushes the ring (siw_qp.c
+// siw_qp_nextstate_from_rts, siw_sq_flush), and says so with
+// ErrMovedToError.
 func (q *qpState) doorbell() error {
-	if err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), doorbellLen); err != nil {
-		return fmt.Errorf("the work requests were written to the send ring but siw (device %s) refused the doorbell, so they may not run until the next one: %w", q.dev.Name(), err)
+	name := q.dev.Name()
+	err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), doorbellLen)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("the work requests were posted but siw (device %s) refused the doorbell, so they may not run until a later post rings it: %w", name, err)
+	}
+	if merr := q.toError(); merr != nil {
+		return fmt.Errorf("the work requests were posted but siw (device %s) refused one when it took it from the send ring, and the send queue is stuck behind it; moving the QP to ERROR failed too (%v): destroy the QP: %w", name, merr, err)
+	}
+	return fmt.Errorf("the work requests were posted but siw (device %s) refused one when it took it from the send ring (an RDMA READ needs a non-zero InitiatorDepth on the connection): %w, so every posted request completes with a flush error; create a new QP and connect it again (%w)", name, ErrMovedToError, err)
+}
+
+// toError issues MODIFY_QP to ERROR (attr_mask IB_QP_STATE 1, qp_state
+// IB_QPS_ERR 6: include/rdma/ib_verbs.h).
+func (q *qpState) toError() error {
+	cmd := abi.UverbsModifyQP{QPHandle: q.handle, AttrMask: 1, QPState: 6}
+	return q.dev.Write("modify_qp", abi.IB_USER_VERBS_CMD_MODIFY_QP, bytesOf(&cmd), nil)
 }
 
 // retireSend retires the send wc completes: the first outstanding send

@@ -2,6 +2,7 @@ package siw
 
 import (
 	"errors"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -10,12 +11,23 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// fakeDevice counts the doorbells (POST_SEND) a QP rings.
-type fakeDevice struct{ doorbells int }
+// fakeDevice counts the doorbells (POST_SEND) a QP rings, fails them
+// with dbErr, and records the states MODIFY_QP asks for.
+type fakeDevice struct {
+	doorbells int
+	dbErr     error
+	modifies  []uint8
+}
 
 func (d *fakeDevice) Write(op string, cmd uint32, in, out []byte) error {
-	if cmd == abi.IB_USER_VERBS_CMD_POST_SEND {
+	switch cmd {
+	case abi.IB_USER_VERBS_CMD_POST_SEND:
 		d.doorbells++
+	case abi.IB_USER_VERBS_CMD_MODIFY_QP:
+		m := (*abi.UverbsModifyQP)(unsafe.Pointer(&in[0]))
+		if m.AttrMask == 1 {
+			d.modifies = append(d.modifies, m.QPState)
+		}
 	}
 	return nil
 }
@@ -30,7 +42,7 @@ func (d *fakeDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
 	if (*doorbell)(cmd).hdr.Command == abi.IB_USER_VERBS_CMD_POST_SEND && n == doorbellLen {
 		d.doorbells++
 	}
-	return nil
+	return d.dbErr
 }
 
 const testQPN = 7
@@ -239,5 +251,35 @@ func TestReadCompletesAfterLaterSend(t *testing.T) {
 	poll(t, c, 1)
 	if s, _ := q.Outstanding(); s != 0 {
 		t.Fatalf("after the flush of the last READ, %d sends outstanding, want 0", s)
+	}
+}
+
+// A refused doorbell comes after every request was written: PostSend
+// reports them all posted. On EINVAL (siw_activate_tx_from_sq refused the
+// element it took, which stays VALID and would block the ring) the QP is
+// moved to ERROR, which flushes everything, and the error says so.
+func TestRefusedDoorbell(t *testing.T) {
+	buf := make([]byte, 64)
+	wrs := []SendWR{
+		{ID: 1, Op: OpRead, Flags: SendSignaled, SGEs: []SGE{{Addr: addrOf(buf), Length: 8, LKey: 1}}, RemoteAddr: 0x1000, RKey: 5},
+		{ID: 2, Op: OpSend, Flags: SendSignaled},
+	}
+	for _, c := range []struct {
+		errno syscall.Errno
+		moved bool
+	}{{syscall.EINVAL, true}, {syscall.ENOTCONN, false}} {
+		q, _, _, _, _, dev := testQP(t, nil)
+		dev.dbErr = c.errno
+		i, err := q.PostSend(wrs, false)
+		if i != len(wrs) || !errors.Is(err, c.errno) || errors.Is(err, ErrMovedToError) != c.moved {
+			t.Fatalf("doorbell refused with %v: PostSend %d, %v; want %d posted, matching %v, moved to ERROR %v", c.errno, i, err, len(wrs), c.errno, c.moved)
+		}
+		if s, _ := q.Outstanding(); s != len(wrs) {
+			t.Errorf("%v: %d sends outstanding, want %d", c.errno, s, len(wrs))
+		}
+		if want := map[bool]int{true: 1, false: 0}[c.moved]; len(dev.modifies) != want || want == 1 && dev.modifies[0] != 6 {
+			t.Errorf("%v: MODIFY_QP states %v, want %d move to ERROR (6)", c.errno, dev.modifies, want)
+		}
+		t.Log(err)
 	}
 }
