@@ -1128,11 +1128,12 @@ func (qp *QP) sendError(op string, wrs []SendWR, i int, err error) error {
 
 // providerPostError is the error of a post the provider refused at
 // request i (ID id) of n. A full queue (a provider may check room request
-// by request) says how much room there was; a refusal is the provider's
+// by request) says how much room there was, unless the provider's error
+// says more (siw: too many unsignaled sends); a refusal is the provider's
 // error, which matches ErrInvalidWR and the error of the same check on any
 // device (errors.Is).
 func providerPostError(op string, i int, id uint64, n, maxPost int, err error) error {
-	if errors.Is(err, provider.ErrQueueFull) {
+	if errors.Is(err, provider.ErrQueueFull) && errors.Unwrap(err) == nil { // the plain sentinel: the ring is full
 		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
 	}
 	return &PostError{Op: op, Index: i, ID: id, Err: err}

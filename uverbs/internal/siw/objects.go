@@ -324,7 +324,10 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	}
 	sent := q.sent.Load()
 	if out := sent - q.retired.Load(); int(out)+len(wrs) > len(q.sends) {
-		return max(len(q.sends)-int(out), 0), ErrQueueFull
+		// Unsignaled sends have no completion of their own and stay
+		// counted until a later completion retires them.
+		return max(len(q.sends)-int(out), 0), fmt.Errorf("siw (device %s): %d sends are outstanding and at most %d are tracked, since an unsignaled send is retired only by a later completion: signal a send at least every %d requests (the send queue's size) and poll the completion queue: %w",
+			q.dev.Name(), out, len(q.sends), sq.Size(), ErrQueueFull)
 	}
 	if !sq.Room(len(wrs)) {
 		i := 0

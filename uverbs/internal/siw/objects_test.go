@@ -2,6 +2,7 @@ package siw
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -281,5 +282,29 @@ func TestRefusedDoorbell(t *testing.T) {
 			t.Errorf("%v: MODIFY_QP states %v, want %d move to ERROR (6)", c.errno, dev.modifies, want)
 		}
 		t.Log(err)
+	}
+}
+
+// When the record of sends is full of unsignaled sends the kernel took,
+// the ring is empty: the refusal says to signal a send at least every
+// send-queue-size requests, not that the ring has no room.
+func TestUnsignaledRecordFull(t *testing.T) {
+	q, _, sr, _, _, _ := testQP(t, nil)
+	wrs := make([]SendWR, 4)
+	for i := range wrs {
+		wrs[i] = SendWR{ID: uint64(i), Op: OpWrite}
+	}
+	for range 2 {
+		if i, err := q.PostSend(wrs, false); err != nil {
+			t.Fatal(i, err)
+		}
+		for range 4 {
+			sr.take()
+		}
+	}
+	i, err := q.PostSend(wrs[:1], false)
+	if i != 0 || !errors.Is(err, ErrQueueFull) || !errors.Is(err, provider.ErrQueueFull) ||
+		!strings.Contains(err.Error(), "signal a send at least every 4 requests") || !strings.Contains(err.Error(), "siw0") {
+		t.Fatalf("a ninth unsignaled send: %d, %v; want ErrQueueFull at 0 saying to signal a send every 4 requests", i, err)
 	}
 }
