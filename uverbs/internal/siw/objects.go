@@ -76,10 +76,13 @@ func (*Context) Close() {}
 
 // mapKey maps n bytes (rounded up to pages) at the key a create response
 // gave, refusing the key the kernel gives when it could not prepare the
-// mapping (rdma-core: providers/siw/siw.c checks SIW_INVAL_UOBJ_KEY).
+// mapping (rdma-core: providers/siw/siw.c checks SIW_INVAL_UOBJ_KEY). The
+// kernel leaves that key when it cannot allocate or insert the mapping's
+// entry (kernel: siw_verbs.c siw_mmap_entry_insert), a shortage of kernel
+// memory or of mapping offsets.
 func mapKey(dev provider.Device, op string, key uint64, n int, what string) (*sys.Mapping, error) {
 	if key == abi.SIW_INVAL_UOBJ_KEY {
-		return nil, fmt.Errorf("siw (device %s) could not prepare the %s for mapping (its key is SIW_INVAL_UOBJ_KEY)", dev.Name(), what)
+		return nil, fmt.Errorf("siw (device %s) could not prepare the %s for mapping (its key is SIW_INVAL_UOBJ_KEY: the kernel was short of memory for it): close queues you no longer need, or create smaller ones, and try again: %w", dev.Name(), what, syscall.ENOMEM)
 	}
 	return dev.Mmap(op, int64(key), pageRound(n), what+" "+dev.Name())
 }

@@ -308,3 +308,13 @@ func TestUnsignaledRecordFull(t *testing.T) {
 		t.Fatalf("a ninth unsignaled send: %d, %v; want ErrQueueFull at 0 saying to signal a send every 4 requests", i, err)
 	}
 }
+
+// The key the kernel leaves when it could not prepare a mapping is refused
+// before any mmap, with an error that says what to do.
+func TestInvalidMapKey(t *testing.T) {
+	_, err := mapKey(&fakeDevice{}, "create_qp", abi.SIW_INVAL_UOBJ_KEY, 4096, "siw send ring")
+	if !errors.Is(err, syscall.ENOMEM) || !strings.Contains(err.Error(), "siw0") || !strings.Contains(err.Error(), "send ring") ||
+		!strings.Contains(err.Error(), "try again") {
+		t.Fatalf("SIW_INVAL_UOBJ_KEY: %v; want ENOMEM naming the device and the ring and saying what to do", err)
+	}
+}
