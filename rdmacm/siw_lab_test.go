@@ -129,3 +129,45 @@ func TestSiwReadWithoutORD(t *testing.T) {
 		t.Fatalf("the refused READ's completion: %+v, %v; want a flush error for ID 1", wc, err)
 	}
 }
+
+// siw completes a SEND once it is transmitted and an RDMA READ only when
+// its response has arrived (siw_qp_tx.c siw_qp_sq_process, siw_qp_rx.c
+// siw_proc_rresp), so a SEND posted after a large READ completes first.
+// Its completion must not retire the READ: while the READ is in flight,
+// the MR it writes into stays in use.
+func TestSiwReadOutlivesLaterSend(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, &Config{MaxInline: 32})
+	const size = 1 << 20
+	cli, ser := newEndpoint(t, c, size), newEndpoint(t, sc, size)
+	defer cli.close()
+	defer ser.close()
+
+	if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 9, SGEs: []uverbs.SGE{ser.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(cli.buf.Bytes()[size-16:], "a later send")
+	err := c.QP().PostSend([]uverbs.SendWR{
+		{ID: 1, Op: uverbs.OpRead, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{cli.mr.SGE(0, size-64)},
+			RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey()},
+		{ID: 2, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGEs: []uverbs.SGE{cli.mr.SGE(size-16, 12)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := waitWC(ctx, c)
+	if err != nil || wc.ID != 2 || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("first completion %+v, %v; want the SEND's (ID 2), before the READ's", wc, err)
+	}
+	if err := cli.mr.Close(); !errors.Is(err, uverbs.ErrBusy) {
+		t.Fatalf("MR.Close of the READ's buffer while the READ is in flight: %v, want ErrBusy", err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.ID != 1 || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("the READ's completion: %+v, %v", wc, err)
+	}
+	if wc, err := waitWC(ctx, sc); err != nil || wc.ID != 9 || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("receive: %+v, %v", wc, err)
+	}
+}
