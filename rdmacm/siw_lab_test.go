@@ -88,6 +88,15 @@ func TestSiwConnectedRefusals(t *testing.T) {
 	if !errors.Is(err, uverbs.ErrQPState) || !strings.Contains(err.Error(), "siw completes nothing") {
 		t.Errorf("receive in ERR: %v, want ErrQPState saying why", err)
 	}
+	// siw ignores every move out of ERROR (siw_qp.c siw_qp_modify), so
+	// none is recorded.
+	err = c.QP().Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState)
+	if !errors.Is(err, uverbs.ErrQPState) || !strings.Contains(err.Error(), "create a new QP") {
+		t.Errorf("ERR -> RESET: %v, want ErrQPState saying to create a new QP", err)
+	}
+	if s := c.QP().State(); s != uverbs.QPStateError {
+		t.Errorf("QP recorded in %v after the refused move, want ERR", s)
+	}
 }
 
 // An RDMA READ on a connection whose side negotiated no READ depth

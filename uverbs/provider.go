@@ -1231,7 +1231,12 @@ func (c *Device) regMRData() (in, out int) {
 // (docs/siw.md §8), so such work would never complete, against the
 // promise that posted work always comes back as a completion. It is
 // called on the slow paths only: the fast ones take a QP in RTS.
-func (qp *QP) postRefusedInError() bool {
+func (qp *QP) postRefusedInError() bool { return qp.siwInError() }
+
+// siwInError reports whether the QP is a siw QP in the error state, which
+// siw never leaves: siw_qp_modify (kernel: siw_qp.c) changes nothing from
+// ERROR, a move to RESET included.
+func (qp *QP) siwInError() bool {
 	return qp.ctx.dev.DriverID == DriverSIW && QPState(qp.state.Load()) == QPStateError
 }
 

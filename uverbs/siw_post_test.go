@@ -44,3 +44,20 @@ func TestProviderPostErrorsOfSiw(t *testing.T) {
 		t.Errorf("QP recorded in %v after a doorbell refused with ENOTCONN, want RTS", s)
 	}
 }
+
+// siw ignores every move out of ERROR (kernel: siw_qp.c siw_qp_modify):
+// such a Modify is refused before any command, saying to create a new
+// QP, and the record stays ERROR.
+func TestSiwModifyOutOfError(t *testing.T) {
+	qp := &QP{ctx: &Device{dev: DeviceInfo{Name: "siw0", DriverID: DriverSIW}}, qpn: 0x11}
+	qp.state.Store(uint32(QPStateError))
+	for _, s := range []QPState{QPStateReset, QPStateInit, QPStateRTR, QPStateRTS} {
+		err := qp.modifyLocked(&QPAttr{State: s}, QPAttrState)
+		if !errors.Is(err, ErrQPState) || !strings.Contains(err.Error(), "create a new QP") || !strings.Contains(err.Error(), "siw0") {
+			t.Errorf("ERR -> %v on siw: %v; want ErrQPState saying to create a new QP", s, err)
+		}
+	}
+	if s := QPState(qp.state.Load()); s != QPStateError {
+		t.Errorf("record %v after refused moves, want ERR", s)
+	}
+}
