@@ -8,6 +8,7 @@ import (
 
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/uverbs"
+	"golang.org/x/sys/unix"
 )
 
 // What iWARP lacks, on a siw connection the CM made: each request is
@@ -86,5 +87,96 @@ func TestSiwConnectedRefusals(t *testing.T) {
 	err = c.QP().PostRecv([]uverbs.RecvWR{{ID: 7, SGEs: sge}})
 	if !errors.Is(err, uverbs.ErrQPState) || !strings.Contains(err.Error(), "siw completes nothing") {
 		t.Errorf("receive in ERR: %v, want ErrQPState saying why", err)
+	}
+	// siw ignores every move out of ERROR (siw_qp.c siw_qp_modify), so
+	// none is recorded.
+	err = c.QP().Modify(&uverbs.QPAttr{State: uverbs.QPStateReset}, uverbs.QPAttrState)
+	if !errors.Is(err, uverbs.ErrQPState) || !strings.Contains(err.Error(), "create a new QP") {
+		t.Errorf("ERR -> RESET: %v, want ErrQPState saying to create a new QP", err)
+	}
+	if s := c.QP().State(); s != uverbs.QPStateError {
+		t.Errorf("QP recorded in %v after the refused move, want ERR", s)
+	}
+}
+
+// An RDMA READ on a connection whose side negotiated no READ depth
+// (InitiatorDepth 0: siw's ORD 0) is refused by the kernel when it takes
+// the request from the ring, which would leave the send queue stuck
+// behind it (siw_qp.c siw_activate_tx_from_sq): the post reports the
+// request posted, the QP goes to ERROR, and the READ comes back flushed.
+func TestSiwReadWithoutORD(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	p := DefaultConnParam()
+	p.InitiatorDepth = 0
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), &Config{ConnParam: &p}, nil)
+	cli, ser := newEndpoint(t, c, 4096), newEndpoint(t, sc, 4096)
+	defer cli.close()
+	defer ser.close()
+
+	// Listener.Accept can return with the accepted QP recorded in RTR
+	// where the kernel does not report the state (siw in 6.1), a separate
+	// matter: record RTS as establishedIWARPLocked does (RTS to RTS
+	// changes nothing in siw_qp.c siw_qp_nextstate_from_rts).
+	if sc.QP().State() != uverbs.QPStateRTS {
+		if err := sc.QP().Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := sc.QP().PostSend([]uverbs.SendWR{{ID: 1, Op: uverbs.OpRead, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{ser.mr.SGE(0, 64)}, RemoteAddr: cli.mr.Addr(), RKey: cli.mr.RKey()}})
+	var pe *uverbs.PostError
+	if err == nil || errors.As(err, &pe) || !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "moved to ERROR") ||
+		!strings.Contains(err.Error(), "InitiatorDepth") {
+		t.Fatalf("READ without ORD: %v; want a plain error matching EINVAL, saying the QP was moved to ERROR and naming InitiatorDepth", err)
+	}
+	if s := sc.QP().State(); s != uverbs.QPStateError {
+		t.Errorf("QP in %v after the refused READ, want ERR", s)
+	}
+	if wc, err := waitWC(ctx, sc); err != nil || wc.ID != 1 || wc.Status != uverbs.WCFlushError {
+		t.Fatalf("the refused READ's completion: %+v, %v; want a flush error for ID 1", wc, err)
+	}
+}
+
+// siw completes a SEND once it is transmitted and an RDMA READ only when
+// its response has arrived (siw_qp_tx.c siw_qp_sq_process, siw_qp_rx.c
+// siw_proc_rresp), so a SEND posted after a large READ completes first.
+// Its completion must not retire the READ: while the READ is in flight,
+// the MR it writes into stays in use.
+func TestSiwReadOutlivesLaterSend(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, &Config{MaxInline: 32})
+	const size = 1 << 20
+	cli, ser := newEndpoint(t, c, size), newEndpoint(t, sc, size)
+	defer cli.close()
+	defer ser.close()
+
+	if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 9, SGEs: []uverbs.SGE{ser.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(cli.buf.Bytes()[size-16:], "a later send")
+	err := c.QP().PostSend([]uverbs.SendWR{
+		{ID: 1, Op: uverbs.OpRead, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{cli.mr.SGE(0, size-64)},
+			RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey()},
+		{ID: 2, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGEs: []uverbs.SGE{cli.mr.SGE(size-16, 12)}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := waitWC(ctx, c)
+	if err != nil || wc.ID != 2 || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("first completion %+v, %v; want the SEND's (ID 2), before the READ's", wc, err)
+	}
+	if err := cli.mr.Close(); !errors.Is(err, uverbs.ErrBusy) {
+		t.Fatalf("MR.Close of the READ's buffer while the READ is in flight: %v, want ErrBusy", err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.ID != 1 || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("the READ's completion: %+v, %v", wc, err)
+	}
+	if wc, err := waitWC(ctx, sc); err != nil || wc.ID != 9 || wc.Status != uverbs.WCSuccess {
+		t.Fatalf("receive: %+v, %v", wc, err)
 	}
 }

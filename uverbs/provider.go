@@ -1113,18 +1113,27 @@ func (qp *QP) attachProvider(d provider.QP, init *QPInit) {
 }
 
 // sendError is the error of a provider's PostSend that refused request i
-// of wrs.
+// of wrs, or (i == len(wrs)) posted them all and had its doorbell refused:
+// not a PostError, since everything was posted; when siw moved the QP to
+// ERROR over it, the record of the state follows.
 func (qp *QP) sendError(op string, wrs []SendWR, i int, err error) error {
+	if i == len(wrs) { // all posted, the doorbell refused (siw)
+		if errors.Is(err, siw.ErrMovedToError) {
+			qp.state.Store(uint32(QPStateError))
+		}
+		return fmt.Errorf("%s: %w", op, err)
+	}
 	return providerPostError(op, i, wrs[i].ID, len(wrs), qp.drv.SendQueueSize(), err)
 }
 
 // providerPostError is the error of a post the provider refused at
 // request i (ID id) of n. A full queue (a provider may check room request
-// by request) says how much room there was; a refusal is the provider's
+// by request) says how much room there was, unless the provider's error
+// says more (siw: too many unsignaled sends); a refusal is the provider's
 // error, which matches ErrInvalidWR and the error of the same check on any
 // device (errors.Is).
 func providerPostError(op string, i int, id uint64, n, maxPost int, err error) error {
-	if errors.Is(err, provider.ErrQueueFull) {
+	if errors.Is(err, provider.ErrQueueFull) && errors.Unwrap(err) == nil { // the plain sentinel: the ring is full
 		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
 	}
 	return &PostError{Op: op, Index: i, ID: id, Err: err}
@@ -1222,7 +1231,12 @@ func (c *Device) regMRData() (in, out int) {
 // (docs/siw.md §8), so such work would never complete, against the
 // promise that posted work always comes back as a completion. It is
 // called on the slow paths only: the fast ones take a QP in RTS.
-func (qp *QP) postRefusedInError() bool {
+func (qp *QP) postRefusedInError() bool { return qp.siwInError() }
+
+// siwInError reports whether the QP is a siw QP in the error state, which
+// siw never leaves: siw_qp_modify (kernel: siw_qp.c) changes nothing from
+// ERROR, a move to RESET included.
+func (qp *QP) siwInError() bool {
 	return qp.ctx.dev.DriverID == DriverSIW && QPState(qp.state.Load()) == QPStateError
 }
 

@@ -104,7 +104,8 @@ type QP interface {
 	// PostSend posts wrs, checked already by provider.CheckSend (with
 	// plain, every one of them passes provider.PlainSend), and rings the
 	// doorbell; on an error nothing was posted and the index of the
-	// refused request is returned.
+	// refused request is returned, except that an error with len(wrs)
+	// means every request was posted and the doorbell failed after.
 	PostSend(wrs []SendWR, plain bool) (int, error)
 	// SendQueueSize and RecvQueueSize are the requests each queue holds
 	// at most (0: the QP has no receive queue of its own).

@@ -71,3 +71,8 @@ var (
 	ErrLengthOverflow   = invalid("siw: total scatter/gather length does not fit in 32 bits", provider.ErrLengthOverflow)
 	ErrUDAddress        = invalid("siw: RC QPs take no UD address (AH, remote QPN, Q_Key)", provider.ErrUDAddress)
 )
+
+// ErrMovedToError is matched by the error of a post after which the QP was
+// moved to ERROR because the kernel refused a request it took from the
+// send ring (qpState.doorbell): everything posted completes flushed.
+var ErrMovedToError = errors.New("the QP was moved to ERROR")

@@ -1,6 +1,7 @@
 package siw
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -20,10 +21,15 @@ import (
 // The kernel frees a ring element when it starts a request, and a
 // successful unsignaled send writes no completion (§3, §6), so the rings
 // cannot say what is outstanding. Each QP and SRQ counts instead: posted
-// minus completed receives, and for sends a record of each request's ID
-// and whether it is signaled, retired in order by the completions the CQ
-// polls (siw completes a QP's sends in the order they were posted:
-// siw_qp_tx.c siw_qp_sq_process, siw_qp.c siw_sq_flush).
+// minus completed receives, and for sends a record of each request's ID,
+// whether it is signaled and whether it is an RDMA READ, retired by the
+// completions the CQ polls. siw starts a QP's sends in posting order, but
+// a READ completes only when its response has arrived (siw_qp_rx.c
+// siw_proc_rresp), while a SEND or WRITE completes once transmitted
+// (siw_qp_tx.c siw_qp_sq_process): a later SEND may complete before an
+// earlier READ. READ responses arrive in order, and a flush completes the
+// outstanding READs (the ORQ) before the rest (siw_qp.c siw_sq_flush). See
+// retireSend.
 
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
 
@@ -70,10 +76,13 @@ func (*Context) Close() {}
 
 // mapKey maps n bytes (rounded up to pages) at the key a create response
 // gave, refusing the key the kernel gives when it could not prepare the
-// mapping (rdma-core: providers/siw/siw.c checks SIW_INVAL_UOBJ_KEY).
+// mapping (rdma-core: providers/siw/siw.c checks SIW_INVAL_UOBJ_KEY). The
+// kernel leaves that key when it cannot allocate or insert the mapping's
+// entry (kernel: siw_verbs.c siw_mmap_entry_insert), a shortage of kernel
+// memory or of mapping offsets.
 func mapKey(dev provider.Device, op string, key uint64, n int, what string) (*sys.Mapping, error) {
 	if key == abi.SIW_INVAL_UOBJ_KEY {
-		return nil, fmt.Errorf("siw (device %s) could not prepare the %s for mapping (its key is SIW_INVAL_UOBJ_KEY)", dev.Name(), what)
+		return nil, fmt.Errorf("siw (device %s) could not prepare the %s for mapping (its key is SIW_INVAL_UOBJ_KEY: the kernel was short of memory for it): close queues you no longer need, or create smaller ones, and try again: %w", dev.Name(), what, syscall.ENOMEM)
 	}
 	return dev.Mmap(op, int64(key), pageRound(n), what+" "+dev.Name())
 }
@@ -214,6 +223,8 @@ type qpState struct {
 type sendRecord struct {
 	id       uint64
 	signaled bool
+	read     bool // an RDMA READ
+	done     bool // completed, behind a READ that has not
 }
 
 // CreateQP checks the QP's parameters against siw's (RC only; at least one
@@ -305,7 +316,7 @@ func (q *qpState) RecvQueueSize() int {
 // room, writes the requests and rings the doorbell if the kernel's send
 // side may have gone idle (libsiw siw_post_send; docs/siw.md §7). On an
 // error before the writes nothing was posted; a refused doorbell is
-// returned after the writes, as the kernel returns it.
+// returned with len(wrs): every request is in the ring and counted.
 func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	sq := q.sq
 	lim := &sq.lim
@@ -316,7 +327,10 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	}
 	sent := q.sent.Load()
 	if out := sent - q.retired.Load(); int(out)+len(wrs) > len(q.sends) {
-		return max(len(q.sends)-int(out), 0), ErrQueueFull
+		// Unsignaled sends have no completion of their own and stay
+		// counted until a later completion retires them.
+		return max(len(q.sends)-int(out), 0), fmt.Errorf("siw (device %s): %d sends are outstanding and at most %d are tracked, since an unsignaled send is retired only by a later completion: signal a send at least every %d requests (the send queue's size) and poll the completion queue: %w",
+			q.dev.Name(), out, len(q.sends), sq.Size(), ErrQueueFull)
 	}
 	if !sq.Room(len(wrs)) {
 		i := 0
@@ -328,13 +342,15 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	start := sq.Next()
 	for i := range wrs {
 		// Recorded before the kernel can complete it.
-		q.sends[sent&q.sendMask] = sendRecord{id: wrs[i].ID, signaled: lim.SigAll || wrs[i].Flags&SendSignaled != 0}
+		q.sends[sent&q.sendMask] = sendRecord{id: wrs[i].ID, signaled: lim.SigAll || wrs[i].Flags&SendSignaled != 0, read: wrs[i].Op == OpRead}
 		sent++
 		q.sent.Store(sent)
 		sq.Write(&wrs[i])
 	}
 	if sq.DoorbellNeeded(start) {
-		return 0, q.doorbell()
+		if err := q.doorbell(); err != nil {
+			return len(wrs), err
+		}
 	}
 	return 0, nil
 }
@@ -372,27 +388,67 @@ func newDoorbell(handle uint32, what string) (*sys.Mapping, *doorbell, error) {
 }
 
 // doorbell rings the QP's doorbell. It fails with ENOTCONN while the QP
-// is not in RTS (docs/siw.md §7).
+// is not in RTS (docs/siw.md §7), and with EINVAL when the kernel refuses
+// the request it takes from the ring (an RDMA READ without an ORD:
+// siw_qp.c siw_activate_tx_from_sq). The kernel then leaves that element
+// VALID and its sq_get where it was, so every later doorbell finds it
+// again and the send side would stall with nothing completed: doorbell
+// moves the QP to ERROR, which flushes the ring (siw_qp.c
+// siw_qp_nextstate_from_rts, siw_sq_flush), and says so with
+// ErrMovedToError.
 func (q *qpState) doorbell() error {
-	if err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), doorbellLen); err != nil {
-		return fmt.Errorf("the work requests were written to the send ring but siw (device %s) refused the doorbell, so they may not run until the next one: %w", q.dev.Name(), err)
+	name := q.dev.Name()
+	err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), doorbellLen)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("the work requests were posted but siw (device %s) refused the doorbell, so they may not run until a later post rings it: %w", name, err)
+	}
+	if merr := q.toError(); merr != nil {
+		return fmt.Errorf("the work requests were posted but siw (device %s) refused one when it took it from the send ring, and the send queue is stuck behind it; moving the QP to ERROR failed too (%v): destroy the QP: %w", name, merr, err)
+	}
+	return fmt.Errorf("the work requests were posted but siw (device %s) refused one when it took it from the send ring (an RDMA READ needs a non-zero InitiatorDepth on the connection): %w, so every posted request completes with a flush error; create a new QP and connect it again (%w)", name, ErrMovedToError, err)
 }
 
-// retireSend retires the sends up to the one wc completes: the first
-// outstanding send with wc's ID, a signaled one if wc is a success (an
-// unsignaled success writes no completion). Sends before it completed
-// without a completion of their own. Called under the CQ's lock.
+// toError issues MODIFY_QP to ERROR (attr_mask IB_QP_STATE 1, qp_state
+// IB_QPS_ERR 6: include/rdma/ib_verbs.h).
+func (q *qpState) toError() error {
+	cmd := abi.UverbsModifyQP{QPHandle: q.handle, AttrMask: 1, QPState: 6}
+	return q.dev.Write("modify_qp", abi.IB_USER_VERBS_CMD_MODIFY_QP, bytesOf(&cmd), nil)
+}
+
+// retireSend retires the send wc completes: the first outstanding send
+// with wc's ID and kind (READ or not), a signaled one if wc is a success
+// (an unsignaled success writes no completion). A READ's completion, of
+// any status, also retires every send before it: the kernel transmitted
+// them before it sent the READ, and earlier READs got their responses or
+// were flushed first. Any other completion also retires the sends before
+// it that are not READs (transmitted in order) but no READ, which may
+// still await its response. Sends are counted as retired up to the first
+// one not done. Called under the CQ's lock.
 func (q *qpState) retireSend(wc *provider.WC) {
 	sent, r := q.sent.Load(), q.retired.Load()
-	for i := r; i != sent; i++ {
-		s := q.sends[i&q.sendMask]
-		if s.id == wc.ID && (s.signaled || wc.Status != WCSuccess) {
-			q.retired.Store(i + 1)
-			return
+	read := wc.Opcode == WCOpRDMARead
+	k := r
+	for ; k != sent; k++ {
+		s := &q.sends[k&q.sendMask]
+		if !s.done && s.read == read && s.id == wc.ID && (s.signaled || wc.Status != WCSuccess) {
+			break
 		}
 	}
+	if k == sent {
+		return
+	}
+	for i := r; i != k+1; i++ {
+		if s := &q.sends[i&q.sendMask]; read || !s.read || i == k {
+			s.done = true
+		}
+	}
+	for r != sent && q.sends[r&q.sendMask].done {
+		r++
+	}
+	q.retired.Store(r)
 }
 
 // PostRecv checks and writes wrs into the receive ring; no system call

@@ -2,6 +2,8 @@ package siw
 
 import (
 	"errors"
+	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 
@@ -10,12 +12,23 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// fakeDevice counts the doorbells (POST_SEND) a QP rings.
-type fakeDevice struct{ doorbells int }
+// fakeDevice counts the doorbells (POST_SEND) a QP rings, fails them
+// with dbErr, and records the states MODIFY_QP asks for.
+type fakeDevice struct {
+	doorbells int
+	dbErr     error
+	modifies  []uint8
+}
 
 func (d *fakeDevice) Write(op string, cmd uint32, in, out []byte) error {
-	if cmd == abi.IB_USER_VERBS_CMD_POST_SEND {
+	switch cmd {
+	case abi.IB_USER_VERBS_CMD_POST_SEND:
 		d.doorbells++
+	case abi.IB_USER_VERBS_CMD_MODIFY_QP:
+		m := (*abi.UverbsModifyQP)(unsafe.Pointer(&in[0]))
+		if m.AttrMask == 1 {
+			d.modifies = append(d.modifies, m.QPState)
+		}
 	}
 	return nil
 }
@@ -30,7 +43,7 @@ func (d *fakeDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
 	if (*doorbell)(cmd).hdr.Command == abi.IB_USER_VERBS_CMD_POST_SEND && n == doorbellLen {
 		d.doorbells++
 	}
-	return nil
+	return d.dbErr
 }
 
 const testQPN = 7
@@ -195,5 +208,113 @@ func TestPostPollAllocs(t *testing.T) {
 	}
 	if s, r := q.Outstanding(); s != 0 || r != 0 {
 		t.Errorf("outstanding %d sends, %d receives after every completion", s, r)
+	}
+}
+
+// A READ completes when its response arrives, after a later SEND that
+// completed once transmitted (siw_qp_rx.c siw_proc_rresp, siw_qp_tx.c
+// siw_qp_sq_process): the SEND's completion does not retire the READ,
+// whose buffer the kernel still writes; the READ's completion retires it
+// and the sends before it.
+func TestReadCompletesAfterLaterSend(t *testing.T) {
+	q, c, sr, _, cr, _ := testQP(t, nil)
+	buf := make([]byte, 64)
+	sge := func(lkey uint32) []SGE { return []SGE{{Addr: addrOf(buf), Length: 8, LKey: lkey}} }
+	wrs := []SendWR{
+		{ID: 1, Op: OpRead, Flags: SendSignaled, SGEs: sge(0x11), RemoteAddr: 0x1000, RKey: 5},
+		{ID: 2, Op: OpSend, Flags: SendSignaled, SGEs: sge(0x22)},
+		{ID: 3, Op: OpSend, SGEs: sge(0x22)},
+	}
+	if i, err := q.PostSend(wrs, false); err != nil {
+		t.Fatal(i, err)
+	}
+	for range 3 {
+		sr.take()
+	}
+	cr.produce(cqe{id: 2, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_SEND, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 3 {
+		t.Fatalf("after the SEND's completion, before the READ's, %d sends outstanding, want 3 (the READ holds the rest)", s)
+	}
+	if used, _, _ := q.UsesLKey(0x11); !used {
+		t.Fatal("the READ awaits its response, UsesLKey says its MR is free")
+	}
+	cr.produce(cqe{id: 1, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_READ, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 1 {
+		t.Fatalf("after the READ's completion, %d sends outstanding, want 1 (the unsignaled SEND)", s)
+	}
+	// A flush of a later READ retires the unsignaled SEND before it.
+	if i, err := q.PostSend([]SendWR{{ID: 4, Op: OpRead, SGEs: sge(0x11), RemoteAddr: 0x1000, RKey: 5}}, false); err != nil {
+		t.Fatal(i, err)
+	}
+	cr.produce(cqe{id: 4, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_READ, status: abi.SIW_WC_WR_FLUSH_ERR, qpID: testQPN})
+	poll(t, c, 1)
+	if s, _ := q.Outstanding(); s != 0 {
+		t.Fatalf("after the flush of the last READ, %d sends outstanding, want 0", s)
+	}
+}
+
+// A refused doorbell comes after every request was written: PostSend
+// reports them all posted. On EINVAL (siw_activate_tx_from_sq refused the
+// element it took, which stays VALID and would block the ring) the QP is
+// moved to ERROR, which flushes everything, and the error says so.
+func TestRefusedDoorbell(t *testing.T) {
+	buf := make([]byte, 64)
+	wrs := []SendWR{
+		{ID: 1, Op: OpRead, Flags: SendSignaled, SGEs: []SGE{{Addr: addrOf(buf), Length: 8, LKey: 1}}, RemoteAddr: 0x1000, RKey: 5},
+		{ID: 2, Op: OpSend, Flags: SendSignaled},
+	}
+	for _, c := range []struct {
+		errno syscall.Errno
+		moved bool
+	}{{syscall.EINVAL, true}, {syscall.ENOTCONN, false}} {
+		q, _, _, _, _, dev := testQP(t, nil)
+		dev.dbErr = c.errno
+		i, err := q.PostSend(wrs, false)
+		if i != len(wrs) || !errors.Is(err, c.errno) || errors.Is(err, ErrMovedToError) != c.moved {
+			t.Fatalf("doorbell refused with %v: PostSend %d, %v; want %d posted, matching %v, moved to ERROR %v", c.errno, i, err, len(wrs), c.errno, c.moved)
+		}
+		if s, _ := q.Outstanding(); s != len(wrs) {
+			t.Errorf("%v: %d sends outstanding, want %d", c.errno, s, len(wrs))
+		}
+		if want := map[bool]int{true: 1, false: 0}[c.moved]; len(dev.modifies) != want || want == 1 && dev.modifies[0] != 6 {
+			t.Errorf("%v: MODIFY_QP states %v, want %d move to ERROR (6)", c.errno, dev.modifies, want)
+		}
+		t.Log(err)
+	}
+}
+
+// When the record of sends is full of unsignaled sends the kernel took,
+// the ring is empty: the refusal says to signal a send at least every
+// send-queue-size requests, not that the ring has no room.
+func TestUnsignaledRecordFull(t *testing.T) {
+	q, _, sr, _, _, _ := testQP(t, nil)
+	wrs := make([]SendWR, 4)
+	for i := range wrs {
+		wrs[i] = SendWR{ID: uint64(i), Op: OpWrite}
+	}
+	for range 2 {
+		if i, err := q.PostSend(wrs, false); err != nil {
+			t.Fatal(i, err)
+		}
+		for range 4 {
+			sr.take()
+		}
+	}
+	i, err := q.PostSend(wrs[:1], false)
+	if i != 0 || !errors.Is(err, ErrQueueFull) || !errors.Is(err, provider.ErrQueueFull) ||
+		!strings.Contains(err.Error(), "signal a send at least every 4 requests") || !strings.Contains(err.Error(), "siw0") {
+		t.Fatalf("a ninth unsignaled send: %d, %v; want ErrQueueFull at 0 saying to signal a send every 4 requests", i, err)
+	}
+}
+
+// The key the kernel leaves when it could not prepare a mapping is refused
+// before any mmap, with an error that says what to do.
+func TestInvalidMapKey(t *testing.T) {
+	_, err := mapKey(&fakeDevice{}, "create_qp", abi.SIW_INVAL_UOBJ_KEY, 4096, "siw send ring")
+	if !errors.Is(err, syscall.ENOMEM) || !strings.Contains(err.Error(), "siw0") || !strings.Contains(err.Error(), "send ring") ||
+		!strings.Contains(err.Error(), "try again") {
+		t.Fatalf("SIW_INVAL_UOBJ_KEY: %v; want ENOMEM naming the device and the ring and saying what to do", err)
 	}
 }
