@@ -434,16 +434,23 @@ func (id *ID) isIWARP() bool {
 // on iWARP: kernel core/iwcm.c iwcm_init_qp_rts_attr), so the QP's state
 // is read back from the kernel, which lets the QP post. Where the kernel
 // does not report it (siw in 6.1: siw_verbs.c siw_query_qp leaves it
-// unset, and uverbs keeps its own record, INIT), the move to RTS is made
-// again from here: RTS to RTS changes nothing (kernel: siw_qp.c
-// siw_qp_nextstate_from_rts), and it records RTS.
+// unset, and uverbs keeps its own record, INIT or RTR), the move to RTS is
+// made again from here: RTS to RTS changes nothing (kernel: siw_qp.c
+// siw_qp_nextstate_from_rts), and it records RTS. Any other state (ERR,
+// SQD: the peer is already gone) is never "fixed" that way: siw ignores a
+// move out of ERROR (siw_qp.c siw_qp_modify) and from CLOSING drops the
+// error, so forcing RTS would record RTS on a dead QP.
 func (id *ID) establishedIWARPLocked() error {
 	if qp := id.qp; qp != nil {
 		a, err := qp.Query(uverbs.QPAttrState)
 		if err != nil {
 			return err
 		}
-		if a.State != uverbs.QPStateRTS {
+		force, err := iwarpForceRTS(a.State)
+		if err != nil {
+			return &sys.OpError{Op: "connect", Err: fmt.Errorf("%s: QP %#x is in %v: %w", id, qp.QPN(), a.State, err)}
+		}
+		if force {
 			if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState); err != nil {
 				return err
 			}
@@ -452,6 +459,20 @@ func (id *ID) establishedIWARPLocked() error {
 	}
 	id.state = stateConnected
 	return nil
+}
+
+// iwarpForceRTS decides, from the state read back after an iWARP
+// ESTABLISHED, whether uverbs' record must be moved to RTS (INIT, RTR:
+// the kernel did not report the state) or the connection is already
+// over (anything but RTS): see establishedIWARPLocked.
+func iwarpForceRTS(s uverbs.QPState) (bool, error) {
+	switch s {
+	case uverbs.QPStateRTS:
+		return false, nil
+	case uverbs.QPStateInit, uverbs.QPStateRTR:
+		return true, nil
+	}
+	return false, fmt.Errorf("connection closed before it was established (close the ID and connect again): %w", ErrDisconnected)
 }
 
 func checkAcceptData(op string, ps PortSpace, data []byte) error {
