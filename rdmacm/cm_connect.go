@@ -260,6 +260,12 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 // A rejection is a *RejectError, no answer an *EventError matching
 // ErrUnreachable; ctx ending returns ctx.Err(): Close the ID then.
 //
+// On siw the kernel makes the TCP connection inside the CONNECT command,
+// blocking (kernel: siw_cm.c siw_connect): ctx cannot cut that part
+// short, and a host that does not answer costs the kernel's TCP connect
+// timeout (about two minutes with the default tcp_syn_retries) before
+// the *EventError matching ErrUnreachable comes back.
+//
 // rdma-core: rdma_connect.
 func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event, error) {
 	const op = "connect"
@@ -324,11 +330,21 @@ func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
 			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
 		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
 	})
-	if errors.Is(err, unix.ECONNREFUSED) {
-		// siw makes the TCP connection in the CONNECT command itself
-		// (kernel: siw_cm.c siw_connect), so nothing listening fails
-		// the command rather than coming as a REJECTED event.
+	return connectCommandError(op, err)
+}
+
+// connectCommandError is the error of a failed CONNECT command. siw makes
+// the TCP connection in the command itself, blocking (kernel: siw_cm.c
+// siw_connect, kernel_bindconnect), so what other devices report as an
+// event comes back as the command's errno: ECONNREFUSED (nothing listens)
+// is the REJECTED of an invalid service ID; ETIMEDOUT, EHOSTUNREACH and
+// ENETUNREACH (no host answered) are the UNREACHABLE event.
+func connectCommandError(op string, err error) error {
+	switch {
+	case errors.Is(err, unix.ECONNREFUSED):
 		return &RejectError{Op: op, Reason: RejectInvalidServiceID}
+	case errors.Is(err, unix.ETIMEDOUT), errors.Is(err, unix.EHOSTUNREACH), errors.Is(err, unix.ENETUNREACH):
+		return &EventError{Op: op, Event: EventUnreachable, Status: -int(errnoOf(err))}
 	}
 	return err
 }
