@@ -198,6 +198,12 @@ func (l *Listener) established() (*Conn, time.Time) {
 			continue
 		}
 		l.pending = append(l.pending[:i], l.pending[i+1:]...)
+		if ok && e.Type == EventEstablished && e.Status == 0 && p.c.id.isIWARP() {
+			// As Accept: take the QP's state from the kernel, which
+			// moved it (establishedIWARPLocked).
+			err = p.c.id.locked("accept", p.c.id.establishedIWARPLocked)
+			ok = err == nil
+		}
 		switch {
 		case ok && e.Type == EventEstablished && e.Status == 0:
 			return p.c, time.Time{}
