@@ -150,6 +150,20 @@ func startAsyncServer(t *testing.T, ctx context.Context) *asyncServer {
 						drop(e.Request)
 					}
 				case EventEstablished:
+					if labIWARP(t) {
+						// The kernel moved the QP to RTS;
+						// CompleteConnect takes that state. A
+						// client that already disconnected (its
+						// TCP close needs nothing from us) left
+						// the QP in ERR: that is no RTS
+						// (6.12 reports it; 6.1 does not).
+						err := e.ID.CompleteConnect()
+						if err != nil && !errors.Is(err, ErrDisconnected) {
+							t.Errorf("complete connect of %v: %v", e.ID, err)
+						} else if st := e.ID.QP().State(); err == nil && st != uverbs.QPStateRTS {
+							t.Errorf("%v: QP in %v after CompleteConnect, want RTS", e.ID, st)
+						}
+					}
 					s.mu.Lock()
 					s.established++
 					s.mu.Unlock()
@@ -243,8 +257,14 @@ func asyncConnectAll(ctx context.Context, t *testing.T, ch *EventChannel, v *ver
 	}
 	// Each reply is answered as it comes (a server may wait for the RTU of
 	// one connection before it accepts the next).
+	// On iWARP the answer is ESTABLISHED, which CompleteConnect answers
+	// too.
+	answer := EventConnectResponse
+	if labIWARP(t) {
+		answer = EventEstablished
+	}
 	got = asyncStepThen(ctx, t, ch, ids, func(id *ID) error { return id.StartConnect(DefaultConnParam(), []byte("hello")) }, func(e Event) {
-		if e.Type != EventConnectResponse {
+		if e.Type != answer {
 			return
 		}
 		if err := e.ID.CompleteConnect(); err != nil {
@@ -253,13 +273,16 @@ func asyncConnectAll(ctx context.Context, t *testing.T, ch *EventChannel, v *ver
 			t.Errorf("%v: QP in %v after CompleteConnect, want RTS", e.ID, s)
 		}
 	})
-	wantAll(t, "connect", got, EventConnectResponse)
+	wantAll(t, "connect", got, answer)
 	return ids
 }
 
 // Many IDs in flight in each step, against an async server: every
-// connection is established and then torn down from one reader.
-func TestAsyncManyInFlight(t *testing.T) {
+// connection is established and then torn down from one reader. On siw,
+// fewer (each connection is a TCP connection and an MPA exchange).
+func TestAsyncManyInFlight(t *testing.T) { eachLabPair(t, testAsyncManyInFlight) }
+
+func testAsyncManyInFlight(t *testing.T) {
 	ctx := testCtx(t)
 	srv := startAsyncServer(t, ctx)
 	ch, err := NewAsyncEventChannel()
@@ -267,7 +290,10 @@ func TestAsyncManyInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ch.Close() })
-	const n = 48
+	n := 48
+	if labIWARP(t) {
+		n = 6
+	}
 	ids := asyncConnectAll(ctx, t, ch, newVerbs(t), srv.addr, n)
 	got := asyncStep(ctx, t, ch, ids, func(id *ID) error { return id.Disconnect() })
 	wantAll(t, "disconnect", got, EventDisconnected)
@@ -278,11 +304,20 @@ func TestAsyncManyInFlight(t *testing.T) {
 			t.Fatalf("%v: Done open after DISCONNECTED", id)
 		}
 	}
-	srv.mu.Lock()
-	est := srv.established
-	srv.mu.Unlock()
-	if est != n {
-		t.Errorf("the server saw %d connections established, want %d", est, n)
+	// On iWARP the client's DISCONNECTED does not wait for the server's
+	// event loop (the TCP close ends the connection), so the server may
+	// still be taking its ESTABLISHED events.
+	for {
+		srv.mu.Lock()
+		est := srv.established
+		srv.mu.Unlock()
+		if est == n {
+			break
+		}
+		if ctx.Err() != nil || !labIWARP(t) {
+			t.Fatalf("the server saw %d connections established, want %d", est, n)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

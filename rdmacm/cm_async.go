@@ -232,8 +232,11 @@ func (id *ID) StartResolveRoute(timeout time.Duration) error {
 // StartConnect sends the connection request of Connect and returns: for
 // RC, CONNECT_RESPONSE follows on the channel (then call CompleteConnect),
 // or REJECTED, UNREACHABLE or CONNECT_ERROR; for UD, ESTABLISHED with the
-// peer's QP number, QKey and address, or an error event. Only on an async
-// channel.
+// peer's QP number, QKey and address, or an error event. On an iWARP
+// device (siw) RC has no CONNECT_RESPONSE: ESTABLISHED follows instead,
+// the kernel's iw_cm having moved the QP to RTS (kernel: core/cma.c
+// cma_iw_handler), and CompleteConnect answers that event. Only on an
+// async channel.
 //
 // rdma-core: rdma_connect on an asynchronous channel.
 func (id *ID) StartConnect(param ConnParam, data []byte) error {
@@ -250,11 +253,28 @@ func (id *ID) StartConnect(param ConnParam, data []byte) error {
 // active side). On failure the request is refused, the QP is in ERR, and
 // the error says why; Close the ID then.
 //
+// On an iWARP device it answers ESTABLISHED instead, on either side (after
+// StartConnect or StartAccept): the kernel already moved the QP to RTS and
+// sent what the protocol needs, so CompleteConnect only takes the QP's
+// state from the kernel, as Connect and Accept do, and fails (matching
+// ErrDisconnected) if the connection is already over. Without it, uverbs
+// may keep the QP at INIT or RTR and refuse to post.
+//
 // rdma-core: librdmacm/cma.c ucma_process_conn_resp, which
 // rdma_get_cm_event runs for IDs with a QP.
 func (id *ID) CompleteConnect() error {
 	const op = "connect"
 	return id.locked(op, func() error {
+		if id.ps == PortSpaceTCP && id.qp != nil && id.isIWARP() {
+			// The iWARP CM sends no CONNECT_RESPONSE, and the RC
+			// answer to one would fail here: siw ignores INIT and RTR
+			// once connected, and the kernel refuses the RTU's ACCEPT
+			// (kernel: core/cma.c rdma_accept on iWARP).
+			if id.state != stateIdle && id.state != stateConnected {
+				return &sys.OpError{Op: op, Err: fmt.Errorf("%s: on iWARP, CompleteConnect answers the ESTABLISHED of an RC ID started with StartConnect or StartAccept: %w", id, unix.EINVAL)}
+			}
+			return id.establishedIWARPLocked()
+		}
 		if id.ps != PortSpaceTCP || id.qp == nil || id.state != stateIdle {
 			return &sys.OpError{Op: op, Err: fmt.Errorf("%s: CompleteConnect answers the CONNECT_RESPONSE of an RC ID started with StartConnect: %w", id, unix.EINVAL)}
 		}
@@ -265,7 +285,9 @@ func (id *ID) CompleteConnect() error {
 // StartAccept accepts the connection request this ID stands for as Accept
 // does, but returns once the accept is sent: ESTABLISHED follows on the
 // channel for RC (nothing for UD). The QP goes to RTS here, on the
-// caller's goroutine. Only on an async channel.
+// caller's goroutine, except on an iWARP device (siw), where the kernel
+// moves it once the connection is up: call CompleteConnect on the
+// ESTABLISHED event there before posting sends. Only on an async channel.
 //
 // rdma-core: rdma_accept on an asynchronous channel.
 func (id *ID) StartAccept(param ConnParam, data []byte) error {

@@ -260,6 +260,12 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 // A rejection is a *RejectError, no answer an *EventError matching
 // ErrUnreachable; ctx ending returns ctx.Err(): Close the ID then.
 //
+// On siw the kernel makes the TCP connection inside the CONNECT command,
+// blocking (kernel: siw_cm.c siw_connect): ctx cannot cut that part
+// short, and a host that does not answer costs the kernel's TCP connect
+// timeout (about two minutes with the default tcp_syn_retries) before
+// the *EventError matching ErrUnreachable comes back.
+//
 // rdma-core: rdma_connect.
 func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event, error) {
 	const op = "connect"
@@ -324,11 +330,21 @@ func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
 			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
 		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
 	})
-	if errors.Is(err, unix.ECONNREFUSED) {
-		// siw makes the TCP connection in the CONNECT command itself
-		// (kernel: siw_cm.c siw_connect), so nothing listening fails
-		// the command rather than coming as a REJECTED event.
+	return connectCommandError(op, err)
+}
+
+// connectCommandError is the error of a failed CONNECT command. siw makes
+// the TCP connection in the command itself, blocking (kernel: siw_cm.c
+// siw_connect, kernel_bindconnect), so what other devices report as an
+// event comes back as the command's errno: ECONNREFUSED (nothing listens)
+// is the REJECTED of an invalid service ID; ETIMEDOUT, EHOSTUNREACH and
+// ENETUNREACH (no host answered) are the UNREACHABLE event.
+func connectCommandError(op string, err error) error {
+	switch {
+	case errors.Is(err, unix.ECONNREFUSED):
 		return &RejectError{Op: op, Reason: RejectInvalidServiceID}
+	case errors.Is(err, unix.ETIMEDOUT), errors.Is(err, unix.EHOSTUNREACH), errors.Is(err, unix.ENETUNREACH):
+		return &EventError{Op: op, Event: EventUnreachable, Status: -int(errnoOf(err))}
 	}
 	return err
 }
@@ -434,16 +450,23 @@ func (id *ID) isIWARP() bool {
 // on iWARP: kernel core/iwcm.c iwcm_init_qp_rts_attr), so the QP's state
 // is read back from the kernel, which lets the QP post. Where the kernel
 // does not report it (siw in 6.1: siw_verbs.c siw_query_qp leaves it
-// unset, and uverbs keeps its own record, INIT), the move to RTS is made
-// again from here: RTS to RTS changes nothing (kernel: siw_qp.c
-// siw_qp_nextstate_from_rts), and it records RTS.
+// unset, and uverbs keeps its own record, INIT or RTR), the move to RTS is
+// made again from here: RTS to RTS changes nothing (kernel: siw_qp.c
+// siw_qp_nextstate_from_rts), and it records RTS. Any other state (ERR,
+// SQD: the peer is already gone) is never "fixed" that way: siw ignores a
+// move out of ERROR (siw_qp.c siw_qp_modify) and from CLOSING drops the
+// error, so forcing RTS would record RTS on a dead QP.
 func (id *ID) establishedIWARPLocked() error {
 	if qp := id.qp; qp != nil {
 		a, err := qp.Query(uverbs.QPAttrState)
 		if err != nil {
 			return err
 		}
-		if a.State != uverbs.QPStateRTS {
+		force, err := iwarpForceRTS(a.State)
+		if err != nil {
+			return &sys.OpError{Op: "connect", Err: fmt.Errorf("%s: QP %#x is in %v: %w", id, qp.QPN(), a.State, err)}
+		}
+		if force {
 			if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState); err != nil {
 				return err
 			}
@@ -452,6 +475,20 @@ func (id *ID) establishedIWARPLocked() error {
 	}
 	id.state = stateConnected
 	return nil
+}
+
+// iwarpForceRTS decides, from the state read back after an iWARP
+// ESTABLISHED, whether uverbs' record must be moved to RTS (INIT, RTR:
+// the kernel did not report the state) or the connection is already
+// over (anything but RTS): see establishedIWARPLocked.
+func iwarpForceRTS(s uverbs.QPState) (bool, error) {
+	switch s {
+	case uverbs.QPStateRTS:
+		return false, nil
+	case uverbs.QPStateInit, uverbs.QPStateRTR:
+		return true, nil
+	}
+	return false, fmt.Errorf("connection closed before it was established (close the ID and connect again): %w", ErrDisconnected)
 }
 
 func checkAcceptData(op string, ps PortSpace, data []byte) error {

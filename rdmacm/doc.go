@@ -51,8 +51,11 @@
 // cmtime and event-driven servers use rdma_get_cm_event, and what
 // cmd/cmtime does. Device work stays with the caller: CompleteConnect
 // moves the QP and sends the RTU after a CONNECT_RESPONSE, CreateQP and
-// StartAccept answer a CONNECT_REQUEST. The waiting methods refuse the IDs
-// of such a channel, and the Start methods those of NewEventChannel's.
+// StartAccept answer a CONNECT_REQUEST. On iWARP (siw) an RC connection
+// has no CONNECT_RESPONSE: both sides get ESTABLISHED, which each answers
+// with CompleteConnect (the kernel moved the QP; it takes its state).
+// The waiting methods refuse the IDs of such a channel, and the Start
+// methods those of NewEventChannel's.
 //
 // Listener.Accept answers every request that has arrived before it waits
 // for their clients' RTUs, so a burst of requests costs one wait.

@@ -199,7 +199,8 @@ func (l *Listener) established() (*Conn, time.Time) {
 		}
 		l.pending = append(l.pending[:i], l.pending[i+1:]...)
 		if ok && e.Type == EventEstablished && e.Status == 0 && p.c.id.isIWARP() {
-			// The iWARP CM moved the QP to RTS (Accept does the same).
+			// As Accept: take the QP's state from the kernel, which
+			// moved it (establishedIWARPLocked).
 			err = p.c.id.locked("accept", p.c.id.establishedIWARPLocked)
 			ok = err == nil
 		}

@@ -53,7 +53,13 @@ func (c *Conn) close() error {
 // shutdown sends the control message code picks, with mu held, once a
 // control slot is free, and waits until all our sends have completed
 // (rshutdown), for at most CloseTimeout. A connection that ends meanwhile
-// ends the wait.
+// ends the wait. An accepted iWARP connection that is still quiet first
+// waits for the client's first message, which the client sends at once
+// (docs/rsocket.md §7): a message sent before it could reach the client
+// behind the MPA reply, which siw fails with EPROTO (kernel: siw_cm.c
+// siw_recv_mpa_rr), so the client would fail to connect instead of
+// reading EOF. If it does not come within CloseTimeout, nothing is sent
+// and the CM's disconnect alone ends the connection.
 func (c *Conn) shutdown(code func() uint32) {
 	c.shutMu.Lock()
 	defer c.shutMu.Unlock()
@@ -85,7 +91,7 @@ func (c *Conn) shutdown(code func() uint32) {
 			c.sleepLocked(ctx, &sl)
 		}
 	}
-	if !wait(func() bool { return !c.connected || c.ctrlSeqno != c.ctrlMax }) || !c.connected {
+	if !wait(func() bool { return !c.connected || (!c.quiet && c.ctrlSeqno != c.ctrlMax) }) || !c.connected {
 		return
 	}
 	if err := c.sendCtrlLocked(code()); err != nil {

@@ -109,3 +109,48 @@ func readAll(c *Conn, b []byte) (int, error) {
 		}
 	}
 }
+
+// TestSiwCloseQuiet: a server that closes (or shuts its writing side)
+// right after accepting, before the client's first message, must not
+// speak first (docs/rsocket.md §7): its DISCONNECT waits for that message,
+// and the client connects and reads EOF rather than failing to connect.
+func TestSiwCloseQuiet(t *testing.T) {
+	for _, how := range []string{"Close", "CloseWrite"} {
+		t.Run(how, func(t *testing.T) {
+			l, addr := listenAt(t, testutil.SiwPair(t)[0].Addr, &ListenConfig{Options: Options{Logf: t.Logf}})
+			for i := range 8 {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second*testutil.RaceSlowdown)
+				srvErr := make(chan error, 1)
+				go func() {
+					s, err := l.AcceptConn(ctx)
+					if err == nil {
+						if how == "Close" {
+							err = s.Close()
+						} else {
+							err = s.CloseWrite()
+							defer s.Close()
+							// Until the client has read EOF and closed.
+							s.Read(make([]byte, 1))
+						}
+					}
+					srvErr <- err
+				}()
+				c, err := (&Dialer{Options: Options{Logf: t.Logf}}).Dial(ctx, "rdma", addr)
+				if err != nil {
+					cancel()
+					<-srvErr
+					t.Fatalf("connection %d: %v", i, err)
+				}
+				n, err := readAll(c, make([]byte, 16))
+				c.Close()
+				if n != 0 || err != nil {
+					t.Errorf("connection %d: the client read %d bytes, %v; want EOF", i, n, err)
+				}
+				if err := <-srvErr; err != nil {
+					t.Errorf("connection %d: server %s: %v", i, how, err)
+				}
+				cancel()
+			}
+		})
+	}
+}

@@ -255,11 +255,17 @@ func client(ctx context.Context, o options, out io.Writer) error {
 		err = async(stepConnect, func(c *conn) error {
 			return c.id.StartConnect(param, nil)
 		}, func(c *conn, e rdmacm.Event) error {
-			if err := want(e, rdmacm.EventConnectResponse); err != nil {
-				return err
+			// On iWARP (siw) the kernel's CM reports ESTABLISHED, with
+			// the QP in RTS, where InfiniBand and RoCE report
+			// CONNECT_RESPONSE (kernel: core/cma.c cma_iw_handler).
+			if e.Type != rdmacm.EventEstablished || !isIWARP(c.id) {
+				if err := want(e, rdmacm.EventConnectResponse); err != nil {
+					return err
+				}
 			}
 			// As librdmacm does inside rdma_get_cm_event for an ID
-			// with a QP: RTR, RTS and the RTU.
+			// with a QP: RTR, RTS and the RTU; on iWARP, the QP's
+			// state read back from the kernel.
 			return c.id.CompleteConnect()
 		})
 	}
@@ -452,7 +458,19 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 				continue
 			}
 			switch e.Type {
-			case rdmacm.EventEstablished, rdmacm.EventTimewaitExit:
+			case rdmacm.EventEstablished:
+				if isIWARP(c.id) {
+					// The QP is in RTS in the kernel; take its
+					// state (rdmacm.ID.StartAccept). A client
+					// that already disconnected is no failure;
+					// either way its DISCONNECTED follows and
+					// ends the connection.
+					err := c.id.CompleteConnect()
+					if err != nil && !errors.Is(err, rdmacm.ErrDisconnected) {
+						fmt.Fprintf(errw, "failing connection: %v\n", err)
+					}
+				}
+			case rdmacm.EventTimewaitExit:
 			default:
 				// DISCONNECTED, or a connection that failed before it
 				// was established.
@@ -473,4 +491,11 @@ func accept(p *pds, mu *sync.Mutex, c *conn) error {
 	c.cq, c.qp = cq, qp
 	mu.Unlock()
 	return c.id.StartAccept(rdmacm.DefaultConnParam(), nil)
+}
+
+// isIWARP reports whether id's device is iWARP (siw), whose CM reports
+// ESTABLISHED to both sides of an RC connection.
+func isIWARP(id *rdmacm.ID) bool {
+	d, ok := id.DeviceInfo()
+	return ok && d.Transport() == uverbs.TransportIWARP
 }

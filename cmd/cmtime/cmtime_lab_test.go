@@ -56,13 +56,27 @@ func checkTable(t *testing.T, out string, bind bool) {
 	}
 }
 
+type pairing struct{ server, client string }
+
+var allPairings = []pairing{{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"}}
+
 func TestInteropCmtime(t *testing.T) {
 	ends := testutil.VethPair(t)
-	addr := ends[0].Addr
-	const conns = 20
-	for i, c := range []struct{ server, client string }{
-		{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"},
-	} {
+	interop(t, ends[0].Addr, 20, 7800, allPairings)
+}
+
+// Over siw (iWARP), whose CM reports ESTABLISHED where InfiniBand reports
+// CONNECT_RESPONSE: a few connections, each a TCP connection and an MPA
+// exchange in the guest.
+func TestSiwCmtime(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	interop(t, ends[0].Addr, 5, 7830, allPairings)
+}
+
+// interop runs each pairing of servers and clients, conns connections,
+// on addr and ports from port on.
+func interop(t *testing.T, addr string, conns int, port0 int, pairings []pairing) {
+	for i, c := range pairings {
 		t.Run(c.server+"-server_"+c.client+"-client", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -71,7 +85,7 @@ func TestInteropCmtime(t *testing.T) {
 					t.Fatalf("cmtime (rdmacm-utils) is needed: %v", err)
 				}
 			}
-			port := 7800 + i
+			port := port0 + i
 			side := func(who, role string, args ...string) *testutil.Side {
 				return testutil.StartSide(t, ctx, who, role, func(ctx context.Context, out, errw io.Writer) error {
 					if code := run(ctx, args, out, errw); code != 0 {

@@ -26,7 +26,8 @@
 // and their events are taken from the one channel by one goroutine, as
 // rdma-core's cmtime does; the step ends when the last connection has its
 // answer. Creating IDs, QPs and destroying are done one connection after
-// another. It then
+// another. On iWARP devices (siw) the connect step ends with ESTABLISHED
+// rather than CONNECT_RESPONSE, on both sides. It then
 // prints, for each step, the time of the whole step, the longest and
 // shortest time of one connection, and the step's time divided by the
 // number of connections:
