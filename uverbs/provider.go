@@ -70,8 +70,8 @@ type cqRing struct {
 type qpSendRing struct {
 	sq    *rxe.SQ
 	sqMap *sys.Mapping
-	db    *rxe.Doorbell // in dbMap
-	dbMap *sys.Mapping  // off-heap page holding the doorbell command and its response
+	db    *provider.PostSend // in dbMap
+	dbMap *sys.Mapping       // off-heap page holding the doorbell command and its response
 }
 
 // qpRecvRing is an rxe QP's receive ring.
@@ -317,7 +317,7 @@ func (cq *CQ) Resize(n int) error {
 	return nil
 }
 
-// ringDoorbell writes the prebuilt POST_SEND command (rxe.Doorbell). The
+// ringDoorbell writes the prebuilt POST_SEND command (provider.PostSend). The
 // caller holds sendMu; the Device's command lock keeps the descriptor open
 // for the call.
 func (qp *QP) ringDoorbell(op string) error {
@@ -325,7 +325,7 @@ func (qp *QP) ringDoorbell(op string) error {
 	if err := c.lockCmd(op); err != nil {
 		return err
 	}
-	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), rxe.DoorbellLen)
+	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), provider.PostSendLen)
 	c.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)

@@ -94,49 +94,12 @@ func ResizeCQ(dev provider.Device, op string, handle uint32, n int) (m *sys.Mapp
 	return m, q, true, err
 }
 
-// Doorbell is the write() command POST_SEND with wr_count 0, which makes
-// rxe run the QP's requester on the WQEs already in the send ring
-// (rdma-core providers/rxe/rxe.c post_send_db; docs/abi.md §3.7). It lives
-// in an mmap'd page so that the response pointer inside it always points
-// at memory that cannot move, and a post builds nothing: it writes the
-// DoorbellLen bytes at the Doorbell to the device's descriptor.
-type Doorbell struct {
-	hdr  abi.UverbsCmdHdr
-	cmd  abi.UverbsPostSend
-	resp abi.UverbsPostSendResp
-}
-
-// DoorbellLen is the length of the command a Doorbell holds.
-const DoorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{})
-
-// NewDoorbell builds the doorbell of the QP handle in a page of its own.
-func NewDoorbell(handle uint32, what string) (*sys.Mapping, *Doorbell, error) {
-	m, err := sys.MmapAnon(int(unsafe.Sizeof(Doorbell{})), what)
-	if err != nil {
-		return nil, nil, err
-	}
-	db := (*Doorbell)(unsafe.Pointer(unsafe.SliceData(m.Bytes())))
-	db.hdr = abi.UverbsCmdHdr{
-		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
-		InWords:  uint16(DoorbellLen / 4),
-		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
-	}
-	db.cmd = abi.UverbsPostSend{
-		Response: uint64(uintptr(unsafe.Pointer(&db.resp))),
-		QPHandle: handle,
-		// Any wqe_size of at least sizeof(ib_uverbs_send_wr) is accepted
-		// (kernel: core/uverbs_cmd.c ib_uverbs_post_send).
-		WQESize: uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
-	}
-	return m, db, nil
-}
-
 // QPRings are an rxe QP's rings, mapped from the kernel's, and its
 // doorbell page.
 type QPRings struct {
 	SQ    *SQ
 	SQMap *sys.Mapping
-	DB    *Doorbell
+	DB    *provider.PostSend
 	DBMap *sys.Mapping // the doorbell's page
 	RQ    *RQ          // nil with an SRQ
 	RQMap *sys.Mapping
@@ -196,7 +159,7 @@ func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.Uv
 	if r.SQ, err = NewSQ(r.SQMap.Bytes(), r.Lim); err != nil {
 		return fail(err)
 	}
-	if r.DBMap, r.DB, err = NewDoorbell(core.QPHandle, "doorbell "+dev.Name()); err != nil {
+	if r.DBMap, r.DB, err = provider.NewPostSend(core.QPHandle, "doorbell "+dev.Name()); err != nil {
 		return fail(err)
 	}
 	return r, nil

@@ -197,8 +197,8 @@ func (s *cqState) Release() { s.m.Unmap() }
 // ring, the doorbell, and the counts of outstanding requests.
 type qpState struct {
 	dev    provider.Device
-	db     *doorbell    // in dbMap
-	dbMap  *sys.Mapping // a page of its own: the command does not move
+	db     *provider.PostSend // in dbMap
+	dbMap  *sys.Mapping       // a page of its own: the command does not move
 	handle uint32
 	qpn    uint32
 	sq     *SQ
@@ -259,7 +259,7 @@ func (c *Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreate
 		return nil, 0, 0, err
 	}
 	var err error
-	if q.dbMap, q.db, err = newDoorbell(q.handle, "siw doorbell "+name); err != nil {
+	if q.dbMap, q.db, err = provider.NewPostSend(q.handle, "siw doorbell "+name); err != nil {
 		return fail(err)
 	}
 	r := resp.drv
@@ -355,38 +355,6 @@ func (q *qpState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 	return 0, nil
 }
 
-// doorbell is the write() command POST_SEND with no work request, which
-// makes siw process the send ring (kernel: siw_verbs.c siw_post_send;
-// rdma-core: siw.c siw_db, which keeps one such command per QP). It is
-// built once, in a page of its own, so that its response pointer points at
-// memory that does not move and ringing it allocates nothing.
-type doorbell struct {
-	hdr  abi.UverbsCmdHdr
-	cmd  abi.UverbsPostSend
-	resp abi.UverbsPostSendResp
-}
-
-const doorbellLen = unsafe.Sizeof(abi.UverbsCmdHdr{}) + unsafe.Sizeof(abi.UverbsPostSend{})
-
-func newDoorbell(handle uint32, what string) (*sys.Mapping, *doorbell, error) {
-	m, err := sys.MmapAnon(int(unsafe.Sizeof(doorbell{})), what)
-	if err != nil {
-		return nil, nil, err
-	}
-	db := (*doorbell)(unsafe.Pointer(unsafe.SliceData(m.Bytes())))
-	db.hdr = abi.UverbsCmdHdr{
-		Command:  abi.IB_USER_VERBS_CMD_POST_SEND,
-		InWords:  uint16(doorbellLen / 4),
-		OutWords: uint16(unsafe.Sizeof(abi.UverbsPostSendResp{}) / 4),
-	}
-	db.cmd = abi.UverbsPostSend{
-		Response: uint64(uintptr(unsafe.Pointer(&db.resp))),
-		QPHandle: handle,
-		WQESize:  uint32(unsafe.Sizeof(abi.UverbsSendWR{})),
-	}
-	return m, db, nil
-}
-
 // doorbell rings the QP's doorbell. It fails with ENOTCONN while the QP
 // is not in RTS (docs/siw.md §7), and with EINVAL when the kernel refuses
 // the request it takes from the ring (an RDMA READ without an ORD:
@@ -398,7 +366,7 @@ func newDoorbell(handle uint32, what string) (*sys.Mapping, *doorbell, error) {
 // ErrMovedToError.
 func (q *qpState) doorbell() error {
 	name := q.dev.Name()
-	err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), doorbellLen)
+	err := q.dev.Doorbell("post_send", unsafe.Pointer(q.db), provider.PostSendLen)
 	if err == nil {
 		return nil
 	}

@@ -40,7 +40,7 @@ func (d *fakeDevice) Mmap(op string, off int64, n int, what string) (*sys.Mappin
 func (d *fakeDevice) Name() string { return "siw0" }
 
 func (d *fakeDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
-	if (*doorbell)(cmd).hdr.Command == abi.IB_USER_VERBS_CMD_POST_SEND && n == doorbellLen {
+	if (*provider.PostSend)(cmd).Command() == abi.IB_USER_VERBS_CMD_POST_SEND && n == provider.PostSendLen {
 		d.doorbells++
 	}
 	return d.dbErr
@@ -56,7 +56,7 @@ func testQP(t *testing.T, srq *srqState) (*qpState, *cqState, *fakeRing, *fakeRi
 	sq, sr := newSQ(t, 4, rcLimits)
 	rq, rr := newRQ(t, 4, 2)
 	cq, cr := newCQ(t, 16)
-	dbMap, db, err := newDoorbell(1, "siw test doorbell")
+	dbMap, db, err := provider.NewPostSend(1, "siw test doorbell")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,27 +39,27 @@ var (
 // caller gives them; the encoder maps them to enum siw_opcode (docs/siw.md
 // §5).
 const (
-	OpWrite          WROpcode = 0  // IBV_WR_RDMA_WRITE
-	OpWriteImm       WROpcode = 1  // IBV_WR_RDMA_WRITE_WITH_IMM
-	OpSend           WROpcode = 2  // IBV_WR_SEND
-	OpSendImm        WROpcode = 3  // IBV_WR_SEND_WITH_IMM
-	OpRead           WROpcode = 4  // IBV_WR_RDMA_READ
-	OpAtomicCmpSwap  WROpcode = 5  // IBV_WR_ATOMIC_CMP_AND_SWP
-	OpAtomicFetchAdd WROpcode = 6  // IBV_WR_ATOMIC_FETCH_AND_ADD
-	OpLocalInv       WROpcode = 7  // IBV_WR_LOCAL_INV
-	OpBindMW         WROpcode = 8  // IBV_WR_BIND_MW
-	OpSendInv        WROpcode = 9  // IBV_WR_SEND_WITH_INV
-	OpFlush          WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
-	OpAtomicWrite    WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+	OpWrite          = provider.OpWrite          // IBV_WR_RDMA_WRITE
+	OpWriteImm       = provider.OpWriteImm       // IBV_WR_RDMA_WRITE_WITH_IMM
+	OpSend           = provider.OpSend           // IBV_WR_SEND
+	OpSendImm        = provider.OpSendImm        // IBV_WR_SEND_WITH_IMM
+	OpRead           = provider.OpRead           // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  = provider.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd = provider.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpLocalInv       = provider.OpLocalInv       // IBV_WR_LOCAL_INV
+	OpBindMW         = provider.OpBindMW         // IBV_WR_BIND_MW
+	OpSendInv        = provider.OpSendInv        // IBV_WR_SEND_WITH_INV
+	OpFlush          = provider.OpFlush          // IBV_WR_FLUSH (kernel 6.2+)
+	OpAtomicWrite    = provider.OpAtomicWrite    // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
 )
 
 // IB_SEND_* flags (enum ib_send_flags).
 const (
-	SendFence     SendFlags = 1
-	SendSignaled  SendFlags = 2
-	SendSolicited SendFlags = 4
-	SendInline    SendFlags = 8
-	SendIPCsum    SendFlags = 16
+	SendFence     = provider.SendFence
+	SendSignaled  = provider.SendSignaled
+	SendSolicited = provider.SendSolicited
+	SendInline    = provider.SendInline
+	SendIPCsum    = provider.SendIPCsum
 
 	SendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline | SendIPCsum
 
@@ -74,9 +74,9 @@ const AVSize = provider.AVSize
 
 // QP types (enum ib_qp_type).
 const (
-	QPTypeRC QPType = 2
-	QPTypeUC QPType = 3
-	QPTypeUD QPType = 4
+	QPTypeRC = provider.QPTypeRC
+	QPTypeUC = provider.QPTypeUC
+	QPTypeUD = provider.QPTypeUD
 )
 
 // The completion values siw completions carry (enum ib_wc_status,
@@ -85,29 +85,29 @@ const (
 // 0 on siw (no immediate data, RC only, the CQE has no port); VendorErr is
 // siw's own status (enum siw_wc_status) when Status is not success.
 const (
-	WCSuccess                   WCStatus = 0
-	WCLocalLengthError          WCStatus = 1
-	WCLocalQPOpError            WCStatus = 2
-	WCLocalProtectionError      WCStatus = 4
-	WCFlushError                WCStatus = 5
-	WCBadResponseError          WCStatus = 7
-	WCLocalAccessError          WCStatus = 8
-	WCRemoteInvalidRequestError WCStatus = 9
-	WCRemoteAccessError         WCStatus = 10
-	WCGeneralError              WCStatus = 21
+	WCSuccess                   = provider.WCSuccess
+	WCLocalLengthError          = provider.WCLocalLengthError
+	WCLocalQPOpError            = provider.WCLocalQPOpError
+	WCLocalProtectionError      = provider.WCLocalProtectionError
+	WCFlushError                = provider.WCFlushError
+	WCBadResponseError          = provider.WCBadResponseError
+	WCLocalAccessError          = provider.WCLocalAccessError
+	WCRemoteInvalidRequestError = provider.WCRemoteInvalidRequestError
+	WCRemoteAccessError         = provider.WCRemoteAccessError
+	WCGeneralError              = provider.WCGeneralError
 
-	WCOpSend      WCOpcode = 0
-	WCOpRDMAWrite WCOpcode = 1
-	WCOpRDMARead  WCOpcode = 2
-	WCOpCompSwap  WCOpcode = 3
-	WCOpFetchAdd  WCOpcode = 4
-	WCOpLocalInv  WCOpcode = 6
-	WCOpRecv      WCOpcode = 128
+	WCOpSend      = provider.WCOpSend
+	WCOpRDMAWrite = provider.WCOpRDMAWrite
+	WCOpRDMARead  = provider.WCOpRDMARead
+	WCOpCompSwap  = provider.WCOpCompSwap
+	WCOpFetchAdd  = provider.WCOpFetchAdd
+	WCOpLocalInv  = provider.WCOpLocalInv
+	WCOpRecv      = provider.WCOpRecv
 	// WCOpUnknown is the opcode of a completion whose siw opcode has no
 	// completion opcode; it is no ib_wc_opcode value.
 	WCOpUnknown WCOpcode = 0xff
 
-	WCWithInvalidate WCFlags = 4
+	WCWithInvalidate = provider.WCWithInvalidate
 )
 
 // Sizes of the ring elements (include/uapi/rdma/siw-abi.h).
