@@ -80,10 +80,29 @@ func exchange16(ctx context.Context, c *Conn, ep *endpoint, first bool, msg stri
 		return string(ep.buf.Bytes()[:16]), err
 	}
 	if first {
-		if err := send(); err != nil {
+		// The peer's answer may complete before our send does (the CQ
+		// is shared, and rxe's completer and responder run apart): take
+		// the two completions in either order.
+		copy(ep.buf.Bytes()[16:32], msg)
+		if err := c.QP().PostSend([]uverbs.SendWR{{ID: 2, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline,
+			SGEs: []uverbs.SGE{ep.mr.SGE(16, 16)}}}); err != nil {
 			return "", err
 		}
-		return recv()
+		sent, received := false, false
+		for !sent || !received {
+			wc, err := waitWC(ctx, c)
+			switch {
+			case err != nil:
+				return "", err
+			case wc.Status == uverbs.WCSuccess && wc.ID == 2 && !sent:
+				sent = true
+			case wc.Status == uverbs.WCSuccess && wc.ID == 1 && wc.ByteLen == 16 && !received:
+				received = true
+			default:
+				return "", fmt.Errorf("completion %v (wr %d, %d bytes)", wc.Status, wc.ID, wc.ByteLen)
+			}
+		}
+		return string(ep.buf.Bytes()[:16]), nil
 	}
 	got, err := recv()
 	if err != nil {

@@ -154,21 +154,38 @@ func TestSiwReadOutlivesLaterSend(t *testing.T) {
 	defer cli.close()
 	defer ser.close()
 
-	if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 9, SGEs: []uverbs.SGE{ser.mr.SGE(0, 64)}}}); err != nil {
-		t.Fatal(err)
-	}
 	copy(cli.buf.Bytes()[size-16:], "a later send")
-	err := c.QP().PostSend([]uverbs.SendWR{
-		{ID: 1, Op: uverbs.OpRead, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{cli.mr.SGE(0, size-64)},
-			RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey()},
-		{ID: 2, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGEs: []uverbs.SGE{cli.mr.SGE(size-16, 12)}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := waitWC(ctx, c)
-	if err != nil || wc.ID != 2 || wc.Status != uverbs.WCSuccess {
-		t.Fatalf("first completion %+v, %v; want the SEND's (ID 2), before the READ's", wc, err)
+	// The SEND completes before the READ when it is sent while the READ's
+	// response is still coming; on a loaded machine the READ may win:
+	// then the round is drained and tried again.
+	for round := 0; ; round++ {
+		if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 9, SGEs: []uverbs.SGE{ser.mr.SGE(0, 64)}}}); err != nil {
+			t.Fatal(err)
+		}
+		err := c.QP().PostSend([]uverbs.SendWR{
+			{ID: 1, Op: uverbs.OpRead, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{cli.mr.SGE(0, size-64)},
+				RemoteAddr: ser.mr.Addr(), RKey: ser.mr.RKey()},
+			{ID: 2, Op: uverbs.OpSend, Flags: uverbs.SendSignaled | uverbs.SendInline, SGEs: []uverbs.SGE{cli.mr.SGE(size-16, 12)}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc, err := waitWC(ctx, c)
+		if err != nil || wc.Status != uverbs.WCSuccess || (wc.ID != 1 && wc.ID != 2) {
+			t.Fatalf("first completion %+v, %v", wc, err)
+		}
+		if wc.ID == 2 {
+			break
+		}
+		if round == 20 {
+			t.Fatalf("in 20 rounds the READ always completed before the SEND posted after it")
+		}
+		if wc, err := waitWC(ctx, c); err != nil || wc.ID != 2 || wc.Status != uverbs.WCSuccess {
+			t.Fatalf("the SEND's completion: %+v, %v", wc, err)
+		}
+		if wc, err := waitWC(ctx, sc); err != nil || wc.ID != 9 || wc.Status != uverbs.WCSuccess {
+			t.Fatalf("receive: %+v, %v", wc, err)
+		}
 	}
 	if err := cli.mr.Close(); !errors.Is(err, uverbs.ErrBusy) {
 		t.Fatalf("MR.Close of the READ's buffer while the READ is in flight: %v, want ErrBusy", err)
