@@ -147,7 +147,9 @@ func (ch *EventChannel) newRequestID(listener *ID, kid uint32) (*ID, error) {
 
 // SetLogf makes the ID report each CM step (command, event, QP transition)
 // through logf; IDs of connection requests inherit it from the listener.
-// It may be called at any time, also while events arrive.
+// It may be called at any time, also while events arrive. logf is called
+// from the caller's goroutine and from the event channel's reader, at the
+// same time too: it must be safe for concurrent use.
 func (id *ID) SetLogf(logf func(format string, args ...any)) {
 	if logf == nil {
 		id.logf.Store(nil)

@@ -66,7 +66,9 @@ type Config struct {
 	Backlog int
 
 	// Logf, if set, receives each CM step of the connection: commands,
-	// events, QP transitions.
+	// events, QP transitions. The caller's goroutine and the event
+	// channel's reader call it, at the same time too, so it must be safe
+	// for concurrent use (log.Printf and testing.T.Logf are).
 	Logf func(format string, args ...any)
 }
 

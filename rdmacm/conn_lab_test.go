@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,7 +125,8 @@ func TestDialListen(t *testing.T) { eachLabPair(t, testDialListen) }
 func testDialListen(t *testing.T) {
 	srvAddr, _ := labAddrs(t)
 	ctx := testCtx(t)
-	var logs bytes.Buffer
+	// The caller's goroutine and the event reader both log (Config.Logf).
+	var logs logHook
 	l, err := Listen(ctx, netip.AddrPortFrom(srvAddr, 0).String(), &Config{PrivateData: []byte("accept-data")})
 	if err != nil {
 		t.Fatal(err)
@@ -144,11 +145,13 @@ func testDialListen(t *testing.T) {
 		accepted <- result{c, err}
 	}()
 	c, err := Dial(ctx, l.Addr().String(), &Config{PrivateData: []byte("request-data"),
-		Logf: func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }})
+		Logf: logs.logf})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("client steps:\n%s", logs.String())
+	logs.mu.Lock()
+	t.Logf("client steps:\n%s", strings.Join(logs.lines, "\n"))
+	logs.mu.Unlock()
 	r := <-accepted
 	if r.err != nil {
 		c.Close()

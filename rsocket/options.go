@@ -58,6 +58,9 @@ type Options struct {
 	CloseTimeout   time.Duration
 
 	// Logf, if set, receives each step of connection setup and teardown.
+	// It is called from more than one goroutine, at the same time too, so
+	// it must be safe for concurrent use (log.Printf and testing.T.Logf
+	// are).
 	Logf func(format string, args ...any)
 }
 
