@@ -403,7 +403,10 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 			}
 		case <-ctx.Done():
-			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
+			// Ours runs in this process: where its goroutines wait says
+			// where it hung.
+			buf := make([]byte, 1<<20)
+			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s\ngoroutines:\n%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err, buf[:runtime.Stack(buf, true)])
 		}
 	}
 	// The client measures in every test; the servers of send and latency
