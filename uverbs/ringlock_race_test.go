@@ -35,7 +35,7 @@ func TestSingleGoroutineOverlapReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qp.rq = rq
+	qp.drv.(*rxe.QPState).RQ = rq
 	wcs := make([]WC, 4)
 	for _, c := range []struct {
 		name string
