@@ -621,7 +621,7 @@ func (qp *QP) providerReset() {
 func (c *Device) openContext() error {
 	open := providers[c.dev.DriverID]
 	if open == nil {
-		open = openControlOnly
+		open = openControlOnly(c)
 	}
 	return c.getContext(open)
 }
@@ -673,12 +673,14 @@ type controlOnly struct {
 	driver DriverID
 }
 
-func openControlOnly(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provider.Context, error) {
-	if err := provider.GetContext(dev, op, core); err != nil {
-		return nil, err
+// openControlOnly is the provider.Open of the device c without a provider.
+func openControlOnly(c *Device) provider.Open {
+	return func(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provider.Context, error) {
+		if err := provider.GetContext(dev, op, core); err != nil {
+			return nil, err
+		}
+		return &controlOnly{name: c.dev.Name, driver: c.dev.DriverID}, nil
 	}
-	d := dev.(cmdDevice).c
-	return &controlOnly{name: d.dev.Name, driver: d.dev.DriverID}, nil
 }
 
 func (c *controlOnly) noDataPath() error {
