@@ -182,7 +182,9 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.qp.drv.(*rxe.QPState).RQ, r.rqBuf, r.rqK = rq, rqBuf, fakeConsumer{rqProd, rqCons}
+	st := r.qp.drv.(*rxe.QPState)
+	st.RQ, st.HasRQ = *rq, true
+	r.rqBuf, r.rqK = rqBuf, fakeConsumer{rqProd, rqCons}
 
 	// A CQ whose every slot holds a successful RDMA WRITE completion.
 	cqBuf, cqProd, _ := fakeRing(tb, 6, 1024)

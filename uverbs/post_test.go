@@ -121,7 +121,7 @@ func TestPlainSends(t *testing.T) {
 func TestRecvOne(t *testing.T) {
 	a, b, c := newNativeRig(t), newNativeRig(t), newNativeRig(t)
 	// c posts through an SRQ on its receive ring.
-	srq := &SRQ{pd: c.qp.pd, drv: rxe.NewSRQState(c.qp.drv.(*rxe.QPState).RQ)}
+	srq := &SRQ{pd: c.qp.pd, drv: rxe.NewSRQState(&c.qp.drv.(*rxe.QPState).RQ)}
 	listPath := func(w []RecvWR) error {
 		b.qp.trackRecvs(w)
 		return b.qp.providerPostRecv("post_recv", w)

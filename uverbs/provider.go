@@ -511,8 +511,8 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// and poll: the rounds", fifth round). An rxe list is posted by the
 	// concrete rxe.QPState.PostRecv, a direct call.
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
-		if r, ok := qp.drv.(*rxe.QPState); ok && r.RQ != nil {
-			q := r.RQ
+		if r, ok := qp.drv.(*rxe.QPState); ok && r.HasRQ {
+			q := &r.RQ
 			var err error
 			// The lkey recorded by an earlier post (mrusers.go), else
 			// trackRecvs records it.

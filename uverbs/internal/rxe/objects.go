@@ -227,12 +227,15 @@ func ResizeCQ(dev provider.Device, op string, handle uint32, n int) (m *sys.Mapp
 	return m, q, true, err
 }
 
-// QPState is an rxe QP: its send ring, held by value (as CQState's), its
-// receive ring (nil with an SRQ), the mappings, and the prebuilt POST_SEND
-// doorbell. SQ runs under the QP's send lock, RQ under its receive lock.
+// QPState is an rxe QP: its send and receive rings, held by value (as
+// CQState's ring) so that uverbs' post reaches their indexes through the
+// asserted *QPState and no further pointer, the mappings, and the prebuilt
+// POST_SEND doorbell. SQ runs under the QP's send lock, RQ under its
+// receive lock; RQ is there only with HasRQ (not with an SRQ).
 type QPState struct {
 	SQ    SQ
-	RQ    *RQ
+	RQ    RQ
+	HasRQ bool
 	DB    *provider.PostSend // in dbMap
 	dev   provider.Device
 	caps  provider.QPCaps
@@ -245,7 +248,11 @@ type QPState struct {
 // doorbell dev rings (for tests that play the kernel's side: a nil rq is a
 // QP with an SRQ).
 func NewQPState(dev provider.Device, sq *SQ, rq *RQ) *QPState {
-	return &QPState{SQ: *sq, RQ: rq, dev: dev}
+	s := &QPState{SQ: *sq, dev: dev}
+	if rq != nil {
+		s.RQ, s.HasRQ = *rq, true
+	}
+	return s
 }
 
 // CreateQP checks the capabilities against rxe's WQE layout (at most
@@ -291,9 +298,11 @@ func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.Uv
 	}
 	var err error
 	if !hasSRQ {
-		if s.rqMap, s.RQ, err = MapRQ(dev, op, drv.RQMI, int(core.MaxRecvSGE), "rq ring"); err != nil {
+		var rq *RQ
+		if s.rqMap, rq, err = MapRQ(dev, op, drv.RQMI, int(core.MaxRecvSGE), "rq ring"); err != nil {
 			return fail(err)
 		}
+		s.RQ, s.HasRQ = *rq, true
 	}
 	if s.sqMap, err = MapRing(dev, op, drv.SQMI, "sq ring"); err != nil {
 		return fail(err)
@@ -308,7 +317,7 @@ func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.Uv
 		return fail(err)
 	}
 	s.caps = provider.QPCaps{MaxSendWR: sq.Capacity(), MaxSendSGE: lim.MaxSGE, MaxInline: lim.MaxInline}
-	if s.RQ != nil {
+	if s.HasRQ {
 		s.caps.MaxRecvWR, s.caps.MaxRecvSGE = s.RQ.Capacity(), int(core.MaxRecvSGE)
 	}
 	return s, nil
@@ -323,7 +332,7 @@ func (s *QPState) SendQueueSize() int { return s.SQ.Capacity() }
 
 // RecvQueueSize is the receive ring's size, 0 with an SRQ.
 func (s *QPState) RecvQueueSize() int {
-	if s.RQ == nil {
+	if !s.HasRQ {
 		return 0
 	}
 	return s.RQ.Capacity()
@@ -361,8 +370,9 @@ func (s *QPState) Doorbell() error {
 	return nil
 }
 
-// PostRecv checks wrs and writes them into the receive ring (PostRecvs).
-func (s *QPState) PostRecv(wrs []provider.RecvWR) (int, error) { return PostRecvs(s.RQ, wrs) }
+// PostRecv checks wrs and writes them into the receive ring (PostRecvs);
+// uverbs calls it only on a QP with a receive ring (RecvQueueSize).
+func (s *QPState) PostRecv(wrs []provider.RecvWR) (int, error) { return PostRecvs(&s.RQ, wrs) }
 
 // PostRecvs checks every receive of wrs against q's SGE limit and the room
 // for all of them, then writes them and publishes them with one
@@ -403,7 +413,7 @@ func PostRecvs(q *RQ, wrs []provider.RecvWR) (int, error) {
 // may run beside the CQs' polls once posting has stopped.
 func (s *QPState) Outstanding() (send, recv int) {
 	send = s.SQ.PendingNow()
-	if s.RQ != nil {
+	if s.HasRQ {
 		recv = s.RQ.PendingNow()
 	}
 	return send, recv
@@ -414,7 +424,7 @@ func (s *QPState) Outstanding() (send, recv int) {
 func (s *QPState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 	send = s.SQ.PendingNow()
 	used = s.SQ.PendingUsesLKey(lkey)
-	if s.RQ != nil {
+	if s.HasRQ {
 		recv = s.RQ.PendingNow()
 		used = used || s.RQ.PendingUsesLKey(lkey)
 	}
@@ -434,7 +444,8 @@ func (s *QPState) Release() {
 			m.Unmap()
 		}
 	}
-	s.sqMap, s.rqMap, s.dbMap, s.RQ, s.DB = nil, nil, nil, nil, nil
+	s.sqMap, s.rqMap, s.dbMap, s.DB = nil, nil, nil, nil
+	s.RQ, s.HasRQ = RQ{}, false
 }
 
 // SRQState is an rxe SRQ: its ring and mapping. Guarded by the SRQ's
