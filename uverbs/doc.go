@@ -85,8 +85,8 @@
 //
 // For soft-iWARP (siw) the kernel allocates the rings, as for rxe, and
 // each element carries its owner in a flag; a send rings the POST_SEND
-// doorbell when the kernel's send side may have gone idle (docs/siw.md
-// §7). Other drivers open (PD, MR and AH work), but
+// doorbell when the kernel's send side may have gone idle (the siw
+// package says why). Other drivers open (PD, MR and AH work), but
 // creating a CQ, QP or SRQ on them fails with ErrNotSupported.
 //
 // Posts, polls and arms are safe from any goroutine: each ring has its
