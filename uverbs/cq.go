@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -71,19 +70,12 @@ type CQ struct {
 	events atomic.Uint64
 
 	mu      ringLock
-	cqRing              // rxe (provider.go); nil once closed
-	drv     provider.CQ // another provider (providers, provider.go); nil on rxe and once closed
+	drv     provider.CQ // the provider's CQ (provider.go); nil once closed
 	pending []WC        // completions pulled out of the ring by QP.Close; Poll returns them first
 	broken  bool        // a resize lost the ring
-	notify  notifyCmd
-}
-
-// notifyCmd is the REQ_NOTIFY_CQ write() command, built once at creation so
-// that arming a CQ allocates nothing (the command has no response pointer,
-// so Go heap memory is fine).
-type notifyCmd struct {
-	hdr abi.UverbsCmdHdr
-	req abi.UverbsReqNotifyCQ
+	// countsEvents: drv counts the completion events read
+	// (provider.CQEvents); set at creation.
+	countsEvents bool
 }
 
 // CreateCQ creates a completion queue (write() command CREATE_CQ) and maps
@@ -95,8 +87,8 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 	if init.Depth <= 0 {
 		return nil, &OpError{Op: op, Err: fmt.Errorf("depth %d: a CQ holds at least one completion", init.Depth)}
 	}
-	if err := c.requireDataPath(op); err != nil {
-		return nil, err
+	if c == nil {
+		return nil, closedErr(op)
 	}
 	if err := c.checkCQDepth(init.Depth); err != nil {
 		return nil, &OpError{Op: op, Err: err}
@@ -137,11 +129,6 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 	if err := cq.create(op, &req, init.Depth); err != nil {
 		return fail(err)
 	}
-	cq.notify.hdr = abi.UverbsCmdHdr{
-		Command: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
-		InWords: uint16(unsafe.Sizeof(cq.notify) / 4),
-	}
-	cq.notify.req.CQHandle = cq.handle
 	if init.Channel != nil {
 		init.Channel.kids.adopt(cq, kindCQ)
 	}

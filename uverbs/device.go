@@ -219,7 +219,7 @@ type DeviceAttr struct {
 
 // FWVersion formats FWVer as "major.minor.sub_minor" from its 16-bit fields
 // 47..32, 31..16 and 15..0, the format of the rxe and siw providers
-// (rdma-core: providers/rxe/rxe.c rxe_query_device). rxe reports "0.0.0".
+// (rdma-core: rxe_query_device in providers/rxe). rxe reports "0.0.0".
 func (a *DeviceAttr) FWVersion() string {
 	return fmt.Sprintf("%d.%d.%d", uint16(a.FWVer>>32), uint16(a.FWVer>>16), uint16(a.FWVer))
 }

@@ -80,8 +80,14 @@
 // itself and maps the device's UAR pages; posting writes the ring, the
 // doorbell record and the doorbell or BlueFlame register, arming writes
 // the CQ doorbell, and none of them makes a system call. What it writes is
-// compared with rdma-core's libmlx5 (docs/mlx5.md §7, §10), but it has not
-// run on a ConnectX yet. Other drivers are refused with ErrNotSupported.
+// compared with rdma-core's libmlx5 byte for byte (make mlx5diff), but it
+// has not run on a ConnectX yet.
+//
+// For soft-iWARP (siw) the kernel allocates the rings, as for rxe, and
+// each element carries its owner in a flag; a send rings the POST_SEND
+// doorbell when the kernel's send side may have gone idle (the siw
+// package says why). Other drivers open (PD, MR and AH work), but
+// creating a CQ, QP or SRQ on them fails with ErrNotSupported.
 //
 // Posts, polls and arms are safe from any goroutine: each ring has its
 // own lock, a plain spin lock (docs/architecture.md §3). A program that

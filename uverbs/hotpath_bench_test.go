@@ -3,6 +3,7 @@ package uverbs
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -55,6 +56,22 @@ func singleGoroutine(single bool, what string, locks ...*ringLock) {
 	}
 }
 
+// fakeDoorbell is the device of a fake QP: its doorbell, rung by a post
+// the provider makes (stageSend's slow path), does nothing, as the fake
+// kernel takes the ring's entries when the test says. It has no commands.
+type fakeDoorbell struct{}
+
+func (fakeDoorbell) Write(op string, cmd uint32, in, out []byte) error {
+	return fmt.Errorf("%s: a fake device takes no commands", op)
+}
+
+func (fakeDoorbell) Mmap(op string, off int64, n int, what string) (*sys.Mapping, error) {
+	return nil, fmt.Errorf("%s: a fake device maps nothing", op)
+}
+
+func (fakeDoorbell) Doorbell(string, unsafe.Pointer, uintptr) error { return nil }
+func (fakeDoorbell) Name() string                                   { return "fake" }
+
 // fakeQP is an RC QP in RTS on a fake send ring of 1024 slots; single
 // elides its locks.
 func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
@@ -65,7 +82,7 @@ func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	qp = &QP{pd: &PD{}, typ: RC, qpn: 0x11, qpSendRing: qpSendRing{sq: sq}, lim: lim}
+	qp = &QP{ctx: &Device{}, pd: &PD{}, typ: RC, qpn: 0x11, drv: rxe.NewQPState(fakeDoorbell{}, sq, nil), lim: lim}
 	fakeLKey(qp.pd, 7) // the lkey of the benchmarks' SGEs
 	qp.state.Store(uint32(QPStateRTS))
 	singleGoroutine(single, "a fake QP", &qp.sendMu, &qp.recvMu)
@@ -76,12 +93,12 @@ func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
 // kernel retire the ring when it is full.
 func stage(tb testing.TB, qp *QP, wr []SendWR, consume func()) {
 	qp.sendMu.Lock()
-	err := qp.stageSend("post_send", wr)
+	_, err := qp.stageSend("post_send", wr)
 	qp.sendMu.Unlock()
 	if errors.Is(err, ErrQueueFull) {
 		consume()
 		qp.sendMu.Lock()
-		err = qp.stageSend("post_send", wr)
+		_, err = qp.stageSend("post_send", wr)
 		qp.sendMu.Unlock()
 	}
 	if err != nil {
@@ -126,7 +143,7 @@ func fakeCQ(tb testing.TB, single bool) (cq *CQ, produce func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cq = &CQ{cqRing: cqRing{q: q}}
+	cq = &CQ{drv: rxe.NewCQState(q)}
 	singleGoroutine(single, "a fake CQ", &cq.mu)
 	return cq, func() { prod.Store((prod.Load() + 1) & 1023) }
 }
@@ -140,7 +157,7 @@ func TestPollPublishesConsumerIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq := &CQ{cqRing: cqRing{q: q}}
+	cq := &CQ{drv: rxe.NewCQState(q)}
 	for i := range 3 {
 		binary.LittleEndian.PutUint64(buf[rxe.RingHeaderSize+i<<6:], uint64(100+i)) // wr_id
 	}
@@ -170,7 +187,7 @@ func TestPollTakesWhatArrivedSinceItsLastLook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq := &CQ{cqRing: cqRing{q: q}}
+	cq := &CQ{drv: rxe.NewCQState(q)}
 	for i := range 8 {
 		binary.LittleEndian.PutUint64(buf[rxe.RingHeaderSize+i<<6:], uint64(100+i)) // wr_id
 	}

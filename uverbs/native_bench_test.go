@@ -170,7 +170,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		qp := &QP{pd: pd, typ: typ, qpn: 0x11, qpSendRing: qpSendRing{sq: sq}, lim: lim}
+		qp := &QP{ctx: &Device{}, pd: pd, typ: typ, qpn: 0x11, drv: rxe.NewQPState(fakeDoorbell{}, sq, nil), lim: lim}
 		qp.state.Store(uint32(QPStateRTS))
 		return qp, buf, fakeConsumer{prod, cons}
 	}
@@ -182,7 +182,9 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.qp.rq, r.rqBuf, r.rqK = rq, rqBuf, fakeConsumer{rqProd, rqCons}
+	st := r.qp.drv.(*rxe.QPState)
+	st.RQ, st.HasRQ = *rq, true
+	r.rqBuf, r.rqK = rqBuf, fakeConsumer{rqProd, rqCons}
 
 	// A CQ whose every slot holds a successful RDMA WRITE completion.
 	cqBuf, cqProd, _ := fakeRing(tb, 6, 1024)
@@ -197,7 +199,7 @@ func newNativeRig(tb testing.TB) *nativeRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.cq, r.cqProd = &CQ{cqRing: cqRing{q: cq}}, cqProd
+	r.cq, r.cqProd = &CQ{drv: rxe.NewCQState(cq)}, cqProd
 	singleGoroutine(benchSingle, "a benchmark's QP", &r.qp.sendMu, &r.qp.recvMu, &r.ud.sendMu, &r.ud.recvMu)
 	singleGoroutine(benchSingle, "a benchmark's CQ", &r.cq.mu)
 
@@ -243,7 +245,7 @@ func nativeWRs(buf *Buffer) (write, list, inl []SendWR, recv, recvList []RecvWR)
 
 func (r *nativeRig) send(tb testing.TB, qp *QP, wrs []SendWR, k *fakeConsumer) {
 	qp.sendMu.Lock()
-	err := qp.stageSend("post_send", wrs)
+	_, err := qp.stageSend("post_send", wrs)
 	qp.sendMu.Unlock()
 	if err != nil {
 		tb.Fatal(err)
@@ -291,7 +293,7 @@ func TestInlineSourceAfterBufferClose(t *testing.T) {
 	}
 	post := func(wrs []SendWR) error {
 		r.qp.sendMu.Lock()
-		err := r.qp.stageSend("post_send", wrs)
+		_, err := r.qp.stageSend("post_send", wrs)
 		r.qp.sendMu.Unlock()
 		r.sqK.consume()
 		return err

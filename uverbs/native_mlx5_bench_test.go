@@ -214,7 +214,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	fakeLKey(pd, 7) // the lkey of the rows' SGEs
 	newQP := func(m *mlx5.QPState, sqCfg mlx5.SQConfig, typ QPType, rt rxe.QPType) *QP {
 		_, _, _, inline := mlx5.QPCaps(sqCfg, mlx5.RQConfig{})
-		qp := &QP{pd: pd, typ: typ, qpn: sqCfg.QPN, drv: m, sendCQ: r.cq, recvCQ: r.cq,
+		qp := &QP{ctx: r.cq.ctx, pd: pd, typ: typ, qpn: sqCfg.QPN, drv: m, sendCQ: r.cq, recvCQ: r.cq,
 			lim: rxe.SendLimits{QPType: rt, MaxSGE: sqCfg.MaxSGE, MaxInline: max(inline, 0)}}
 		qp.state.Store(uint32(QPStateRTS))
 		return qp

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 )
 
@@ -33,7 +32,7 @@ type Device struct {
 
 	numCompVectors int
 
-	// The provider's context (provider.go), nil on rxe.
+	// The provider's context (provider.go).
 	deviceProvider
 
 	closeOnce sync.Once
@@ -103,26 +102,6 @@ func explainOpenError(dev DeviceInfo, err error) error {
 		return fmt.Errorf("%w: no permission to open %s (it is normally mode 0666; check the device node and any container device rules)", err, dev.Path)
 	}
 	return err
-}
-
-// getContext issues GET_CONTEXT through write(): unlike the ioctl method it
-// also creates the context's default async event file and returns its
-// descriptor (kernel: core/uverbs_cmd.c ib_uverbs_get_context;
-// docs/abi.md §2.6). rxe has no driver data for this command.
-func (c *Device) getContext() error {
-	const op = "get_context"
-	var req abi.UverbsGetContext
-	var resp abi.UverbsGetContextResp
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_GET_CONTEXT, bytesOf(&req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	ev, err := sys.NewEventFile(int(resp.AsyncFD), "uverbs async events "+c.dev.Name)
-	if err != nil {
-		return &OpError{Op: op, Err: err}
-	}
-	c.async = ev
-	c.numCompVectors = int(resp.NumCompVectors)
-	return nil
 }
 
 // Info returns what discovery found about the device.

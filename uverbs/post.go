@@ -89,7 +89,7 @@ type RecvWR = provider.RecvWR
 // Errors of PostSend and PostRecv, all refused before anything is written
 // to the ring. Test with errors.Is; they also match unix.EINVAL (or
 // unix.ENOMEM for ErrQueueFull), the errnos rdma-core's rxe provider
-// returns for the same checks (providers/rxe/rxe.c validate_send_wr). A
+// returns for the same checks (rdma-core: validate_send_wr in providers/rxe). A
 // refusal only a driver's encoder makes (mlx5) matches the error of the
 // same check here and that library's errno for it (EOPNOTSUPP for atomics
 // the device lacks).

@@ -113,12 +113,28 @@ func TestPlainSends(t *testing.T) {
 }
 
 // TestRecvOne: the path for one receive of at most one SGE, of PostRecv
-// and of postRecv (SRQs), writes the bytes and the producer index
-// postRecvList writes, receive after receive, past the end of the ring and
-// back (on rings of the native benchmarks), and on a full ring refuses as
-// postRecvList does; a list takes the list path whole.
+// and of SRQ.PostRecv, written out for rxe, writes the bytes and the
+// producer index the provider's list path (providerPostRecv) writes,
+// receive after receive, past the end of the ring and back (on rings of
+// the native benchmarks), and on a full ring refuses as the list path
+// does; a list takes the list path whole.
 func TestRecvOne(t *testing.T) {
 	a, b, c := newNativeRig(t), newNativeRig(t), newNativeRig(t)
+	// c posts through an SRQ on its receive ring.
+	srq := &SRQ{pd: c.qp.pd, drv: rxe.NewSRQState(&c.qp.drv.(*rxe.QPState).RQ)}
+	listPath := func(w []RecvWR) error {
+		b.qp.trackRecvs(w)
+		return b.qp.providerPostRecv("post_recv", w)
+	}
+	// The SRQ's errors name its verb.
+	srqPost := func(w []RecvWR) error {
+		err := srq.PostRecv(w)
+		var pe *PostError
+		if errors.As(err, &pe) && pe.Op == "post_srq_recv" {
+			pe.Op = "post_recv"
+		}
+		return err
+	}
 	for i := rxe.RingHeaderSize; i < len(a.rqBuf); i++ {
 		a.rqBuf[i], b.rqBuf[i], c.rqBuf[i] = byte(i), byte(i), byte(i)
 	}
@@ -131,19 +147,19 @@ func TestRecvOne(t *testing.T) {
 	}
 	post := func(i int) (error, error) {
 		w := []RecvWR{wr(i)}
-		ea, eb, ec := a.qp.PostRecv(w), postRecvList("post_recv", b.qp.rq, w), postRecv("post_recv", c.qp.rq, w)
+		ea, eb, ec := a.qp.PostRecv(w), listPath(w), srqPost(w)
 		if (ec == nil) != (eb == nil) || (ec != nil && ec.Error() != eb.Error()) || !bytes.Equal(c.rqBuf, b.rqBuf) {
-			t.Fatalf("receive %d: postRecv %v, postRecvList %v, rings equal %v", i, ec, eb, bytes.Equal(c.rqBuf, b.rqBuf))
+			t.Fatalf("receive %d: SRQ.PostRecv %v, list path %v, rings equal %v", i, ec, eb, bytes.Equal(c.rqBuf, b.rqBuf))
 		}
 		return ea, eb
 	}
 	// A list goes to the list path whole.
 	list := []RecvWR{wr(1), wr(2), wr(4)}
-	if ea, eb := a.qp.PostRecv(list), postRecvList("post_recv", b.qp.rq, list); ea != nil || eb != nil || postRecv("post_recv", c.qp.rq, list) != nil {
+	if ea, eb := a.qp.PostRecv(list), listPath(list); ea != nil || eb != nil || srqPost(list) != nil {
 		t.Fatalf("a list of three: %v, %v", ea, eb)
 	}
 	if !bytes.Equal(a.rqBuf, b.rqBuf) || !bytes.Equal(c.rqBuf, b.rqBuf) {
-		t.Fatal("a list of three: PostRecv or postRecv left a ring other than postRecvList's")
+		t.Fatal("a list of three: PostRecv or SRQ.PostRecv left a ring other than the list path's")
 	}
 	a.rqK.consume()
 	b.rqK.consume()
@@ -154,7 +170,7 @@ func TestRecvOne(t *testing.T) {
 			t.Fatalf("receive %d: %v, %v", i, ea, eb)
 		}
 		if !bytes.Equal(a.rqBuf, b.rqBuf) {
-			t.Fatalf("receive %d (%+v): PostRecv and postRecvList left different rings", i, wr(i))
+			t.Fatalf("receive %d (%+v): PostRecv and the list path left different rings", i, wr(i))
 		}
 		a.rqK.consume()
 		b.rqK.consume()
@@ -164,11 +180,11 @@ func TestRecvOne(t *testing.T) {
 	for i := 1100; ; i++ {
 		ea, eb := post(i)
 		if (ea == nil) != (eb == nil) || !bytes.Equal(a.rqBuf, b.rqBuf) {
-			t.Fatalf("receive %d: PostRecv %v, postRecvList %v, rings equal %v", i, ea, eb, bytes.Equal(a.rqBuf, b.rqBuf))
+			t.Fatalf("receive %d: PostRecv %v, list path %v, rings equal %v", i, ea, eb, bytes.Equal(a.rqBuf, b.rqBuf))
 		}
 		if ea != nil {
 			if !errors.Is(ea, ErrQueueFull) || ea.Error() != eb.Error() {
-				t.Fatalf("full ring after %d receives: PostRecv %v, postRecvList %v", i-1100, ea, eb)
+				t.Fatalf("full ring after %d receives: PostRecv %v, list path %v", i-1100, ea, eb)
 			}
 			if i-1100 != 1023 {
 				t.Fatalf("the ring took %d receives, want 1023", i-1100)

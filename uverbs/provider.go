@@ -3,7 +3,6 @@ package uverbs
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -37,66 +36,27 @@ import (
 // This file is the dispatch: every path that differs by provider is here
 // (GET_CONTEXT, create, post, poll, arm, resize, reset, the lkey scans of
 // mrusers.go, release), and the rest of the package is the same for every
-// device. A driver listed in providers (mlx5, siw) has a provider.Context, made
-// in GET_CONTEXT, which creates its CQs, QPs, SRQs and AHs; each object
-// holds its provider's object (CQ.drv, QP.drv, SRQ.drv: provider.CQ, QP,
-// SRQ), chosen once when it is created, and calls it under the locks the
-// interfaces name. rxe's path is written out here instead: its rings are
-// embedded in the objects (the types below), and post and poll test them
-// first, so rxe pays a predictable branch and nothing else. The common post
-// and poll of mlx5 are written out too, behind a type assertion to the
-// concrete type (a call less per post). Other drivers are refused with
-// ErrNotSupported when such an object is created (requireDataPath).
-
-// The provider's state in a Device, and rxe's in each object, embedded so
-// that its fields read as the object's own; another provider's object is
-// beside it (drv).
+// device. Every driver with a data path is listed in providers (rxe, mlx5,
+// siw): its provider.Context, made in GET_CONTEXT, creates its CQs, QPs,
+// SRQs and AHs, and each object holds its provider's object (CQ.drv,
+// QP.drv, SRQ.drv: provider.CQ, QP, SRQ), chosen once when it is created,
+// and calls it under the locks the interfaces name. A device of another
+// driver gets controlOnly, which refuses CQs, QPs and SRQs with
+// ErrNotSupported. Verbs not every provider has are optional interfaces
+// the object is asked for (provider.CQResizer, SRQResizer, CQEvents,
+// RegMRData, ModifySRQData).
+//
+// The common post and poll of rxe (the device the library runs on most)
+// and of mlx5 are written out here, behind a type assertion to the
+// provider's concrete type, rxe's tested first: they read the rings
+// through it, with no interface call (docs/perf-history.md, "rxe post and
+// poll: what each change bought"). Everything else calls the interfaces.
 
 // deviceProvider is what GET_CONTEXT gave the provider of a Device.
 type deviceProvider struct {
-	// drv is the provider's context on a device of a driver in providers
-	// (mlx5), nil on rxe.
+	// drv is the provider's context: the driver's in providers, else
+	// controlOnly. Every open Device has one.
 	drv provider.Context
-}
-
-// cqRing is an rxe CQ's ring, mapped from the kernel's.
-type cqRing struct {
-	ring *sys.Mapping
-	q    *rxe.CQ
-}
-
-// qpSendRing is an rxe QP's send ring and its doorbell, the prebuilt
-// POST_SEND command.
-type qpSendRing struct {
-	sq    *rxe.SQ
-	sqMap *sys.Mapping
-	db    *provider.PostSend // in dbMap
-	dbMap *sys.Mapping       // off-heap page holding the doorbell command and its response
-}
-
-// qpRecvRing is an rxe QP's receive ring.
-type qpRecvRing struct {
-	rq    *rxe.RQ
-	rqMap *sys.Mapping
-}
-
-// srqRing is an rxe SRQ's ring.
-type srqRing struct {
-	ring *sys.Mapping
-	rq   *rxe.RQ
-}
-
-// requireDataPath fails with ErrNotSupported unless the device's driver has
-// a data path here (rxe, or a driver of the providers table with its
-// context open: mlx5, siw).
-func (c *Device) requireDataPath(op string) error {
-	if c == nil {
-		return closedErr(op)
-	}
-	if c.dev.DriverID != DriverRXE && c.drv == nil {
-		return &OpError{Op: op, Err: fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE), mlx5 and siw (soft-iWARP) data paths are implemented: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
-	}
-	return nil
 }
 
 // SendWR has provider.SendWR's layout, with a *AH where the provider's
@@ -155,13 +115,13 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 	// (Refresh is inlined). No defer, which would cost every poll its
 	// set-up: nothing in between can panic (the decoder writes within
 	// len(wcs), read once).
-	if q := cq.q; q != nil && len(cq.pending) == 0 {
-		if !q.Refresh() {
+	if r, ok := cq.drv.(*rxe.CQState); ok && len(cq.pending) == 0 {
+		if !r.Refresh() {
 			cq.mu.Unlock()
 			return 0, nil
 		}
-		n := q.Take(rxe.WCs(wcs))
-		cq.mu.storeUnlock(q.IndexStore())
+		n := r.Take(rxe.WCs(wcs))
+		cq.mu.storeUnlock(r.IndexStore())
 		return n, nil
 	}
 	// The same on mlx5, with no SRQ to complete (its lock is the slow
@@ -184,11 +144,11 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 }
 
 // pollSlow is Poll for the other cases: completions pulled aside by
-// QP.Close, an mlx5 CQ with SRQ completions, a closed CQ. It is called
-// with cq.mu held and releases it.
+// QP.Close, an mlx5 CQ with SRQ completions, the other providers, a closed
+// CQ. It is called with cq.mu held and releases it.
 func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 	defer cq.mu.Unlock()
-	if cq.q == nil && cq.drv == nil {
+	if cq.drv == nil {
 		return 0, cq.unusable("poll_cq")
 	}
 	n := 0
@@ -200,14 +160,11 @@ func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 		}
 	}
 	if n < len(wcs) {
-		if cq.drv != nil {
-			m, err := cq.drv.Poll(wcs[n:])
-			if err != nil {
-				return n + m, &OpError{Op: "poll_cq", Err: err}
-			}
-			return n + m, nil
+		m, err := cq.drv.Poll(wcs[n:])
+		if err != nil {
+			return n + m, &OpError{Op: "poll_cq", Err: err}
 		}
-		n += cq.q.Poll(rxe.WCs(wcs[n:]))
+		n += m
 	}
 	return n, nil
 }
@@ -219,59 +176,34 @@ func (cq *CQ) pollSlow(wcs []WC) (int, error) {
 func (cq *CQ) pull() bool {
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.drv != nil {
-		cq.drv.Pull(&cq.pending)
-		return true
-	}
-	if cq.q == nil {
+	if cq.drv == nil {
 		return false
 	}
-	var w [1]WC
-	for !cq.q.Empty() {
-		rxe.DecodeCQE(cq.q.Peek(), &rxe.WCs(w[:])[0])
-		cq.q.Consume()
-		cq.pending = append(cq.pending, w[0])
-	}
+	cq.drv.Pull(&cq.pending)
 	return true
 }
 
 // ReqNotify arms the CQ: the next completion (with solicitedOnly, the next
 // solicited receive or any failed one) sends one notification to the CQ's
-// completion channel (write() command REQ_NOTIFY_CQ; rxe has no
-// user-mapped arm flag, docs/abi.md §3.10). It allocates nothing.
+// completion channel. rxe arms with the write() command REQ_NOTIFY_CQ (it
+// has no user-mapped arm flag, docs/abi.md §3.10), mlx5 and siw in user
+// space (provider.CQ.Arm). It allocates nothing.
 //
 // rdma-core: ibv_req_notify_cq.
 func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	const op = "req_notify_cq"
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil && cq.drv == nil {
+	if cq.drv == nil {
 		return cq.unusable(op)
 	}
 	if cq.ch == nil {
 		return &OpError{Op: op, Err: fmt.Errorf("the CQ has no completion channel to notify: create it with CQInit.Channel")}
 	}
-	cq.notify.req.SolicitedOnly = 0
-	if solicitedOnly {
-		cq.notify.req.SolicitedOnly = 1
-	}
-	if cq.drv != nil {
-		// The provider arms in user space (mlx5: the arm word and the
-		// UAR doorbell, docs/mlx5.md §5).
-		cq.armed.Store(true)
-		cq.drv.Arm(solicitedOnly)
-		return nil
-	}
-	c := cq.ctx
-	if err := c.lockCmd(op); err != nil {
-		return err
-	}
 	// Set before the kernel can raise the event, so that reading it always
 	// clears the flag.
 	cq.armed.Store(true)
-	// REQ_NOTIFY_CQ never sleeps (rxe: a spin lock around the arm flag).
-	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(&cq.notify), unsafe.Sizeof(cq.notify))
-	c.mu.RUnlock()
+	err := cq.drv.Arm(solicitedOnly)
 	if err != nil {
 		cq.armed.Store(false)
 	}
@@ -293,139 +225,81 @@ func (cq *CQ) Resize(n int) error {
 	}
 	cq.mu.Lock()
 	defer cq.mu.Unlock()
-	if cq.q == nil && cq.drv == nil {
+	if cq.drv == nil {
 		return cq.unusable(op)
 	}
-	if c := cq.ctx; c.drv != nil {
+	r, ok := cq.drv.(provider.CQResizer)
+	if !ok {
+		c := cq.ctx
 		return &OpError{Op: op, Err: fmt.Errorf("resizing a CQ of %s (driver %v) is not implemented: create a larger CQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
-	m, q, switched, err := rxe.ResizeCQ(cmdDevice{cq.ctx}, op, cq.handle, n)
-	if !switched {
-		return providerError(op, err)
-	}
-	old := cq.ring
-	old.Unmap()
-	if err != nil {
+	lost, err := r.Resize(cmdDevice{cq.ctx}, op, cq.handle, n)
+	if lost {
 		// The kernel has switched rings; without the new one the CQ is
 		// unusable.
-		cq.ring, cq.q = nil, nil
+		cq.drv = nil
 		cq.broken = true
 		return &OpError{Op: op, Err: fmt.Errorf("the CQ was resized but its new ring could not be mapped, so it is no longer usable: close it: %w", providerError(op, err))}
 	}
-	cq.ring, cq.q = m, q
-	cq.depth.Store(int32(q.Capacity()))
-	return nil
-}
-
-// ringDoorbell writes the prebuilt POST_SEND command (provider.PostSend). The
-// caller holds sendMu; the Device's command lock keeps the descriptor open
-// for the call.
-func (qp *QP) ringDoorbell(op string) error {
-	c := qp.ctx
-	if err := c.lockCmd(op); err != nil {
-		return err
-	}
-	err := sys.WriteDoorbell(c.fd, op, unsafe.Pointer(qp.db), provider.PostSendLen)
-	c.mu.RUnlock()
 	if err != nil {
-		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
+		return providerError(op, err)
 	}
+	cq.depth.Store(int32(cq.drv.Depth()))
 	return nil
 }
 
-// outstandingLocked returns the number of work requests in the send and
-// receive rings that the kernel has not retired yet. The caller holds both
-// ring locks.
-func (qp *QP) outstandingLocked() (send, recv int) {
-	if qp.drv != nil {
-		return qp.drv.Outstanding()
+// pendingNow returns the number of work requests of the send and receive
+// queues that the CQs have not completed yet. The caller holds both ring
+// locks, or is Close, which calls it without them once posting is
+// stopped. A closed QP has nothing outstanding.
+func (qp *QP) pendingNow() (send, recv int) {
+	if qp.drv == nil {
+		return 0, 0
 	}
-	if qp.sq != nil {
-		send = qp.sq.Pending()
-	}
-	if qp.rq != nil {
-		recv = qp.rq.Pending()
-	}
-	return send, recv
+	return qp.drv.Outstanding()
 }
 
 // usesLKeyLocked is usesLKey; the caller holds both ring locks. A closed
 // QP has no rings left and uses nothing.
 func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
-	if qp.drv != nil {
-		return qp.drv.UsesLKey(lkey)
+	if qp.drv == nil {
+		return false, 0, 0
 	}
-	if qp.sq != nil {
-		send = qp.sq.PendingNow()
-		used = qp.sq.PendingUsesLKey(lkey)
-	}
-	if qp.rq != nil {
-		recv = qp.rq.PendingNow()
-		used = used || qp.rq.PendingUsesLKey(lkey)
-	}
-	return used, send, recv
+	return qp.drv.UsesLKey(lkey)
 }
 
-// pendingNow loads the kernel's consumer indices; Close calls it without
-// the ring locks once posting is stopped.
-func (qp *QP) pendingNow() (send, recv int) {
-	if qp.drv != nil {
-		return qp.drv.Outstanding()
-	}
-	if qp.sq != nil {
-		send = qp.sq.PendingNow()
-	}
-	if qp.rq != nil {
-		recv = qp.rq.PendingNow()
-	}
-	return send, recv
-}
-
-// unmap releases the rings and the doorbell page (after DESTROY_QP, as
-// rdma-core does: the kernel keeps the queue memory until the last mapping
-// goes).
+// unmap releases the provider's QP: detached from its CQs, its rings and
+// doorbell unmapped (after DESTROY_QP, as rdma-core does: the kernel keeps
+// the queue memory until the last mapping goes).
 func (qp *QP) unmap() {
 	if qp.drv != nil {
 		qp.providerRelease()
 		qp.drv = nil
 	}
-	qp.sq, qp.rq, qp.db = nil, nil, nil
-	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
-		if m != nil {
-			m.Unmap()
-		}
-	}
-	qp.sqMap, qp.rqMap, qp.dbMap = nil, nil, nil
 }
 
 // gone reports whether the SRQ is closed (or lost its ring). The caller
 // holds mu.
-func (srq *SRQ) gone() bool { return srq.rq == nil && srq.drv == nil }
+func (srq *SRQ) gone() bool { return srq.drv == nil }
 
 // MaxWR returns the number of receive work requests the ring holds.
 func (srq *SRQ) MaxWR() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.drv != nil {
-		return srq.drv.MaxWR()
-	}
-	if srq.rq == nil {
+	if srq.drv == nil {
 		return 0
 	}
-	return srq.rq.Capacity()
+	return srq.drv.MaxWR()
 }
 
 // MaxSGE returns the scatter/gather entries per work request.
 func (srq *SRQ) MaxSGE() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.drv != nil {
-		return srq.drv.MaxSGE()
-	}
-	if srq.rq == nil {
+	if srq.drv == nil {
 		return 0
 	}
-	return srq.rq.MaxSGE()
+	return srq.drv.MaxSGE()
 }
 
 // PostRecv posts receive work requests, all of them or none (see
@@ -442,41 +316,44 @@ func (srq *SRQ) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	srq.trackRecvs(wrs)
-	if srq.drv != nil {
-		return srq.providerPostRecv(op, wrs)
+	// One receive of one SGE on rxe, which no check can refuse, written
+	// out as QP.PostRecv's; a list, or a full ring, takes the provider's
+	// PostRecv, which reports it.
+	if r, ok := srq.drv.(*rxe.SRQState); ok {
+		if q := r.RQ; len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && srq.keys.has(wrs[0].SGEs[0].LKey) {
+			rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
+			q.Publish()
+			return nil
+		}
 	}
-	return postRecv(op, srq.rq, wrs)
+	srq.trackRecvs(wrs)
+	return srq.providerPostRecv(op, wrs)
 }
 
 // outstanding returns the number of posted receives not consumed yet.
 func (srq *SRQ) outstanding() int {
 	srq.mu.Lock()
 	defer srq.mu.Unlock()
-	if srq.drv != nil {
-		n, _ := srq.drv.Posted(0)
-		return n
-	}
-	if srq.rq == nil {
+	if srq.drv == nil {
 		return 0
 	}
-	return srq.rq.PendingNow()
+	n, _ := srq.drv.Posted(0)
+	return n
 }
 
 func (srq *SRQ) usesLKeyLocked(lkey uint32) (used bool, n int) {
-	if srq.drv != nil {
-		n, used = srq.drv.Posted(lkey)
-		return used, n
-	}
-	if srq.rq == nil {
+	if srq.drv == nil {
 		return false, 0
 	}
-	return srq.rq.PendingUsesLKey(lkey), srq.rq.PendingNow()
+	n, used = srq.drv.Posted(lkey)
+	return used, n
 }
 
 // Resize changes the number of work requests the SRQ holds (MODIFY_SRQ with
 // IB_SRQ_MAX_WR). The kernel copies the posted receives into a new ring,
-// which replaces the mapping (docs/abi.md §3.11).
+// which replaces the mapping (docs/abi.md §3.11). rxe implements it
+// (provider.SRQResizer); on the other devices it fails with
+// ErrNotSupported.
 //
 // rdma-core: ibv_modify_srq with IBV_SRQ_MAX_WR.
 func (srq *SRQ) Resize(maxWR int) error {
@@ -492,46 +369,30 @@ func (srq *SRQ) Resize(maxWR int) error {
 	if srq.gone() {
 		return closedErr(op)
 	}
-	if c := srq.ctx; c.drv != nil {
+	r, ok := srq.drv.(provider.SRQResizer)
+	if !ok {
+		c := srq.ctx
 		return &OpError{Op: op, Err: fmt.Errorf("resizing an SRQ of %s (driver %v) is not implemented: create a larger SRQ: %w", c.dev.Name, c.dev.DriverID, ErrNotSupported)}
 	}
-	// rxe writes the new ring's mmap info through a user pointer passed as
-	// driver input (struct rxe_modify_srq_cmd.mmap_info_addr; kernel:
-	// sw/rxe/rxe_srq.c rxe_srq_from_attr), so it must be memory that does
-	// not move: pinned heap memory.
-	mi := new(abi.RxeMminfo)
-	var pin runtime.Pinner
-	pin.Pin(mi)
-	err := srq.modify(op, srqAttrMaxWR, maxWR, 0, uint64(uintptr(unsafe.Pointer(mi))))
-	pin.Unpin()
-	if err != nil {
-		return err
-	}
-	maxSGE := srq.rq.MaxSGE()
-	old := srq.ring
-	srq.ring, srq.rq = nil, nil
-	m, q, err := rxe.MapRQ(cmdDevice{srq.ctx}, op, *mi, maxSGE, "srq ring")
-	old.Unmap()
-	if err != nil {
+	lost, err := r.Resize(cmdDevice{srq.ctx}, op, srq.handle, maxWR)
+	if lost {
+		srq.drv = nil
 		return &OpError{Op: op, Err: fmt.Errorf("the SRQ was resized but its new ring could not be mapped; it is no longer usable: close it: %w", providerError(op, err))}
 	}
-	srq.ring, srq.rq = m, q
+	if err != nil {
+		return providerError(op, err)
+	}
 	return nil
 }
 
-// modify issues MODIFY_SRQ with rxe's driver input. The caller holds mu.
-func (srq *SRQ) modify(op string, mask uint32, maxWR, limit int, miAddr uint64) error {
-	var cmd struct {
-		core abi.UverbsModifySRQ
-		drv  abi.RxeModifySRQCmd
+// srqModifyData is the driver input MODIFY_SRQ takes on the device, in
+// zero bytes appended to the core command (rxe: provider.ModifySRQData),
+// none on mlx5 and siw.
+func (c *Device) srqModifyData() int {
+	if d, ok := c.drv.(provider.ModifySRQData); ok {
+		return d.ModifySRQData()
 	}
-	cmd.core = abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, MaxWR: uint32(maxWR), SRQLimit: uint32(limit)}
-	cmd.drv.MmapInfoAddr = miAddr
-	if srq.ctx.drv != nil {
-		// Only rxe takes driver input (mlx5 none for the limit).
-		return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd.core), nil)
-	}
-	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
+	return 0
 }
 
 // PostSend posts the send work requests of wrs, all of them or none: each
@@ -554,13 +415,21 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	qp.sendMu.Lock()
 	// No defer, which would cost every post its set-up: stageSend checks
 	// the list before it writes and cannot panic on it unless the caller
-	// changes wrs while the call runs (as PostRecv). The common list of a
-	// provider QP (stageSend's fast path there) is written here, where the
-	// provider rings the doorbell: a call less per post; plainSends has
-	// checked it, so the provider checks only the room (on mlx5, called
-	// directly: mlx5.SQ.PostPlain).
+	// changes wrs while the call runs (as PostRecv). rxe first: stageSend
+	// writes its common list and leaves the doorbell to this call. The
+	// common list of another provider (stageSend's fast path there) is
+	// written here, where the provider rings the doorbell: a call less per
+	// post; plainSends has checked it, so the provider checks only the room
+	// (on mlx5, called directly: mlx5.SQ.PostPlain).
 	var err error
-	if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) == QPStateRTS && qp.plainSends(wrs) == len(wrs) {
+	if r, ok := qp.drv.(*rxe.QPState); ok {
+		var owed bool
+		if owed, err = qp.stageSend(op, wrs); owed {
+			if derr := r.Doorbell(); derr != nil {
+				err = qp.sendError(op, wrs, len(wrs), derr)
+			}
+		}
+	} else if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) == QPStateRTS && qp.plainSends(wrs) == len(wrs) {
 		var i int
 		var perr error
 		if m, ok := d.(*mlx5.QPState); ok {
@@ -572,63 +441,49 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 			err = qp.sendError(op, wrs, i, perr)
 		}
 	} else {
-		err = qp.stageSend(op, wrs)
-		if err == nil && len(wrs) > 0 && qp.drv == nil { // a provider QP: stageSend rang the doorbell
-			err = qp.ringDoorbell(op)
-		}
+		_, err = qp.stageSend(op, wrs)
 	}
 	qp.sendMu.Unlock()
 	return err
 }
 
-// stageSend is PostSend without the doorbell: it checks the QP, validates
-// every request, writes them into the send ring and publishes the producer
-// index. On a provider QP (mlx5) it also rings the doorbell, which is a
-// register write there. The caller holds sendMu. The common list (an open QP in RTS,
-// requests plainSends passes) goes straight to the provider, with one
-// call before it; everything else takes stageSendSlow. On rxe the common
-// list is written here, writeSends' rxe half written out: a call less per
-// post (docs/perf-history.md, "rxe post and poll: what each change
-// bought" item 32).
-func (qp *QP) stageSend(op string, wrs []SendWR) error {
+// stageSend is PostSend without rxe's doorbell: it checks the QP,
+// validates every request, writes them into the send ring and publishes
+// the producer index. The caller holds sendMu. The common list (an open
+// QP in RTS, requests plainSends passes) of an rxe QP with room for it is
+// written here, writeSends' work written out: a call less per post
+// (docs/perf-history.md, "rxe post and poll: what each change bought"
+// item 32); owed then says that the caller rings the doorbell
+// (rxe.QPState.Doorbell). Every other list goes to the provider's PostSend
+// (writeSends), which rings the doorbell itself.
+func (qp *QP) stageSend(op string, wrs []SendWR) (owed bool, err error) {
 	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
-		return qp.stageSendSlow(op, wrs)
+		return false, qp.stageSendSlow(op, wrs)
 	}
-	sq := qp.sq
-	if qp.drv != nil || sq.Free() < len(wrs) { // a full ring: writeSends reports it
-		return qp.writeSends(op, wrs)
+	r, ok := qp.drv.(*rxe.QPState)
+	if !ok || r.SQ.Free() < len(wrs) { // a full ring: the provider reports it
+		return false, qp.writeSends(op, wrs)
 	}
+	sq := &r.SQ
 	for i := range wrs {
 		rxe.EncodeSend(sq.Slot(), sendWR(&wrs[i]), wrs[i].ahNum())
 		sq.Stage()
 	}
 	sq.Commit() // one producer_index store for the batch
-	return nil
+	return true, nil
 }
 
-// writeSends writes checked requests: a provider QP encodes them and rings
-// the doorbell (mlx5: qp.c _mlx5_post_send, post_send_db), the CQ's lock
-// not taken, as polls share only what the provider orders; on rxe it writes them
-// into the send ring, if it has room for all, and publishes them with one
-// producer_index store.
+// writeSends writes checked requests through the provider, which encodes
+// them and rings the doorbell (rxe: POST_SEND; mlx5: qp.c
+// _mlx5_post_send, post_send_db), the CQ's lock not taken, as polls share
+// only what the provider orders.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
-	if d := qp.drv; d != nil {
-		if qp.postRefusedInError() {
-			return qp.errPostInError(op, wrs[0].ID)
-		}
-		if i, err := d.PostSend(sendWRs(wrs), false); err != nil {
-			return qp.sendError(op, wrs, i, err)
-		}
-		return nil
+	if qp.postRefusedInError() {
+		return qp.errPostInError(op, wrs[0].ID)
 	}
-	if free := qp.sq.Free(); free < len(wrs) {
-		return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, qp.sq.Capacity())}
+	if i, err := qp.drv.PostSend(sendWRs(wrs), false); err != nil {
+		return qp.sendError(op, wrs, i, err)
 	}
-	for i := range wrs {
-		rxe.EncodeSend(qp.sq.Slot(), sendWR(&wrs[i]), wrs[i].ahNum())
-		qp.sq.Stage()
-	}
-	qp.sq.Commit() // one producer_index store for the batch
 	return nil
 }
 
@@ -651,11 +506,28 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 	// unless the caller changes wrs while the call runs. One receive of at
 	// most one SGE within the limit (on rxe: of one SGE), which no check
 	// can refuse (one SGE's length is one u32), goes straight to the queue
-	// on either provider:
-	// postRecv's and mlx5.QPState.PostRecv's first step written out here, a
-	// call less per receive (docs/perf-history.md, "mlx5 post and poll:
-	// the rounds", fifth round).
+	// on rxe, then on mlx5: the providers' PostRecv's first step written
+	// out here, a call less per receive (docs/perf-history.md, "mlx5 post
+	// and poll: the rounds", fifth round). An rxe list is posted by the
+	// concrete rxe.QPState.PostRecv, a direct call.
 	if !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) != QPStateReset {
+		if r, ok := qp.drv.(*rxe.QPState); ok && r.HasRQ {
+			q := &r.RQ
+			var err error
+			// The lkey recorded by an earlier post (mrusers.go), else
+			// trackRecvs records it.
+			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && qp.recvKeys.has(wrs[0].SGEs[0].LKey) {
+				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
+				q.Publish()
+			} else { // a full ring too: PostRecvs reports it
+				qp.trackRecvs(wrs)
+				if i, perr := r.PostRecv(wrs); perr != nil {
+					err = providerPostError(op, i, wrs[i].ID, len(wrs), q.Capacity(), perr)
+				}
+			}
+			qp.recvMu.Unlock()
+			return err
+		}
 		if m, ok := qp.drv.(*mlx5.QPState); ok && m.RQ != nil {
 			var err error
 			if len(wrs) == 1 && len(wrs[0].SGEs) <= 1 && len(wrs[0].SGEs) <= m.RQ.MaxSGE() &&
@@ -666,20 +538,6 @@ func (qp *QP) PostRecv(wrs []RecvWR) error {
 			} else {
 				qp.trackRecvs(wrs)
 				err = qp.providerPostRecv(op, wrs)
-			}
-			qp.recvMu.Unlock()
-			return err
-		}
-		if q := qp.rq; q != nil {
-			var err error
-			// The lkey recorded by an earlier post (mrusers.go), else
-			// trackRecvs records it.
-			if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() && qp.recvKeys.has(wrs[0].SGEs[0].LKey) {
-				rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
-				q.Publish()
-			} else { // a full ring too: postRecvList reports it
-				qp.trackRecvs(wrs)
-				err = postRecvList(op, q, wrs)
 			}
 			qp.recvMu.Unlock()
 			return err
@@ -709,107 +567,48 @@ func (qp *QP) postRecvSlow(op string, wrs []RecvWR) error {
 		return qp.errPostInError(op, wrs[0].ID)
 	}
 	qp.trackRecvs(wrs)
-	if qp.drv != nil {
-		return qp.providerPostRecv(op, wrs)
-	}
-	return postRecv(op, qp.rq, wrs)
+	return qp.providerPostRecv(op, wrs)
 }
 
-// postRecv validates and posts wrs on a receive queue or SRQ; the caller
-// holds the queue's lock.
-func postRecv(op string, q *rxe.RQ, wrs []RecvWR) error {
-	// One receive of one SGE, the common case, without the loops below: it
-	// cannot fail the checks (one SGE's length is one u32), and a full ring
-	// takes the path below, which reports it.
-	if len(wrs) == 1 && len(wrs[0].SGEs) == 1 && q.MaxSGE() >= 1 && !q.Full() {
-		rxe.EncodeRecvOne(q.Slot(), wrs[0].ID, wrs[0].SGEs[0])
-		q.Publish()
-		return nil
-	}
-	return postRecvList(op, q, wrs)
-}
-
-// postRecvList is postRecv for any list.
-func postRecvList(op string, q *rxe.RQ, wrs []RecvWR) error {
-	maxSGE := q.MaxSGE()
-	for i := range wrs {
-		// One SGE within the limit cannot fail (its length is one u32):
-		// only longer lists need the full check.
-		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
-			continue
-		}
-		if err := provider.CheckRecv(wrs[i].SGEs, maxSGE); err != nil {
-			return &PostError{Op: op, Index: i, ID: wrs[i].ID, Err: err}
-		}
-	}
-	if free := q.Free(); free < len(wrs) {
-		return recvQueueFull(op, q, wrs, free)
-	}
-	var w rxe.RecvWQE
-	for i := range wrs {
-		if sges := wrs[i].SGEs; len(sges) == 1 {
-			rxe.EncodeRecvOne(q.Slot(), wrs[i].ID, sges[0])
-		} else {
-			w = rxe.RecvWQE{ID: wrs[i].ID, SGEs: sges}
-			rxe.EncodeRecv(q.Slot(), &w)
-		}
-		q.Stage()
-	}
-	q.Commit()
-	return nil
-}
-
-// recvQueueFull is postRecv's error for a ring with room for free of wrs,
-// built apart so that the formatting does not weigh on every post.
-func recvQueueFull(op string, q *rxe.RQ, wrs []RecvWR, free int) error {
-	return &PostError{Op: op, Index: free, ID: wrs[free].ID, Err: fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, len(wrs), free, q.Capacity())}
-}
-
-// create issues CREATE_CQ with the provider's driver data and sets up
-// the ring: rxe maps the ring the kernel made, another provider does what
-// it does through its Context (mlx5 allocates its own). On an error
-// nothing is left created.
+// create issues CREATE_CQ through the provider (rxe maps the ring the
+// kernel made, mlx5 allocates its own). On an error nothing is left
+// created.
 func (cq *CQ) create(op string, req *abi.UverbsCreateCQ, depth int) error {
 	c := cq.ctx
-	if c.drv != nil {
-		return cq.createProvider(op, req, depth)
-	}
-	m, q, h, err := rxe.CreateCQ(cmdDevice{c}, op, *req)
+	d, h, err := c.drv.CreateCQ(cmdDevice{c}, op, *req, depth)
 	if err != nil {
 		return providerError(op, err)
 	}
-	cq.handle, cq.ring, cq.q = h, m, q
-	cq.depth.Store(int32(q.Capacity()))
+	cq.handle, cq.drv = h, d
+	_, cq.countsEvents = d.(provider.CQEvents)
+	cq.depth.Store(int32(d.Depth()))
 	return nil
 }
 
-// release unmaps the CQ's ring, after DESTROY_CQ; the caller holds mu.
+// release frees the CQ's ring, after DESTROY_CQ; the caller holds mu.
 func (cq *CQ) release() {
-	if cq.ring != nil {
-		cq.ring.Unmap()
-	}
 	if cq.drv != nil {
 		cq.drv.Release()
 	}
-	cq.ring, cq.q, cq.drv = nil, nil, nil
+	cq.drv = nil
 }
 
 // providerEvent tells the provider that a completion event of the CQ was
-// read: mlx5 counts it in the CQ's arm sequence (provider.CQ.Event); rxe has
-// nothing to do.
+// read: mlx5 counts it in the CQ's arm sequence (provider.CQEvents); the
+// other providers have nothing to do, and their CQ is not locked for it.
 func (cq *CQ) providerEvent() {
-	if cq.ctx.drv != nil {
+	if cq.countsEvents {
 		cq.mu.Lock()
-		if cq.drv != nil {
-			cq.drv.Event()
+		if e, ok := cq.drv.(provider.CQEvents); ok {
+			e.Event()
 		}
 		cq.mu.Unlock()
 	}
 }
 
 // providerReset starts the queues over after a move to RESET: mlx5 keeps
-// its own indices (provider.QP.Reset); rxe's kernel resets the rings itself. The
-// caller holds both QP locks.
+// its own indices (provider.QP.Reset); the kernels of rxe and siw keep
+// theirs. The caller holds both QP locks.
 func (qp *QP) providerReset() {
 	if qp.drv != nil {
 		qp.drv.Reset(qp.sendCQ.locked, qp.recvCQ.locked)
@@ -817,13 +616,14 @@ func (qp *QP) providerReset() {
 }
 
 // openContext issues GET_CONTEXT with the driver data of the device's
-// provider: mlx5 maps its UAR pages after it (getProviderContext); rxe has
-// none.
+// provider (mlx5 maps its UAR pages after it), or without any on a device
+// whose driver has no data path here (controlOnly).
 func (c *Device) openContext() error {
-	if open := providers[c.dev.DriverID]; open != nil {
-		return c.getProviderContext(open)
+	open := providers[c.dev.DriverID]
+	if open == nil {
+		open = openControlOnly(c)
 	}
-	return c.getContext()
+	return c.getContext(open)
 }
 
 // closeProvider releases what the provider's context holds (mlx5: the UAR
@@ -836,101 +636,10 @@ func (c *Device) closeProvider() {
 
 // release unmaps the SRQ's ring, after DESTROY_SRQ; the caller holds mu.
 func (srq *SRQ) release() {
-	if srq.ring != nil {
-		srq.ring.Unmap()
-	}
 	if srq.drv != nil {
 		srq.drv.Release()
 	}
-	srq.ring, srq.rq, srq.drv = nil, nil, nil
-}
-
-// create issues CREATE_QP with the provider's driver data and sets up the
-// queues: rxe maps the rings the kernel made, another provider does what
-// it does through its Context (createProvider). On an error nothing is
-// left created.
-func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
-	c := qp.ctx
-	if c.drv != nil {
-		return qp.createProvider(op, req, init)
-	}
-	r, core, err := rxe.CreateQP(cmdDevice{c}, op, *req, provider.QPType(qp.typ), qp.srq != nil)
-	if err != nil {
-		return providerError(op, err)
-	}
-	qp.handle, qp.qpn = core.QPHandle, core.QPN
-	qp.sq, qp.sqMap, qp.db, qp.dbMap, qp.rq, qp.rqMap = r.SQ, r.SQMap, r.DB, r.DBMap, r.RQ, r.RQMap
-	qp.lim = r.Lim
-	// The queue sizes come from the rings (their index_mask), since
-	// kernel 6.1 echoes the requested numbers.
-	qp.cap = QPCap{
-		MaxSendWR:  qp.sq.Capacity(),
-		MaxSendSGE: int(core.MaxSendSGE),
-		MaxRecvSGE: int(core.MaxRecvSGE),
-		MaxInline:  int(core.MaxInlineData),
-	}
-	if qp.rq != nil {
-		qp.cap.MaxRecvWR = qp.rq.Capacity()
-	} else {
-		qp.cap.MaxRecvSGE = 0
-	}
-	return nil
-}
-
-// checkProviderCap checks a QP's capabilities against the provider's
-// maxima: rxe's here (its WQE layout), mlx5's in its sizing (mlx5.SQSize).
-func checkProviderCap(ctx *Device, c QPCap) error {
-	if ctx.dev.DriverID != DriverRXE {
-		return nil
-	}
-	if c.MaxSendSGE > rxe.MaxSGE || c.MaxRecvSGE > rxe.MaxSGE {
-		return fmt.Errorf("Cap %+v: rxe allows at most %d scatter/gather entries per work request", c, rxe.MaxSGE)
-	}
-	if c.MaxInline > rxe.MaxInlineData {
-		return fmt.Errorf("Cap.MaxInline %d: rxe allows at most %d bytes of inline data", c.MaxInline, rxe.MaxInlineData)
-	}
-	return nil
-}
-
-// create issues CREATE_SRQ with the provider's driver data and sets up
-// the ring: rxe maps the ring the kernel made, another provider does what
-// it does through its Context. On an error nothing is left created.
-func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
-	c := srq.ctx
-	if c.drv != nil {
-		return srq.createProvider(op, req, init)
-	}
-	m, q, h, srqn, err := rxe.CreateSRQ(cmdDevice{c}, op, *req)
-	if err != nil {
-		return providerError(op, err)
-	}
-	srq.handle, srq.srqn, srq.ring, srq.rq = h, srqn, m, q
-	return nil
-}
-
-// create issues CREATE_AH and fills what the provider's UD sends read
-// (AH.drv): rxe's AH number from its response, or what another provider's
-// Context gives (mlx5: its address vector). On an error nothing is left
-// created.
-func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
-	if c.drv != nil {
-		return ah.createProvider(op, c, req)
-	}
-	if c.dev.DriverID == DriverRXE {
-		num, h, err := rxe.CreateAH(cmdDevice{c}, op, *req)
-		if err != nil {
-			return providerError(op, err)
-		}
-		ah.handle, ah.drv.Num = h, num
-		return nil
-	}
-	// A driver without a data path here: the AH only has a handle.
-	var resp abi.UverbsCreateAHResp
-	if err := c.write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(req), bytesOf(&resp)); err != nil {
-		return err
-	}
-	ah.handle = resp.AHHandle
-	return nil
+	srq.drv = nil
 }
 
 // driverABIs are the driver ABI versions (a uverbs device's abi_version)
@@ -944,16 +653,62 @@ var driverABIs = map[DriverID]int{
 	DriverSIW:  abi.SIW_ABI_VERSION,
 }
 
-// The providers driven through provider.Context (mlx5, siw; rxe's path is
-// written out above): their context, made in GET_CONTEXT, creates their
-// objects, which this package holds as provider.CQ, QP and SRQ values
-// (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods name.
-// Adding one is a package implementing those interfaces and a line here
-// (CONTRIBUTING.md, "Adding a provider").
+// The providers, by driver: their context, made in GET_CONTEXT, creates
+// their objects, which this package holds as provider.CQ, QP and SRQ
+// values (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods
+// name. Adding one is a package implementing those interfaces and a line
+// here (CONTRIBUTING.md, "Adding a provider").
 var providers = map[DriverID]provider.Open{
+	DriverRXE:  rxe.Open,
 	DriverMLX5: mlx5.Open,
 	DriverSIW:  siw.Open,
 }
+
+// controlOnly is the context of a device whose driver has no provider
+// here: GET_CONTEXT without driver data, and the commands every driver
+// takes without any (PD, MR, AH). It refuses CQs, QPs and SRQs, whose
+// queues each driver lays out in its own format.
+type controlOnly struct {
+	name   string
+	driver DriverID
+}
+
+// openControlOnly is the provider.Open of the device c without a provider.
+func openControlOnly(c *Device) provider.Open {
+	return func(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provider.Context, error) {
+		if err := provider.GetContext(dev, op, core); err != nil {
+			return nil, err
+		}
+		return &controlOnly{name: c.dev.Name, driver: c.dev.DriverID}, nil
+	}
+}
+
+func (c *controlOnly) noDataPath() error {
+	return fmt.Errorf("device %s uses driver %v, but only the rxe (soft-RoCE), mlx5 and siw (soft-iWARP) data paths are implemented: %w", c.name, c.driver, ErrNotSupported)
+}
+
+func (c *controlOnly) CreateCQ(provider.Device, string, abi.UverbsCreateCQ, int) (provider.CQ, uint32, error) {
+	return nil, 0, c.noDataPath()
+}
+
+func (c *controlOnly) CreateQP(provider.Device, string, abi.UverbsCreateQP, provider.QPParams) (provider.QP, uint32, uint32, error) {
+	return nil, 0, 0, c.noDataPath()
+}
+
+func (c *controlOnly) CreateSRQ(provider.Device, string, abi.UverbsCreateSRQ, int, int) (provider.SRQ, uint32, uint32, error) {
+	return nil, 0, 0, c.noDataPath()
+}
+
+// CreateAH issues the core command alone: the AH has only a handle.
+func (c *controlOnly) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, _ provider.AHParams) (provider.AH, uint32, error) {
+	var resp abi.UverbsCreateAHResp
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(&core), bytesOf(&resp)); err != nil {
+		return provider.AH{}, 0, err
+	}
+	return provider.AH{}, resp.AHHandle, nil
+}
+
+func (c *controlOnly) Close() {}
 
 // cmdDevice is a Device as a provider issues its commands and maps its
 // queues through it.
@@ -1005,10 +760,9 @@ func providerError(op string, err error) error {
 	return &OpError{Op: op, Err: err}
 }
 
-// getProviderContext runs GET_CONTEXT with the provider's driver data
-// (open) and takes the async event file and vector count as getContext
-// does.
-func (c *Device) getProviderContext(open provider.Open) error {
+// getContext runs GET_CONTEXT with the provider's driver data (open) and
+// takes the async event file and the number of completion vectors.
+func (c *Device) getContext(open provider.Open) error {
 	const op = "get_context"
 	// AsyncFD stays ^0 unless the command succeeded (provider.Open).
 	core := abi.UverbsGetContextResp{AsyncFD: ^uint32(0)}
@@ -1027,18 +781,6 @@ func (c *Device) getProviderContext(open provider.Open) error {
 	c.async = ev
 	c.numCompVectors = int(core.NumCompVectors)
 	c.drv = drv
-	return nil
-}
-
-// createProvider creates the CQ through the provider.
-func (cq *CQ) createProvider(op string, req *abi.UverbsCreateCQ, depth int) error {
-	c := cq.ctx
-	d, h, err := c.drv.CreateCQ(cmdDevice{c}, op, *req, depth)
-	if err != nil {
-		return providerError(op, err)
-	}
-	cq.handle, cq.drv = h, d
-	cq.depth.Store(int32(d.Depth()))
 	return nil
 }
 
@@ -1066,9 +808,10 @@ func (cq *CQ) detach(qp provider.QP) {
 	cq.mu.Unlock()
 }
 
-// createProvider creates the QP through the provider and attaches it to
-// its CQs.
-func (qp *QP) createProvider(op string, req *abi.UverbsCreateQP, init *QPInit) error {
+// create issues CREATE_QP through the provider (rxe maps the rings the
+// kernel made, mlx5 allocates its own) and attaches the QP to its CQs. On
+// an error nothing is left created.
+func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 	c := qp.ctx
 	p := provider.QPParams{
 		Type:      provider.QPType(init.Type),
@@ -1164,8 +907,9 @@ func (qp *QP) providerRelease() {
 	qp.drv.Release()
 }
 
-// createProvider creates the SRQ through the provider.
-func (srq *SRQ) createProvider(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
+// create issues CREATE_SRQ through the provider. On an error nothing is
+// left created.
+func (srq *SRQ) create(op string, req *abi.UverbsCreateSRQ, init SRQInit) error {
 	c := srq.ctx
 	d, h, srqn, err := c.drv.CreateSRQ(cmdDevice{c}, op, *req, init.MaxWR, init.MaxSGE)
 	if err != nil {
@@ -1185,10 +929,12 @@ func (srq *SRQ) providerPostRecv(op string, wrs []RecvWR) error {
 	return nil
 }
 
-// createProvider creates the AH through the provider, with what the port
-// says of its link: its link layer and GRH requirement, on Ethernet the
-// source GID's type (libmlx5's mlx5_create_ah reads the same).
-func (ah *AH) createProvider(op string, c *Device, req *abi.UverbsCreateAH) error {
+// create issues CREATE_AH through the provider, with what the port says of
+// its link: its link layer and GRH requirement, on Ethernet the source
+// GID's type (libmlx5's mlx5_create_ah reads the same), and fills what the
+// provider's UD sends read (AH.drv: rxe's AH number, mlx5's address
+// vector). On an error nothing is left created.
+func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	port := ah.attr.Port
 	pa, err := c.QueryPort(port)
 	if err != nil {

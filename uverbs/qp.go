@@ -105,10 +105,9 @@ type QP struct {
 
 	closeMu sync.Mutex // serialises Close
 
-	sendMu     ringLock
-	sendKeys   lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
-	qpSendRing           // rxe (provider.go)
-	lim        provider.SendLimits
+	sendMu   ringLock
+	sendKeys lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
+	lim      provider.SendLimits
 	// The Buffer the last inline source was found in, and the list it
 	// was found on (plainSends; under sendMu): a source inside it, while
 	// that list is still the one published, needs no search.
@@ -118,12 +117,11 @@ type QP struct {
 	// users of (buffer.go), under sendMu; Close takes it out of them.
 	inlineBufs []*bufUsers
 
-	recvMu     ringLock
-	recvKeys   lkeyCache // lkeys the receive queue's posts recorded
-	qpRecvRing           // rxe (provider.go); none with an SRQ
+	recvMu   ringLock
+	recvKeys lkeyCache // lkeys the receive queue's posts recorded
 
-	// drv is the QP of another provider (providers, provider.go); nil on
-	// rxe, where sq, rq and db are used instead.
+	// drv is the provider's QP (provider.go), its send queue used under
+	// sendMu and its receive queue under recvMu; nil once closed.
 	drv provider.QP
 
 	closed bool // set with both locks held
@@ -146,9 +144,6 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 		return nil, &OpError{Op: op, Err: err}
 	}
 	c := pd.ctx
-	if err := c.requireDataPath(op); err != nil {
-		return nil, err
-	}
 	if err := c.checkQPCap(&init.Cap, init.SRQ != nil); err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
@@ -253,7 +248,7 @@ func checkQPInit(pd *PD, init *QPInit) error {
 	if c.MaxSendSGE < 0 || c.MaxRecvSGE < 0 || c.MaxInline < 0 || c.MaxRecvWR < 0 {
 		return fmt.Errorf("negative capability in %+v", c)
 	}
-	return checkProviderCap(pd.ctx, c)
+	return nil
 }
 
 // QPN returns the QP number, which the peer needs (RTRAttr.DestQPN).

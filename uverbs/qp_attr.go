@@ -283,7 +283,7 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 		return closedErr(op)
 	}
 	if mask&QPAttrState != 0 && attr.State == QPStateReset {
-		if s, r := qp.outstandingLocked(); s+r > 0 {
+		if s, r := qp.pendingNow(); s+r > 0 {
 			return &OpError{Op: op, Err: fmt.Errorf("QP %#x has %d send and %d receive work requests outstanding, which a move to RESET would discard without completions: move it to ERR and poll them first: %w", qp.qpn, s, r, unix.EBUSY)}
 		}
 	}

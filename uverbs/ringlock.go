@@ -9,7 +9,8 @@ import (
 
 // ringLock guards one ring (a QP's send or receive queue, an SRQ, a CQ), as
 // rdma-core's providers guard theirs with a pthread spin lock each
-// (providers/rxe/rxe.c sq.lock, rq.lock, cq.lock; libmlx5 mlx5_spinlock).
+// (rdma-core: the sq.lock, rq.lock and cq.lock of providers/rxe; libmlx5's
+// mlx5_spinlock).
 //
 // By default it is a spin lock on held: one compare-and-swap takes it, one
 // atomic store gives it back, and a goroutine that finds it taken yields

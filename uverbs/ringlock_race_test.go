@@ -35,7 +35,8 @@ func TestSingleGoroutineOverlapReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qp.rq = rq
+	st := qp.drv.(*rxe.QPState)
+	st.RQ, st.HasRQ = *rq, true
 	wcs := make([]WC, 4)
 	for _, c := range []struct {
 		name string

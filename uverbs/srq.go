@@ -7,13 +7,10 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// MODIFY_SRQ attribute mask bits (kernel: include/rdma/ib_verbs.h enum
-// ib_srq_attr_mask, not in the UAPI headers; rdma-core: IBV_SRQ_MAX_WR,
-// IBV_SRQ_LIMIT).
-const (
-	srqAttrMaxWR = 1
-	srqAttrLimit = 2
-)
+// srqAttrLimit is the MODIFY_SRQ attribute mask bit of the limit (kernel:
+// include/rdma/ib_verbs.h enum ib_srq_attr_mask IB_SRQ_LIMIT, not in the
+// UAPI headers; rdma-core: IBV_SRQ_LIMIT).
+const srqAttrLimit = 2
 
 // SRQInit describes a shared receive queue to create.
 type SRQInit struct {
@@ -66,10 +63,9 @@ type SRQ struct {
 	srqn   uint32
 	kids   children // QPs
 
-	mu      ringLock
-	keys    lkeyCache    // lkeys the SRQ's posts recorded (mrusers.go), under mu
-	srqRing              // rxe (provider.go); nil once closed
-	drv     provider.SRQ // another provider (providers, provider.go); nil on rxe and once closed
+	mu   ringLock
+	keys lkeyCache    // lkeys the SRQ's posts recorded (mrusers.go), under mu
+	drv  provider.SRQ // the provider's SRQ (provider.go); nil once closed
 
 	mrs map[*MR]struct{} // MRs whose users include the SRQ, under pd.usersMu
 }
@@ -87,9 +83,6 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 		return nil, &OpError{Op: op, Err: errNilParent("PD")}
 	}
 	c := pd.ctx
-	if err := c.requireDataPath(op); err != nil {
-		return nil, err
-	}
 	if err := c.checkSRQSize(init.MaxWR, init.MaxSGE); err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
@@ -172,7 +165,18 @@ func (srq *SRQ) SetLimit(n int) error {
 	if srq.gone() {
 		return closedErr(op)
 	}
-	return srq.modify(op, srqAttrLimit, 0, n, 0)
+	return srq.modify(op, srqAttrLimit, n)
+}
+
+// modify issues MODIFY_SRQ for the limit, with the driver input the
+// device's provider takes (Device.srqModifyData). The caller holds mu.
+func (srq *SRQ) modify(op string, mask uint32, limit int) error {
+	core := abi.UverbsModifySRQ{SRQHandle: srq.handle, AttrMask: mask, SRQLimit: uint32(limit)}
+	in := bytesOf(&core)
+	if n := srq.ctx.srqModifyData(); n > 0 {
+		in = append(append([]byte(nil), in...), make([]byte, n)...)
+	}
+	return srq.ctx.write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, in, nil)
 }
 
 // Query returns the SRQ's attributes (write() command QUERY_SRQ).

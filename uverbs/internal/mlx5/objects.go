@@ -122,11 +122,14 @@ func (m *CQState) Pull(pending *[]provider.WC) {
 }
 
 // Arm arms the CQ: the arm word and the UAR doorbell, no system call
-// (docs/mlx5.md §5).
-func (m *CQState) Arm(solicitedOnly bool) { m.Q.Arm(solicitedOnly) }
+// (docs/mlx5.md §5); it never fails.
+func (m *CQState) Arm(solicitedOnly bool) error {
+	m.Q.Arm(solicitedOnly)
+	return nil
+}
 
 // Event counts a completion event of the CQ for its next arm (cq.c
-// mlx5_cq_event).
+// mlx5_cq_event; provider.CQEvents).
 func (m *CQState) Event() { m.Q.Event() }
 
 // Attach makes the CQ complete qp's work requests, by its key (the QPN,

@@ -7,12 +7,15 @@
 // (CheckSend, PlainSend, CheckRecv), and the errors of a refused post.
 //
 // It also names what a provider and uverbs need of each other: Device
-// (write() commands with driver data, mmap on the device's descriptor),
-// and the interfaces through which uverbs drives a provider's objects
-// (Open, Context, CQ, QP, SRQ; objects.go), chosen once when each object
-// is created, and RegMRData for a driver whose REG_MR takes driver data.
-// mlx5 and siw implement them; rxe's path is written out in uverbs'
-// dispatch file, so that the soft-RoCE hot path makes no interface call.
+// (write() commands with driver data, mmap on the device's descriptor, a
+// prebuilt doorbell), and the interfaces through which uverbs drives a
+// provider's objects (Open, Context, CQ, QP, SRQ; objects.go), chosen once
+// when each object is created, with the optional ones for what not every
+// provider has (CQResizer, SRQResizer, CQEvents) and for driver data in
+// commands common to all devices (RegMRData, ModifySRQData). rxe, mlx5
+// and siw implement them; uverbs' dispatch file writes the common post and
+// poll of rxe and mlx5 out behind a type assertion to their concrete
+// types, so that those hot paths make no interface call.
 //
 // Package uverbs aliases the vocabulary in its public API (uverbs.WC is
 // provider.WC). Each driver package (uverbs/internal/rxe,

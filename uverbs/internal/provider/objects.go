@@ -1,13 +1,19 @@
 package provider
 
-import "github.com/goverbs/rdma/internal/abi"
+import (
+	"unsafe"
 
-// A provider whose objects uverbs drives through these interfaces (mlx5;
-// rxe's hot path is written out in uverbs' dispatch file) opens a Context
-// when the Device is opened, and the Context creates its CQs, QPs, SRQs
-// and AHs, each chosen once, at create time. uverbs holds one lock per
-// queue and calls each method under the lock its comment names; a
-// provider takes no uverbs lock of its own.
+	"github.com/goverbs/rdma/internal/abi"
+)
+
+// Every provider (rxe, mlx5, siw) opens a Context when the Device is
+// opened, and the Context creates its CQs, QPs, SRQs and AHs, each chosen
+// once, at create time. uverbs holds one lock per queue and calls each
+// method under the lock its comment names; a provider takes no uverbs lock
+// of its own. A verb that not every provider implements is a small
+// optional interface (CQResizer, SRQResizer, CQEvents), and a command
+// common to all devices that takes driver data on some is one too
+// (RegMRData, ModifySRQData): uverbs asks for it with a type assertion.
 
 // Open issues GET_CONTEXT with the provider's driver data and sets up what
 // the provider needs for the device's lifetime (mapped registers, limits).
@@ -15,6 +21,22 @@ import "github.com/goverbs/rdma/internal/abi"
 // and only then: on an error, the caller owns the descriptor *core names
 // if it was set (the async event file), and closes it.
 type Open func(dev Device, op string, core *abi.UverbsGetContextResp) (Context, error)
+
+// GetContext issues GET_CONTEXT without driver data, as rxe takes it and
+// as a device without a data path here is opened, and copies the core
+// response into *core. Through write(), unlike the ioctl method, the
+// command also creates the context's default async event file and returns
+// its descriptor (kernel: core/uverbs_cmd.c ib_uverbs_get_context;
+// docs/abi.md §2.6).
+func GetContext(dev Device, op string, core *abi.UverbsGetContextResp) error {
+	var req abi.UverbsGetContext
+	var resp abi.UverbsGetContextResp
+	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_GET_CONTEXT, unsafe.Slice((*byte)(unsafe.Pointer(&req)), unsafe.Sizeof(req)), unsafe.Slice((*byte)(unsafe.Pointer(&resp)), unsafe.Sizeof(resp))); err != nil {
+		return err
+	}
+	*core = resp
+	return nil
+}
 
 // Context is a provider's side of an open device.
 type Context interface {
@@ -79,10 +101,9 @@ type CQ interface {
 	// Pull moves every completion in the ring to pending, skipping those
 	// it cannot use.
 	Pull(pending *[]WC)
-	// Arm arms the CQ in user space; solicitedOnly as ibv_req_notify_cq.
-	Arm(solicitedOnly bool)
-	// Event counts a completion event of the CQ that was read.
-	Event()
+	// Arm arms the CQ; solicitedOnly as ibv_req_notify_cq. mlx5 and siw
+	// arm in user space and never fail; rxe issues REQ_NOTIFY_CQ.
+	Arm(solicitedOnly bool) error
 	// Attach makes the CQ complete qp's work requests, and with srq (the
 	// QP's SRQ, given to its receive CQ, which is attached first) srq's
 	// receives.
@@ -91,6 +112,23 @@ type CQ interface {
 	Detach(qp QP)
 	// Release frees the ring, after DESTROY_CQ.
 	Release()
+}
+
+// CQEvents is implemented by a CQ whose provider counts the completion
+// events read (mlx5: the arm sequence, docs/mlx5.md §5). uverbs calls
+// Event, under the CQ's lock, for each event of the CQ that was read; a
+// CQ without it is not locked for its events.
+type CQEvents interface {
+	Event()
+}
+
+// CQResizer is implemented by a CQ that can be resized (rxe: RESIZE_CQ
+// and the new ring mapped). Resize runs under the CQ's lock; handle is the
+// CQ's. On an error, lost reports that the kernel switched rings but the
+// new one could not be used, so the CQ has no ring left: uverbs then
+// treats it as unusable and does not call Release.
+type CQResizer interface {
+	Resize(dev Device, op string, handle uint32, n int) (lost bool, err error)
 }
 
 // QP is a provider's queue pair. PostSend and SendQueueSize run under the
@@ -144,10 +182,26 @@ type SRQ interface {
 	Release()
 }
 
+// SRQResizer is implemented by an SRQ whose receive queue can be resized
+// (rxe: MODIFY_SRQ with IB_SRQ_MAX_WR and the new ring mapped), as
+// CQResizer: under the SRQ's lock, and lost means the SRQ has no ring
+// left.
+type SRQResizer interface {
+	Resize(dev Device, op string, handle uint32, maxWR int) (lost bool, err error)
+}
+
 // RegMRData is implemented by a Context whose driver takes driver data in
 // REG_MR (siw: 8 bytes each way, or the kernel fails the command): uverbs
 // appends in zero bytes to the core command and out bytes to its
 // response. The driver's response is not read.
 type RegMRData interface {
 	RegMRData() (in, out int)
+}
+
+// ModifySRQData is implemented by a Context whose driver takes driver data
+// in MODIFY_SRQ (rxe: struct rxe_modify_srq_cmd, or the kernel fails the
+// command with EINVAL): uverbs appends in zero bytes to the core command
+// when it sets an SRQ's limit.
+type ModifySRQData interface {
+	ModifySRQData() (in int)
 }

@@ -2,11 +2,13 @@
 // codec for the rings the kernel shares with user space, with no system
 // calls on the data path. It speaks the providers' vocabulary
 // (uverbs/internal/provider): it encodes provider.SendWR and RecvWR, and
-// decodes into provider.WC's layout (WCs). Its objects' set-up
-// (objects.go: the create commands, mapping the kernel's rings at the
-// offsets of their mmap information, the prebuilt POST_SEND doorbell) runs
-// through a provider.Device, which uverbs implements; uverbs holds the
-// locks and writes the doorbell.
+// decodes into provider.WC's layout (WCs). Its objects (objects.go:
+// Open, and the Context whose CQState, QPState and SRQState implement
+// provider's CQ, QP and SRQ) issue the create commands, map the kernel's
+// rings at the offsets of their mmap information and write the prebuilt
+// doorbells through a provider.Device, which uverbs implements; uverbs
+// holds the locks, and reads the rings of the states directly on its
+// common post and poll.
 //
 // # Rings
 //

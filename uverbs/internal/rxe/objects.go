@@ -2,6 +2,8 @@ package rxe
 
 import (
 	"fmt"
+	"runtime"
+	"syscall"
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/abi"
@@ -9,13 +11,50 @@ import (
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// The rxe objects as uverbs makes them: the create commands (rxe takes no
-// driver data in and returns mmap information, docs/abi.md §3.2-3.3),
-// mapping the rings the kernel allocated, and the prebuilt POST_SEND
-// doorbell, issued through the provider.Device. What ties them to uverbs'
-// objects (their locks, the errors callers see) is in uverbs/provider.go.
+// The rxe objects as uverbs drives them (provider.Context, CQ, QP, SRQ):
+// the create commands (rxe takes no driver data in and returns mmap
+// information, docs/abi.md §3.2-3.3), the rings the kernel allocated,
+// mapped at those offsets, and the prebuilt doorbells (POST_SEND,
+// REQ_NOTIFY_CQ), all through the provider.Device. uverbs/provider.go
+// registers Open, and writes rxe's common post and poll out behind a type
+// assertion to CQState, QPState and SRQState, whose rings it reads
+// directly: the soft-RoCE hot path makes no interface call.
 
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
+
+// Context is rxe's provider.Context. rxe needs nothing for the device's
+// lifetime: it has no driver data in GET_CONTEXT and maps nothing per
+// context.
+type Context struct{}
+
+var (
+	_ provider.Context       = (*Context)(nil)
+	_ provider.ModifySRQData = (*Context)(nil)
+	_ provider.CQ            = (*CQState)(nil)
+	_ provider.CQResizer     = (*CQState)(nil)
+	_ provider.QP            = (*QPState)(nil)
+	_ provider.SRQ           = (*SRQState)(nil)
+	_ provider.SRQResizer    = (*SRQState)(nil)
+)
+
+// Open issues GET_CONTEXT, which rxe takes without driver data (kernel:
+// sw/rxe/rxe_verbs.c rxe_alloc_ucontext reads none); it is the provider's
+// provider.Open.
+func Open(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provider.Context, error) {
+	if err := provider.GetContext(dev, op, core); err != nil {
+		return nil, err
+	}
+	return &Context{}, nil
+}
+
+// Close releases nothing: rxe maps nothing per context.
+func (*Context) Close() {}
+
+// ModifySRQData is the driver input every MODIFY_SRQ of rxe carries,
+// struct rxe_modify_srq_cmd: rxe_modify_srq fails the command with EINVAL
+// when it is shorter (kernel: sw/rxe/rxe_verbs.c). Setting the limit
+// leaves its mmap_info_addr 0; a resize sets it (SRQState.Resize).
+func (*Context) ModifySRQData() int { return int(unsafe.Sizeof(abi.RxeModifySRQCmd{})) }
 
 // MapRing maps one queue described by mmap info from a create or resize
 // response: MAP_SHARED, on the device's descriptor, once (kernel:
@@ -56,24 +95,118 @@ func MapRQ(dev provider.Device, op string, mi abi.RxeMminfo, maxSGE int, what st
 	return m, q, nil
 }
 
-// CreateCQ issues CREATE_CQ (core is the core command) and maps the ring.
-// It returns the kernel's handle. On an error nothing is left created.
-func CreateCQ(dev provider.Device, op string, core abi.UverbsCreateCQ) (*sys.Mapping, *CQ, uint32, error) {
+// CQState is an rxe CQ: its ring, held by value so that uverbs' poll
+// reaches the indexes through the asserted *CQState and no further
+// pointer, its mapping, and the prebuilt REQ_NOTIFY_CQ command. Guarded by
+// the CQ's lock.
+type CQState struct {
+	CQ
+	m      *sys.Mapping
+	dev    provider.Device
+	notify notifyCmd
+}
+
+// notifyCmd is the write() command REQ_NOTIFY_CQ, built once at creation
+// so that arming allocates nothing (it has no response pointer, so Go heap
+// memory is fine). rxe has no user-mapped arm flag: the command is the arm
+// (docs/abi.md §3.10).
+type notifyCmd struct {
+	hdr abi.UverbsCmdHdr
+	req abi.UverbsReqNotifyCQ
+}
+
+// CreateCQ issues CREATE_CQ (core is the core command, whose cqe uverbs
+// set to depth) and maps the ring. It returns the kernel's handle. On an
+// error nothing is left created.
+func (*Context) CreateCQ(dev provider.Device, op string, core abi.UverbsCreateCQ, depth int) (provider.CQ, uint32, error) {
 	var resp struct {
 		core abi.UverbsCreateCQResp
 		drv  abi.RxeCreateCQResp
 	}
 	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_CQ, bytesOf(&core), bytesOf(&resp)); err != nil {
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
+	h := resp.core.CQHandle
 	m, q, err := MapCQ(dev, op, resp.drv.MI)
 	if err != nil {
-		req := abi.UverbsDestroyCQ{CQHandle: resp.core.CQHandle}
+		req := abi.UverbsDestroyCQ{CQHandle: h}
 		var dresp abi.UverbsDestroyCQResp
 		dev.Write("destroy_cq", abi.IB_USER_VERBS_CMD_DESTROY_CQ, bytesOf(&req), bytesOf(&dresp))
-		return nil, nil, 0, err
+		return nil, 0, err
 	}
-	return m, q, resp.core.CQHandle, nil
+	s := &CQState{CQ: *q, m: m, dev: dev}
+	s.notify.hdr = abi.UverbsCmdHdr{
+		Command: abi.IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+		InWords: uint16(unsafe.Sizeof(s.notify) / 4),
+	}
+	s.notify.req.CQHandle = h
+	return s, h, nil
+}
+
+// NewCQState is the state of a CQ over a ring set up already (for tests
+// that play the kernel's side).
+func NewCQState(q *CQ) *CQState { return &CQState{CQ: *q} }
+
+// Depth is the ring's index_mask, the entries it holds.
+func (s *CQState) Depth() int { return s.Capacity() }
+
+// Poll decodes up to len(wcs) completions into wcs. It never fails: an
+// rxe completion is the core's struct ib_uverbs_wc.
+func (s *CQState) Poll(wcs []provider.WC) (int, error) {
+	return s.CQ.Poll(WCs(wcs)), nil
+}
+
+// Pull moves every completion in the ring to pending.
+func (s *CQState) Pull(pending *[]provider.WC) {
+	var w [1]provider.WC
+	for !s.Empty() {
+		DecodeCQE(s.Peek(), &WCs(w[:])[0])
+		s.Consume()
+		*pending = append(*pending, w[0])
+	}
+}
+
+// Arm issues REQ_NOTIFY_CQ, which never sleeps in the kernel (rxe: a spin
+// lock around the CQ's notify flag; kernel: sw/rxe/rxe_verbs.c
+// rxe_req_notify_cq).
+func (s *CQState) Arm(solicitedOnly bool) error {
+	s.notify.req.SolicitedOnly = 0
+	if solicitedOnly {
+		s.notify.req.SolicitedOnly = 1
+	}
+	return s.dev.Doorbell("req_notify_cq", unsafe.Pointer(&s.notify), unsafe.Sizeof(s.notify))
+}
+
+// Attach has nothing to record: rxe's completions carry everything a poll
+// returns.
+func (s *CQState) Attach(qp provider.QP, srq provider.SRQ) {}
+
+// Detach has nothing to forget.
+func (s *CQState) Detach(qp provider.QP) {}
+
+// Release unmaps the ring, after DESTROY_CQ.
+func (s *CQState) Release() {
+	if s.m != nil {
+		s.m.Unmap()
+	}
+	s.m = nil
+}
+
+// Resize issues RESIZE_CQ for at least n completions and maps the new
+// ring in place of the old (ResizeCQ). When the kernel switched rings but
+// the new one could not be mapped, the CQ has no ring left (lost).
+func (s *CQState) Resize(dev provider.Device, op string, handle uint32, n int) (lost bool, err error) {
+	m, q, switched, err := ResizeCQ(dev, op, handle, n)
+	if !switched {
+		return false, err
+	}
+	s.m.Unmap()
+	if err != nil {
+		s.m, s.CQ = nil, CQ{}
+		return true, err
+	}
+	s.m, s.CQ = m, *q
+	return false, nil
 }
 
 // ResizeCQ issues RESIZE_CQ for the CQ handle to hold at least n
@@ -94,115 +227,337 @@ func ResizeCQ(dev provider.Device, op string, handle uint32, n int) (m *sys.Mapp
 	return m, q, true, err
 }
 
-// QPRings are an rxe QP's rings, mapped from the kernel's, and its
-// doorbell page.
-type QPRings struct {
-	SQ    *SQ
-	SQMap *sys.Mapping
-	DB    *provider.PostSend
-	DBMap *sys.Mapping // the doorbell's page
-	RQ    *RQ          // nil with an SRQ
-	RQMap *sys.Mapping
-	Lim   SendLimits
+// QPState is an rxe QP: its send and receive rings, held by value (as
+// CQState's ring) so that uverbs' post reaches their indexes through the
+// asserted *QPState and no further pointer, the mappings, and the prebuilt
+// POST_SEND doorbell. SQ runs under the QP's send lock, RQ under its
+// receive lock; RQ is there only with HasRQ (not with an SRQ).
+type QPState struct {
+	SQ    SQ
+	RQ    RQ
+	HasRQ bool
+	DB    *provider.PostSend // in dbMap
+	dev   provider.Device
+	caps  provider.QPCaps
+	sqMap *sys.Mapping
+	rqMap *sys.Mapping
+	dbMap *sys.Mapping // off-heap page holding the doorbell command and its response
 }
 
-// Unmap unmaps what r holds.
-func (r *QPRings) Unmap() {
-	for _, m := range []*sys.Mapping{r.SQMap, r.RQMap, r.DBMap} {
-		if m != nil {
-			m.Unmap()
-		}
+// NewQPState is the state of a QP over rings set up already, whose
+// doorbell dev rings (for tests that play the kernel's side: a nil rq is a
+// QP with an SRQ).
+func NewQPState(dev provider.Device, sq *SQ, rq *RQ) *QPState {
+	s := &QPState{SQ: *sq, dev: dev}
+	if rq != nil {
+		s.RQ, s.HasRQ = *rq, true
 	}
+	return s
 }
 
-// CreateQP issues CREATE_QP (core is the core command; rxe takes no driver
-// input for it and refuses any) and maps the rings of
+// CreateQP checks the capabilities against rxe's WQE layout (at most
+// RXE_MAX_SGE scatter/gather entries and RXE_MAX_INLINE_DATA inline bytes,
+// kernel: sw/rxe/rxe_param.h), issues CREATE_QP (core is the core command;
+// rxe takes no driver input for it and refuses any) and maps the rings of
 // rxe_create_qp_resp: rq_mi then sq_mi, no receive ring with an SRQ
-// (docs/abi.md §3.2-3.3). It returns the core response too, whose
-// capabilities the QP reports. On an error nothing is left created.
-func CreateQP(dev provider.Device, op string, core abi.UverbsCreateQP, typ QPType, hasSRQ bool) (*QPRings, abi.UverbsCreateQPResp, error) {
+// (docs/abi.md §3.2-3.3). On an error nothing is left created.
+func (*Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreateQP, p provider.QPParams) (provider.QP, uint32, uint32, error) {
+	name := dev.Name()
+	if p.MaxSendSGE > MaxSGE || p.MaxRecvSGE > MaxSGE {
+		return nil, 0, 0, fmt.Errorf("rxe (device %s) takes at most %d scatter/gather entries per work request, Cap asks %d send and %d receive: %w", name, MaxSGE, p.MaxSendSGE, p.MaxRecvSGE, syscall.EINVAL)
+	}
+	if p.MaxInline > MaxInlineData {
+		return nil, 0, 0, fmt.Errorf("rxe (device %s) holds at most %d bytes of inline data, Cap.MaxInline is %d: %w", name, MaxInlineData, p.MaxInline, syscall.EINVAL)
+	}
 	var resp struct {
 		core abi.UverbsCreateQPResp
 		drv  abi.RxeCreateQPResp
 	}
 	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_QP, bytesOf(&core), bytesOf(&resp)); err != nil {
-		return nil, resp.core, err
+		return nil, 0, 0, err
 	}
-	r, err := mapQP(dev, op, typ, hasSRQ, &resp.core, &resp.drv)
+	s, err := mapQP(dev, op, p.Type, core.IsSRQ != 0, &resp.core, &resp.drv)
 	if err != nil {
 		req := abi.UverbsDestroyQP{QPHandle: resp.core.QPHandle}
 		var dresp abi.UverbsDestroyQPResp
 		dev.Write("destroy_qp", abi.IB_USER_VERBS_CMD_DESTROY_QP, bytesOf(&req), bytesOf(&dresp))
-		return nil, resp.core, err
+		return nil, 0, 0, err
 	}
-	return r, resp.core, nil
+	return s, resp.core.QPHandle, resp.core.QPN, nil
 }
 
 // mapQP maps the send ring, the receive ring (without an SRQ) and the
-// doorbell page, and builds the ring views from their headers.
-func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) (*QPRings, error) {
-	r := &QPRings{}
-	var err error
-	fail := func(err error) (*QPRings, error) {
-		r.Unmap()
+// doorbell page, and builds the ring views from their headers. The queue
+// sizes come from the rings (their index_mask), since kernel 6.1 echoes
+// the requested numbers.
+func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) (*QPState, error) {
+	s := &QPState{dev: dev}
+	fail := func(err error) (*QPState, error) {
+		s.Release()
 		return nil, err
 	}
+	var err error
 	if !hasSRQ {
-		if r.RQMap, r.RQ, err = MapRQ(dev, op, drv.RQMI, int(core.MaxRecvSGE), "rq ring"); err != nil {
+		var rq *RQ
+		if s.rqMap, rq, err = MapRQ(dev, op, drv.RQMI, int(core.MaxRecvSGE), "rq ring"); err != nil {
 			return fail(err)
 		}
+		s.RQ, s.HasRQ = *rq, true
 	}
-	if r.SQMap, err = MapRing(dev, op, drv.SQMI, "sq ring"); err != nil {
+	if s.sqMap, err = MapRing(dev, op, drv.SQMI, "sq ring"); err != nil {
 		return fail(err)
 	}
-	r.Lim = SendLimits{QPType: typ, MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
-	if r.SQ, err = NewSQ(r.SQMap.Bytes(), r.Lim); err != nil {
+	lim := SendLimits{QPType: typ, MaxSGE: int(core.MaxSendSGE), MaxInline: int(core.MaxInlineData)}
+	sq, err := NewSQ(s.sqMap.Bytes(), lim)
+	if err != nil {
 		return fail(err)
 	}
-	if r.DBMap, r.DB, err = provider.NewPostSend(core.QPHandle, "doorbell "+dev.Name()); err != nil {
+	s.SQ = *sq
+	if s.dbMap, s.DB, err = provider.NewPostSend(core.QPHandle, "doorbell "+dev.Name()); err != nil {
 		return fail(err)
 	}
-	return r, nil
+	s.caps = provider.QPCaps{MaxSendWR: sq.Capacity(), MaxSendSGE: lim.MaxSGE, MaxInline: lim.MaxInline}
+	if s.HasRQ {
+		s.caps.MaxRecvWR, s.caps.MaxRecvSGE = s.RQ.Capacity(), int(core.MaxRecvSGE)
+	}
+	return s, nil
 }
+
+// Caps are the rings' sizes and the SGE and inline limits CREATE_QP
+// returned.
+func (s *QPState) Caps() provider.QPCaps { return s.caps }
+
+// SendQueueSize is the send ring's size.
+func (s *QPState) SendQueueSize() int { return s.SQ.Capacity() }
+
+// RecvQueueSize is the receive ring's size, 0 with an SRQ.
+func (s *QPState) RecvQueueSize() int {
+	if !s.HasRQ {
+		return 0
+	}
+	return s.RQ.Capacity()
+}
+
+// PostSend writes wrs into the send ring if it has room for all, publishes
+// them with one producer_index store, and rings the doorbell. rxe checks
+// nothing beyond provider.CheckSend, which the caller made.
+func (s *QPState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
+	q := &s.SQ
+	if free := q.Free(); free < len(wrs) {
+		return free, ErrQueueFull
+	}
+	for i := range wrs {
+		var ah uint32
+		if a := wrs[i].AH; a != nil {
+			ah = a.Num
+		}
+		EncodeSend(q.Slot(), &wrs[i], ah)
+		q.Stage()
+	}
+	q.Commit()
+	if err := s.Doorbell(); err != nil {
+		return len(wrs), err
+	}
+	return len(wrs), nil
+}
+
+// Doorbell writes the prebuilt POST_SEND command (provider.PostSend): the
+// kernel runs the QP's requester on what the ring holds (docs/abi.md §3.7).
+func (s *QPState) Doorbell() error {
+	if err := s.dev.Doorbell("post_send", unsafe.Pointer(s.DB), provider.PostSendLen); err != nil {
+		return fmt.Errorf("the work requests were posted but the kernel refused the doorbell, so they may not run until the next one: %w", err)
+	}
+	return nil
+}
+
+// PostRecv checks wrs and writes them into the receive ring (PostRecvs);
+// uverbs calls it only on a QP with a receive ring (RecvQueueSize).
+func (s *QPState) PostRecv(wrs []provider.RecvWR) (int, error) { return PostRecvs(&s.RQ, wrs) }
+
+// PostRecvs checks every receive of wrs against q's SGE limit and the room
+// for all of them, then writes them and publishes them with one
+// producer_index store; receives need no doorbell. On an error nothing
+// was written, and the index of the refused request is returned (of the
+// first that did not fit, for a full ring).
+func PostRecvs(q *RQ, wrs []provider.RecvWR) (int, error) {
+	maxSGE := q.MaxSGE()
+	for i := range wrs {
+		// One SGE within the limit cannot fail (its length is one u32):
+		// only longer lists need the full check.
+		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
+			continue
+		}
+		if err := CheckRecv(wrs[i].SGEs, maxSGE); err != nil {
+			return i, err
+		}
+	}
+	if free := q.Free(); free < len(wrs) {
+		return free, ErrQueueFull
+	}
+	var w RecvWQE
+	for i := range wrs {
+		if sges := wrs[i].SGEs; len(sges) == 1 {
+			EncodeRecvOne(q.Slot(), wrs[i].ID, sges[0])
+		} else {
+			w = RecvWQE{ID: wrs[i].ID, SGEs: sges}
+			EncodeRecv(q.Slot(), &w)
+		}
+		q.Stage()
+	}
+	q.Commit()
+	return len(wrs), nil
+}
+
+// Outstanding counts the entries of the rings the kernel has not consumed
+// yet; it loads the kernel's consumer indexes and writes nothing, so it
+// may run beside the CQs' polls once posting has stopped.
+func (s *QPState) Outstanding() (send, recv int) {
+	send = s.SQ.PendingNow()
+	if s.HasRQ {
+		recv = s.RQ.PendingNow()
+	}
+	return send, recv
+}
+
+// UsesLKey reports whether an entry the kernel has not consumed names
+// lkey in its SGE list.
+func (s *QPState) UsesLKey(lkey uint32) (used bool, send, recv int) {
+	send = s.SQ.PendingNow()
+	used = s.SQ.PendingUsesLKey(lkey)
+	if s.HasRQ {
+		recv = s.RQ.PendingNow()
+		used = used || s.RQ.PendingUsesLKey(lkey)
+	}
+	return used, send, recv
+}
+
+// Reset has nothing to do: the kernel starts the rings over itself
+// (kernel: sw/rxe/rxe_qp.c rxe_qp_reset).
+func (s *QPState) Reset(sendCQ, recvCQ func(func())) {}
+
+// Release unmaps the rings and the doorbell page, after DESTROY_QP (as
+// rdma-core does: the kernel keeps the queue memory until the last
+// mapping goes).
+func (s *QPState) Release() {
+	for _, m := range []*sys.Mapping{s.sqMap, s.rqMap, s.dbMap} {
+		if m != nil {
+			m.Unmap()
+		}
+	}
+	s.sqMap, s.rqMap, s.dbMap, s.DB = nil, nil, nil, nil
+	s.RQ, s.HasRQ = RQ{}, false
+}
+
+// SRQState is an rxe SRQ: its ring and mapping. Guarded by the SRQ's
+// lock.
+type SRQState struct {
+	RQ *RQ
+	m  *sys.Mapping
+}
+
+// NewSRQState is the state of an SRQ over a ring set up already (for
+// tests that play the kernel's side).
+func NewSRQState(rq *RQ) *SRQState { return &SRQState{RQ: rq} }
 
 // CreateSRQ issues CREATE_SRQ (core is the core command) and maps the
 // ring. It returns the kernel's handle and SRQN. On an error nothing is
 // left created.
-func CreateSRQ(dev provider.Device, op string, core abi.UverbsCreateSRQ) (*sys.Mapping, *RQ, uint32, uint32, error) {
+func (*Context) CreateSRQ(dev provider.Device, op string, core abi.UverbsCreateSRQ, maxWR, maxSGE int) (provider.SRQ, uint32, uint32, error) {
 	var resp struct {
 		core abi.UverbsCreateSRQResp
 		drv  abi.RxeCreateSRQResp
 	}
 	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_SRQ, bytesOf(&core), bytesOf(&resp)); err != nil {
-		return nil, nil, 0, 0, err
+		return nil, 0, 0, err
 	}
 	m, q, err := MapRQ(dev, op, resp.drv.MI, int(resp.core.MaxSGE), "srq ring")
 	if err != nil {
 		req := abi.UverbsDestroySRQ{SRQHandle: resp.core.SRQHandle}
 		var dresp abi.UverbsDestroySRQResp
 		dev.Write("destroy_srq", abi.IB_USER_VERBS_CMD_DESTROY_SRQ, bytesOf(&req), bytesOf(&dresp))
-		return nil, nil, 0, 0, err
+		return nil, 0, 0, err
 	}
-	return m, q, resp.core.SRQHandle, resp.core.SRQN, nil
+	return &SRQState{RQ: q, m: m}, resp.core.SRQHandle, resp.core.SRQN, nil
 }
 
-// CreateAH issues CREATE_AH (core is the core command) and returns the
-// kernel's handle and the AH number rxe returns after the core response
-// when there is room for it (struct rxe_create_ah_resp; kernel:
-// sw/rxe/rxe_verbs.c rxe_create_ah), which UD WQEs carry. On an error
-// nothing is left created.
-func CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH) (num, handle uint32, err error) {
+// MaxWR is the number of receives the ring holds.
+func (s *SRQState) MaxWR() int { return s.RQ.Capacity() }
+
+// MaxSGE is the scatter/gather entries per receive.
+func (s *SRQState) MaxSGE() int { return s.RQ.MaxSGE() }
+
+// QueueSize is the ring's size.
+func (s *SRQState) QueueSize() int { return s.RQ.Capacity() }
+
+// PostRecv checks wrs and writes them into the ring (PostRecvs).
+func (s *SRQState) PostRecv(wrs []provider.RecvWR) (int, error) { return PostRecvs(s.RQ, wrs) }
+
+// Posted counts the receives the kernel has not consumed, and reports
+// whether one names lkey.
+func (s *SRQState) Posted(lkey uint32) (n int, usesLKey bool) {
+	return s.RQ.PendingNow(), s.RQ.PendingUsesLKey(lkey)
+}
+
+// Release unmaps the ring, after DESTROY_SRQ.
+func (s *SRQState) Release() {
+	if s.m != nil {
+		s.m.Unmap()
+	}
+	s.m, s.RQ = nil, nil
+}
+
+// srqAttrMaxWR is IB_SRQ_MAX_WR of enum ib_srq_attr_mask (kernel:
+// include/rdma/ib_verbs.h; not in the UAPI headers).
+const srqAttrMaxWR = 1
+
+// Resize issues MODIFY_SRQ with IB_SRQ_MAX_WR: the kernel copies the
+// posted receives into a new ring and writes its mmap information through
+// the user pointer of struct rxe_modify_srq_cmd (kernel: sw/rxe/rxe_srq.c
+// rxe_srq_from_attr; docs/abi.md §3.11), which must be memory that does
+// not move: pinned heap memory. The new ring replaces the mapping; when it
+// cannot be mapped the SRQ has no ring left (lost).
+func (s *SRQState) Resize(dev provider.Device, op string, handle uint32, maxWR int) (lost bool, err error) {
+	mi := new(abi.RxeMminfo)
+	var cmd struct {
+		core abi.UverbsModifySRQ
+		drv  abi.RxeModifySRQCmd
+	}
+	cmd.core = abi.UverbsModifySRQ{SRQHandle: handle, AttrMask: srqAttrMaxWR, MaxWR: uint32(maxWR)}
+	var pin runtime.Pinner
+	pin.Pin(mi)
+	cmd.drv.MmapInfoAddr = uint64(uintptr(unsafe.Pointer(mi)))
+	err = dev.Write(op, abi.IB_USER_VERBS_CMD_MODIFY_SRQ, bytesOf(&cmd), nil)
+	pin.Unpin()
+	if err != nil {
+		return false, err
+	}
+	m, q, err := MapRQ(dev, op, *mi, s.RQ.MaxSGE(), "srq ring")
+	s.m.Unmap()
+	if err != nil {
+		s.m, s.RQ = nil, nil
+		return true, err
+	}
+	s.m, s.RQ = m, q
+	return false, nil
+}
+
+// CreateAH issues CREATE_AH (core is the core command) and returns the AH
+// number rxe returns after the core response when there is room for it
+// (struct rxe_create_ah_resp; kernel: sw/rxe/rxe_verbs.c rxe_create_ah),
+// which UD WQEs carry, and the kernel's handle. rxe reads nothing of a.
+// On an error nothing is left created.
+func (*Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a provider.AHParams) (provider.AH, uint32, error) {
 	var resp struct {
 		core abi.UverbsCreateAHResp
 		drv  abi.RxeCreateAHResp
 	}
 	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(&core), bytesOf(&resp)); err != nil {
-		return 0, 0, err
+		return provider.AH{}, 0, err
 	}
 	if resp.drv.AHNum == 0 {
 		req := abi.UverbsDestroyAH{AHHandle: resp.core.AHHandle}
 		dev.Write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
-		return 0, 0, fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", provider.ErrNotSupported)
+		return provider.AH{}, 0, fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", provider.ErrNotSupported)
 	}
-	return resp.drv.AHNum, resp.core.AHHandle, nil
+	return provider.AH{Num: resp.drv.AHNum}, resp.core.AHHandle, nil
 }

@@ -171,11 +171,13 @@ func (s *cqState) Pull(pending *[]provider.WC) {
 	}
 }
 
-// Arm stores the CQ's control word: no command (CQ.Arm).
-func (s *cqState) Arm(solicitedOnly bool) { s.q.Arm(solicitedOnly) }
-
-// Event has nothing to count: the kernel disarms the control word itself.
-func (s *cqState) Event() {}
+// Arm stores the CQ's control word: no command (CQ.Arm), no failure. siw
+// counts no events (the kernel disarms the control word itself), so the
+// CQ does not implement provider.CQEvents.
+func (s *cqState) Arm(solicitedOnly bool) error {
+	s.q.Arm(solicitedOnly)
+	return nil
+}
 
 // Attach makes the CQ count qp's completions, and with srq its receives
 // as srq's.
