@@ -70,8 +70,7 @@ type cqRing struct {
 type qpSendRing struct {
 	sq    *rxe.SQ
 	sqMap *sys.Mapping
-	db    *provider.PostSend // in dbMap
-	dbMap *sys.Mapping       // off-heap page holding the doorbell command and its response
+	db    *provider.PostSend // a slot of the Device's doorbells
 }
 
 // qpRecvRing is an rxe QP's receive ring.
@@ -381,7 +380,7 @@ func (qp *QP) pendingNow() (send, recv int) {
 	return send, recv
 }
 
-// unmap releases the rings and the doorbell page (after DESTROY_QP, as
+// unmap releases the rings and the doorbell's slot (after DESTROY_QP, as
 // rdma-core does: the kernel keeps the queue memory until the last mapping
 // goes).
 func (qp *QP) unmap() {
@@ -389,13 +388,16 @@ func (qp *QP) unmap() {
 		qp.providerRelease()
 		qp.drv = nil
 	}
+	if qp.db != nil {
+		qp.ctx.doorbells.Free(qp.db)
+	}
 	qp.sq, qp.rq, qp.db = nil, nil, nil
-	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap, qp.dbMap} {
+	for _, m := range []*sys.Mapping{qp.sqMap, qp.rqMap} {
 		if m != nil {
 			m.Unmap()
 		}
 	}
-	qp.sqMap, qp.rqMap, qp.dbMap = nil, nil, nil
+	qp.sqMap, qp.rqMap = nil, nil
 }
 
 // gone reports whether the SRQ is closed (or lost its ring). The caller
@@ -859,7 +861,7 @@ func (qp *QP) create(op string, req *abi.UverbsCreateQP, init *QPInit) error {
 		return providerError(op, err)
 	}
 	qp.handle, qp.qpn = core.QPHandle, core.QPN
-	qp.sq, qp.sqMap, qp.db, qp.dbMap, qp.rq, qp.rqMap = r.SQ, r.SQMap, r.DB, r.DBMap, r.RQ, r.RQMap
+	qp.sq, qp.sqMap, qp.db, qp.rq, qp.rqMap = r.SQ, r.SQMap, r.DB, r.RQ, r.RQMap
 	qp.lim = r.Lim
 	// The queue sizes come from the rings (their index_mask), since
 	// kernel 6.1 echoes the requested numbers.
@@ -976,6 +978,8 @@ func (d cmdDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping,
 }
 
 func (d cmdDevice) Name() string { return d.c.dev.Name }
+
+func (d cmdDevice) Doorbells() *provider.Doorbells { return &d.c.doorbells }
 
 // Doorbell writes a prebuilt command under the Device's command lock, as
 // ringDoorbell does rxe's; it allocates nothing but an error.

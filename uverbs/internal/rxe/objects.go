@@ -12,7 +12,7 @@ import (
 // The rxe objects as uverbs makes them: the create commands (rxe takes no
 // driver data in and returns mmap information, docs/abi.md §3.2-3.3),
 // mapping the rings the kernel allocated, and the prebuilt POST_SEND
-// doorbell, issued through the provider.Device. What ties them to uverbs'
+// doorbell (a slot of the device's provider.Doorbells), issued through the provider.Device. What ties them to uverbs'
 // objects (their locks, the errors callers see) is in uverbs/provider.go.
 
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
@@ -95,24 +95,24 @@ func ResizeCQ(dev provider.Device, op string, handle uint32, n int) (m *sys.Mapp
 }
 
 // QPRings are an rxe QP's rings, mapped from the kernel's, and its
-// doorbell page.
+// doorbell, a slot of the device's Doorbells.
 type QPRings struct {
 	SQ    *SQ
 	SQMap *sys.Mapping
 	DB    *provider.PostSend
-	DBMap *sys.Mapping // the doorbell's page
-	RQ    *RQ          // nil with an SRQ
+	RQ    *RQ // nil with an SRQ
 	RQMap *sys.Mapping
 	Lim   SendLimits
 }
 
-// Unmap unmaps what r holds.
-func (r *QPRings) Unmap() {
-	for _, m := range []*sys.Mapping{r.SQMap, r.RQMap, r.DBMap} {
+// Release unmaps the rings r holds and frees its doorbell's slot in dbs.
+func (r *QPRings) Release(dbs *provider.Doorbells) {
+	for _, m := range []*sys.Mapping{r.SQMap, r.RQMap} {
 		if m != nil {
 			m.Unmap()
 		}
 	}
+	dbs.Free(r.DB)
 }
 
 // CreateQP issues CREATE_QP (core is the core command; rxe takes no driver
@@ -138,13 +138,13 @@ func CreateQP(dev provider.Device, op string, core abi.UverbsCreateQP, typ QPTyp
 	return r, resp.core, nil
 }
 
-// mapQP maps the send ring, the receive ring (without an SRQ) and the
-// doorbell page, and builds the ring views from their headers.
+// mapQP maps the send ring and the receive ring (without an SRQ), takes a
+// doorbell slot, and builds the ring views from their headers.
 func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) (*QPRings, error) {
 	r := &QPRings{}
 	var err error
 	fail := func(err error) (*QPRings, error) {
-		r.Unmap()
+		r.Release(dev.Doorbells())
 		return nil, err
 	}
 	if !hasSRQ {
@@ -159,7 +159,7 @@ func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.Uv
 	if r.SQ, err = NewSQ(r.SQMap.Bytes(), r.Lim); err != nil {
 		return fail(err)
 	}
-	if r.DBMap, r.DB, err = provider.NewPostSend(core.QPHandle, "doorbell "+dev.Name()); err != nil {
+	if r.DB, err = dev.Doorbells().New(core.QPHandle, "doorbells "+dev.Name()); err != nil {
 		return fail(err)
 	}
 	return r, nil
