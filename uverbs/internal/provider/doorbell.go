@@ -74,8 +74,8 @@ var _ [doorbellSlot - unsafe.Sizeof(PostSend{})]struct{}
 // stack at each doorbell (rdma-core: providers/rxe/rxe.c post_send_db),
 // which Go cannot do without the command's response pointer pointing into
 // a stack that may move. A page is unmapped when its last slot is freed,
-// unless it is the only one left, which is kept for the next QP until
-// Close. The zero value is ready to use; it is safe for concurrent use.
+// so that a device whose QPs are all closed holds no mapping for them.
+// The zero value is ready to use; it is safe for concurrent use.
 type Doorbells struct {
 	mu     sync.Mutex
 	pages  []*doorbellPageState
@@ -139,7 +139,7 @@ func (d *Doorbells) Free(db *PostSend) {
 		i := (a - p.base) / doorbellSlot
 		*db = PostSend{}
 		p.used &^= 1 << i
-		if p.used == 0 && len(d.pages) > 1 {
+		if p.used == 0 {
 			p.m.Unmap()
 			d.pages = append(d.pages[:k], d.pages[k+1:]...)
 		}
@@ -157,8 +157,8 @@ func (d *Doorbells) InUse() (slots, pages int) {
 	return slots, len(d.pages)
 }
 
-// Close unmaps every page, after the device's QPs are destroyed; New
-// fails from then on.
+// Close unmaps the pages left (those of QPs dropped without Close), after
+// the device's QPs are destroyed; New fails from then on.
 func (d *Doorbells) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
