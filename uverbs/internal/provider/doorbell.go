@@ -62,7 +62,8 @@ const (
 	doorbellSlots = doorbellPage / doorbellSlot
 )
 
-// The mask of a page's used slots is one uint64.
+// The mask of a page's used slots is one uint64, and a PostSend fits its
+// slot (both fail to compile otherwise).
 var _ [64 - doorbellSlots]struct{}
 var _ [doorbellSlot - unsafe.Sizeof(PostSend{})]struct{}
 

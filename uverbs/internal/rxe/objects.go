@@ -12,8 +12,9 @@ import (
 // The rxe objects as uverbs makes them: the create commands (rxe takes no
 // driver data in and returns mmap information, docs/abi.md §3.2-3.3),
 // mapping the rings the kernel allocated, and the prebuilt POST_SEND
-// doorbell (a slot of the device's provider.Doorbells), issued through the provider.Device. What ties them to uverbs'
-// objects (their locks, the errors callers see) is in uverbs/provider.go.
+// doorbell (a slot of the device's provider.Doorbells), issued through the
+// provider.Device. What ties them to uverbs' objects (their locks, the
+// errors callers see) is in uverbs/provider.go.
 
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
 
