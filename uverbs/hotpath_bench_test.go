@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -71,6 +72,12 @@ func (fakeDoorbell) Mmap(op string, off int64, n int, what string) (*sys.Mapping
 
 func (fakeDoorbell) Doorbell(string, unsafe.Pointer, uintptr) error { return nil }
 func (fakeDoorbell) Name() string                                   { return "fake" }
+
+// Doorbells is where a fake QP's POST_SEND would be built; the fake rings
+// of these tests are made without one.
+func (fakeDoorbell) Doorbells() *provider.Doorbells { return &fakeDoorbells }
+
+var fakeDoorbells provider.Doorbells
 
 // fakeQP is an RC QP in RTS on a fake send ring of 1024 slots; single
 // elides its locks.

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // Device is an open RDMA device: the uverbs file descriptor with its kernel
@@ -42,6 +43,10 @@ type Device struct {
 	hooks    map[uint64]func()
 	nextHook uint64
 	closing  bool // Close has started: no more hooks
+
+	// doorbells holds the POST_SEND doorbells of the rxe and siw QPs, a
+	// slot each in shared off-heap pages (provider.Doorbells).
+	doorbells provider.Doorbells
 
 	devAttr atomic.Pointer[DeviceAttr] // Query, cached for the size checks (limits.go)
 
@@ -150,6 +155,7 @@ func (c *Device) Close() error {
 		errA := c.async.Close()
 		errF := c.fd.Close()
 		c.closeProvider()
+		c.doorbells.Close()
 		c.closeErr = errors.Join(errA, errF)
 	})
 	return c.closeErr

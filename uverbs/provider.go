@@ -732,6 +732,8 @@ func (d cmdDevice) Mmap(op string, off int64, n int, what string) (*sys.Mapping,
 
 func (d cmdDevice) Name() string { return d.c.dev.Name }
 
+func (d cmdDevice) Doorbells() *provider.Doorbells { return &d.c.doorbells }
+
 // Doorbell writes a prebuilt command under the Device's command lock, as
 // ringDoorbell does rxe's; it allocates nothing but an error.
 func (d cmdDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {

@@ -181,10 +181,13 @@ type SendLimits struct {
 // Doorbell writes n bytes at cmd, a write() command built in full (its
 // header too) in memory that does not move (a mapping of the provider's),
 // to the device's descriptor; it allocates nothing, for a doorbell that is
-// a command (siw's POST_SEND with no work request).
+// a command (siw's POST_SEND with no work request). Doorbells is the
+// device's pool of such commands, one slot per QP (rxe's and siw's
+// POST_SEND).
 type Device interface {
 	Write(op string, cmd uint32, in, out []byte) error
 	Mmap(op string, offset int64, n int, what string) (*sys.Mapping, error)
 	Doorbell(op string, cmd unsafe.Pointer, n uintptr) error
+	Doorbells() *Doorbells
 	Name() string
 }

@@ -14,8 +14,9 @@ import (
 // The rxe objects as uverbs drives them (provider.Context, CQ, QP, SRQ):
 // the create commands (rxe takes no driver data in and returns mmap
 // information, docs/abi.md §3.2-3.3), the rings the kernel allocated,
-// mapped at those offsets, and the prebuilt doorbells (POST_SEND,
-// REQ_NOTIFY_CQ), all through the provider.Device. uverbs/provider.go
+// mapped at those offsets, and the prebuilt doorbells (POST_SEND in a slot
+// of the device's provider.Doorbells, REQ_NOTIFY_CQ), all through the
+// provider.Device. uverbs/provider.go
 // registers Open, and writes rxe's common post and poll out behind a type
 // assertion to CQState, QPState and SRQState, whose rings it reads
 // directly: the soft-RoCE hot path makes no interface call.
@@ -236,12 +237,11 @@ type QPState struct {
 	SQ    SQ
 	RQ    RQ
 	HasRQ bool
-	DB    *provider.PostSend // in dbMap
+	DB    *provider.PostSend // a slot of the device's Doorbells
 	dev   provider.Device
 	caps  provider.QPCaps
 	sqMap *sys.Mapping
 	rqMap *sys.Mapping
-	dbMap *sys.Mapping // off-heap page holding the doorbell command and its response
 }
 
 // NewQPState is the state of a QP over rings set up already, whose
@@ -286,8 +286,8 @@ func (*Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreateQP
 	return s, resp.core.QPHandle, resp.core.QPN, nil
 }
 
-// mapQP maps the send ring, the receive ring (without an SRQ) and the
-// doorbell page, and builds the ring views from their headers. The queue
+// mapQP maps the send ring and the receive ring (without an SRQ), takes a
+// doorbell slot, and builds the ring views from their headers. The queue
 // sizes come from the rings (their index_mask), since kernel 6.1 echoes
 // the requested numbers.
 func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.UverbsCreateQPResp, drv *abi.RxeCreateQPResp) (*QPState, error) {
@@ -313,7 +313,7 @@ func mapQP(dev provider.Device, op string, typ QPType, hasSRQ bool, core *abi.Uv
 		return fail(err)
 	}
 	s.SQ = *sq
-	if s.dbMap, s.DB, err = provider.NewPostSend(core.QPHandle, "doorbell "+dev.Name()); err != nil {
+	if s.DB, err = dev.Doorbells().New(core.QPHandle, "doorbells "+dev.Name()); err != nil {
 		return fail(err)
 	}
 	s.caps = provider.QPCaps{MaxSendWR: sq.Capacity(), MaxSendSGE: lim.MaxSGE, MaxInline: lim.MaxInline}
@@ -435,16 +435,19 @@ func (s *QPState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 // (kernel: sw/rxe/rxe_qp.c rxe_qp_reset).
 func (s *QPState) Reset(sendCQ, recvCQ func(func())) {}
 
-// Release unmaps the rings and the doorbell page, after DESTROY_QP (as
-// rdma-core does: the kernel keeps the queue memory until the last
-// mapping goes).
+// Release unmaps the rings and frees the doorbell's slot, after
+// DESTROY_QP (as rdma-core does: the kernel keeps the queue memory until
+// the last mapping goes).
 func (s *QPState) Release() {
-	for _, m := range []*sys.Mapping{s.sqMap, s.rqMap, s.dbMap} {
+	for _, m := range []*sys.Mapping{s.sqMap, s.rqMap} {
 		if m != nil {
 			m.Unmap()
 		}
 	}
-	s.sqMap, s.rqMap, s.dbMap, s.DB = nil, nil, nil, nil
+	if s.DB != nil {
+		s.dev.Doorbells().Free(s.DB)
+	}
+	s.sqMap, s.rqMap, s.DB = nil, nil, nil
 	s.RQ, s.HasRQ = RQ{}, false
 }
 

@@ -199,8 +199,7 @@ func (s *cqState) Release() { s.m.Unmap() }
 // ring, the doorbell, and the counts of outstanding requests.
 type qpState struct {
 	dev    provider.Device
-	db     *provider.PostSend // in dbMap
-	dbMap  *sys.Mapping       // a page of its own: the command does not move
+	db     *provider.PostSend // a slot of dev.Doorbells(): the command does not move
 	handle uint32
 	qpn    uint32
 	sq     *SQ
@@ -261,7 +260,7 @@ func (c *Context) CreateQP(dev provider.Device, op string, core abi.UverbsCreate
 		return nil, 0, 0, err
 	}
 	var err error
-	if q.dbMap, q.db, err = provider.NewPostSend(q.handle, "siw doorbell "+name); err != nil {
+	if q.db, err = dev.Doorbells().New(q.handle, "siw doorbells "+name); err != nil {
 		return fail(err)
 	}
 	r := resp.drv
@@ -479,14 +478,16 @@ func (q *qpState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 // reset (docs/siw.md §8), and nothing is outstanding.
 func (q *qpState) Reset(sendCQ, recvCQ func(func())) {}
 
-// Release unmaps the rings, after DESTROY_QP and its CQs' Detach.
+// Release unmaps the rings and frees the doorbell's slot, after DESTROY_QP
+// and its CQs' Detach.
 func (q *qpState) Release() {
-	for _, m := range []*sys.Mapping{q.sqMap, q.rqMap, q.dbMap} {
+	for _, m := range []*sys.Mapping{q.sqMap, q.rqMap} {
 		if m != nil {
 			m.Unmap()
 		}
 	}
-	q.sqMap, q.rqMap, q.dbMap, q.sq, q.rq, q.db = nil, nil, nil, nil, nil, nil
+	q.dev.Doorbells().Free(q.db)
+	q.sqMap, q.rqMap, q.sq, q.rq, q.db = nil, nil, nil, nil, nil
 }
 
 // srqState is a siw SRQ: its ring and the count of posted receives.

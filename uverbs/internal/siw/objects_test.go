@@ -18,6 +18,7 @@ type fakeDevice struct {
 	doorbells int
 	dbErr     error
 	modifies  []uint8
+	dbs       provider.Doorbells
 }
 
 func (d *fakeDevice) Write(op string, cmd uint32, in, out []byte) error {
@@ -39,6 +40,8 @@ func (d *fakeDevice) Mmap(op string, off int64, n int, what string) (*sys.Mappin
 
 func (d *fakeDevice) Name() string { return "siw0" }
 
+func (d *fakeDevice) Doorbells() *provider.Doorbells { return &d.dbs }
+
 func (d *fakeDevice) Doorbell(op string, cmd unsafe.Pointer, n uintptr) error {
 	if (*provider.PostSend)(cmd).Command() == abi.IB_USER_VERBS_CMD_POST_SEND && n == provider.PostSendLen {
 		d.doorbells++
@@ -56,11 +59,11 @@ func testQP(t *testing.T, srq *srqState) (*qpState, *cqState, *fakeRing, *fakeRi
 	sq, sr := newSQ(t, 4, rcLimits)
 	rq, rr := newRQ(t, 4, 2)
 	cq, cr := newCQ(t, 16)
-	dbMap, db, err := provider.NewPostSend(1, "siw test doorbell")
+	db, err := dev.Doorbells().New(1, "siw test doorbells")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dbMap.Unmap() })
+	t.Cleanup(dev.dbs.Close)
 	q := &qpState{dev: dev, db: db, qpn: testQPN, sq: sq, rq: rq, sends: make([]sendRecord, 8), sendMask: 7}
 	c := &cqState{q: cq, qps: map[uint32]*qpState{}}
 	c.Attach(q, srq)
