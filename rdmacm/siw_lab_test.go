@@ -1,10 +1,13 @@
 package rdmacm
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/uverbs"
@@ -281,5 +284,70 @@ func TestSiwCloseAfterPeerFlushed(t *testing.T) {
 	want("send", sends, []uint64{5, 6}, []uverbs.WCOpcode{uverbs.WCOpSend, uverbs.WCOpRDMAWrite})
 	if err := cli.mr.Close(); err != nil {
 		t.Errorf("MR.Close after QP.Close: %v", err)
+	}
+}
+
+// On iWARP the private data limit is MPA's, not the IB CM messages': a
+// request, an accept and a reject carry MaxIWARPPrivateData bytes as they
+// were given, and one byte more is refused before anything is sent, with
+// an error that names MPA and the limit.
+func TestSiwPrivateDataLimit(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	pattern := func(seed byte) []byte {
+		b := make([]byte, MaxIWARPPrivateData)
+		for i := range b {
+			b[i] = seed + byte(i)
+		}
+		return b
+	}
+	req, acc := pattern(1), pattern(100)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), &Config{PrivateData: acc}, &Config{PrivateData: req})
+	if got := sc.PeerPrivateData(); !bytes.Equal(got, req) {
+		t.Errorf("the server got %d bytes of request private data %x, want the %d sent", len(got), got, len(req))
+	}
+	if got := c.PeerPrivateData(); !bytes.Equal(got, acc) {
+		t.Errorf("the client got %d bytes of accept private data %x, want the %d sent", len(got), got, len(acc))
+	}
+
+	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	long := make([]byte, MaxIWARPPrivateData+1)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxIWARPPrivateData)) ||
+			!strings.Contains(err.Error(), "MPA") {
+			t.Errorf("%s with %d bytes of private data: %v; want EINVAL naming MPA and the limit %d", what, len(long), err, MaxIWARPPrivateData)
+		}
+	}
+	_, err = Dial(ctx, l.Addr().String(), &Config{PrivateData: long})
+	refused("Dial", err)
+
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := Dial(ctx, l.Addr().String(), &Config{ConnectTimeout: 30 * time.Second})
+		if c != nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	rc, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	refused("Accept", rc.Accept(ctx, long))
+	refused("Reject", rc.Reject(long))
+	rej := pattern(200)
+	if err := rc.Reject(rej); err != nil {
+		t.Fatal(err)
+	}
+	var re *RejectError
+	if err := <-dialed; !errors.As(err, &re) || !bytes.Equal(re.PrivateData, rej) {
+		t.Fatalf("the rejected Dial: %v; want a *RejectError with the %d bytes sent", err, len(rej))
 	}
 }
