@@ -188,6 +188,13 @@ func TestInteropPerftestSiw(t *testing.T) {
 				continue // the sender polls memory: perftest and ours refuse -e
 			}
 			for _, roles := range [][2]string{{"ours", "theirs"}, {"theirs", "ours"}, {"ours", "ours"}} {
+				if tc.test == "send_bw" && events && roles[1] == "theirs" {
+					// perftest's send_bw client with -e on iWARP
+					// can wait for good: see the credits cases
+					// below (here, against perftest's own server,
+					// 2 of 12 runs stopped).
+					continue
+				}
 				args := []string{"-s", strconv.Itoa(tc.size), "-n", "200"}
 				name := fmt.Sprintf("%s_%s-server_%s-client", tc.test, roles[0], roles[1])
 				if events {
@@ -206,9 +213,12 @@ func TestInteropPerftestSiw(t *testing.T) {
 				// event also when only a credit can let it go on
 				// (run_iter_bw: ctx_notify_events whenever sends are
 				// left), and a credit is an RDMA WRITE, which no
-				// completion announces: with -r 30 it stops for good,
-				// against perftest's own server as well (tried: the
-				// server reports 39 of 1000 received).
+				// completion announces: if it runs out of credits
+				// with its sends complete, it stops for good, against
+				// perftest's own server as well (tried: with -r 30
+				// every run, the server reporting 39 of 1000
+				// received; with -n 200, where -r is 200 too, 2 runs
+				// of 12).
 				continue
 			}
 			args := []string{"-s", "64", "-n", "1000", "-r", "30"}
