@@ -295,7 +295,7 @@ func (id *ID) StartAccept(param ConnParam, data []byte) error {
 	if err := id.startable(op); err != nil {
 		return err
 	}
-	if err := checkAcceptData(op, id.ps, data); err != nil {
+	if err := id.checkAcceptData(op, data); err != nil {
 		return err
 	}
 	return id.locked(op, func() error { return id.acceptLocked(op, param, data) })

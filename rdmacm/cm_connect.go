@@ -45,7 +45,7 @@ func DefaultConnParam() ConnParam {
 }
 
 // Private data limits of the IB CM messages once the CM's own header for IP
-// addressing is taken off (docs/abi.md §4.3).
+// addressing is taken off (docs/abi.md §4.3), for IB and RoCE devices.
 const (
 	MaxConnectPrivateData = 56  // REQ
 	MaxAcceptPrivateData  = 196 // REP
@@ -53,6 +53,50 @@ const (
 	MaxUDConnectData      = 180 // SIDR REQ
 	MaxUDAcceptData       = 136 // SIDR REP
 )
+
+// MaxIWARPPrivateData is the private data limit of a connection request,
+// accept or reject on an iWARP device (siw), where MPA carries the data as
+// given, with no CM header (docs/siw.md, the RDMA CM over iWARP). The
+// kernel passes at most RDMA_MAX_PRIVATE_DATA (256) bytes
+// (include/uapi/rdma/rdma_user_cm.h), and MPA version 2, siw's default,
+// counts its 4-byte enhanced connection header (struct mpa_v2_data) in the
+// frame's private data length: siw refuses an accept of more than 252
+// bytes (siw_cm.c siw_accept), and the peer drops a request whose length
+// exceeds 256 (siw_recv_mpa_rr). siw_send_mpareqrep adds the 4 bytes in a
+// u8, so 252 bytes would go out with a length of 0: 251 is the most that
+// arrives.
+const MaxIWARPPrivateData = 251
+
+// privateDataLimit is the most private data the ID's message carries: ib
+// on IB and RoCE, ud on the UDP port space, MaxIWARPPrivateData on an
+// iWARP device.
+func (id *ID) privateDataLimit(ib, ud int) int {
+	switch {
+	case id.ps == PortSpaceUDP:
+		return ud
+	case id.isIWARP():
+		return MaxIWARPPrivateData
+	}
+	return ib
+}
+
+// checkPrivateData refuses data longer than limit for a message of what
+// ("a connection request", "an accept", "a reject").
+func (id *ID) checkPrivateData(op, what string, data []byte, limit int) error {
+	if len(data) <= limit {
+		return nil
+	}
+	via := "the CM carries"
+	if id.isIWARP() {
+		via = fmt.Sprintf("MPA (iWARP, device %s) carries", id.dev.Name)
+	}
+	return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, %s at most %d in %s: send at most %d: %w", len(data), via, limit, what, limit, unix.EINVAL)}
+}
+
+// checkConnectData refuses private data too long for a connection request.
+func (id *ID) checkConnectData(op string, data []byte) error {
+	return id.checkPrivateData(op, "a connection request", data, id.privateDataLimit(MaxConnectPrivateData, MaxUDConnectData))
+}
 
 // CreateQP makes the ID's QP on pd, which must belong to the ID's device,
 // and moves it to INIT with the attributes the CM gives (INIT_QP_ATTR);
@@ -250,9 +294,10 @@ func (id *ID) deviceDepths(p ConnParam) (ConnParam, error) {
 }
 
 // Connect sends a connection request with param and data (at most
-// MaxConnectPrivateData bytes; MaxUDConnectData for UD) and waits until
-// the connection is established. For RC, on the reply it moves the QP to
-// RTR and RTS and sends the final ACCEPT (the RTU), as librdmacm does
+// MaxConnectPrivateData bytes; MaxUDConnectData for UD,
+// MaxIWARPPrivateData on iWARP) and waits until the connection is
+// established. For RC, on the reply it moves the QP to RTR and RTS and
+// sends the final ACCEPT (the RTU), as librdmacm does
 // (docs/abi.md §4.4), and returns the reply's event, whose PrivateData is
 // the peer's. For UD it returns the ESTABLISHED event with the peer's QP
 // number, QKey and address.
@@ -310,12 +355,8 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 
 // startConnect issues CONNECT; the answer is an event.
 func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
-	limit := MaxConnectPrivateData
-	if id.ps == PortSpaceUDP {
-		limit = MaxUDConnectData
-	}
-	if len(data) > limit {
-		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(data), limit, unix.EINVAL)}
+	if err := id.checkConnectData(op, data); err != nil {
+		return err
 	}
 	err := id.locked(op, func() error {
 		if id.ps == PortSpaceTCP && id.qp == nil {
@@ -409,10 +450,11 @@ func (id *ID) setState(s idState) {
 }
 
 // Accept accepts the connection request this ID stands for, with param and
-// data (at most MaxAcceptPrivateData bytes; MaxUDAcceptData for UD). For
-// RC the QP (CreateQP) goes to RTR and RTS first, with READ depths that are
-// the smaller of param's and the request's (255: the request's), and Accept
-// waits until the peer's RTU establishes the connection. A UD accept
+// data (at most MaxAcceptPrivateData bytes; MaxUDAcceptData for UD,
+// MaxIWARPPrivateData on iWARP). For RC the QP (CreateQP) goes to RTR and
+// RTS first, with READ depths that are the smaller of param's and the
+// request's (255: the request's), and Accept waits until the peer's RTU
+// establishes the connection. A UD accept
 // returns at once.
 //
 // rdma-core: rdma_accept.
@@ -421,7 +463,7 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	if err := id.waitable(op); err != nil {
 		return err
 	}
-	if err := checkAcceptData(op, id.ps, data); err != nil {
+	if err := id.checkAcceptData(op, data); err != nil {
 		return err
 	}
 	err := id.locked(op, func() error { return id.acceptLocked(op, param, data) })
@@ -491,15 +533,14 @@ func iwarpForceRTS(s uverbs.QPState) (bool, error) {
 	return false, fmt.Errorf("connection closed before it was established (close the ID and connect again): %w", ErrDisconnected)
 }
 
-func checkAcceptData(op string, ps PortSpace, data []byte) error {
-	limit := MaxAcceptPrivateData
-	if ps == PortSpaceUDP {
-		limit = MaxUDAcceptData
-	}
-	if len(data) > limit {
-		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in an accept: %w", len(data), limit, unix.EINVAL)}
-	}
-	return nil
+// checkRejectData refuses private data too long for a reject.
+func (id *ID) checkRejectData(op string, data []byte) error {
+	return id.checkPrivateData(op, "a reject", data, id.privateDataLimit(MaxRejectPrivateData, MaxRejectPrivateData))
+}
+
+// checkAcceptData refuses private data too long for an accept.
+func (id *ID) checkAcceptData(op string, data []byte) error {
+	return id.checkPrivateData(op, "an accept", data, id.privateDataLimit(MaxAcceptPrivateData, MaxUDAcceptData))
 }
 
 // awaitEstablished waits for the ESTABLISHED event of an accepted request.
@@ -576,14 +617,14 @@ func (id *ID) requestGone(err error) error {
 }
 
 // Reject refuses the connection request this ID stands for, with data (at
-// most MaxRejectPrivateData bytes) for the peer; the peer gets a
-// *RejectError with reason 28 (consumer defined). Close the ID after.
+// most MaxRejectPrivateData bytes, MaxIWARPPrivateData on iWARP) for the
+// peer; the peer gets a *RejectError with reason 28 (consumer defined). Close the ID after.
 //
 // rdma-core: rdma_reject.
 func (id *ID) Reject(data []byte) error {
 	const op = "reject"
-	if len(data) > MaxRejectPrivateData {
-		return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a reject: %w", len(data), MaxRejectPrivateData, unix.EINVAL)}
+	if err := id.checkRejectData(op, data); err != nil {
+		return err
 	}
 	return id.locked(op, func() error { return id.rejectLocked(data) })
 }

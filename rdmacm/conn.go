@@ -97,13 +97,6 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 	if err != nil {
 		return nil, &OpError{Op: "dial", Err: err}
 	}
-	limit := MaxConnectPrivateData
-	if ps == PortSpaceUDP {
-		limit = MaxUDConnectData
-	}
-	if len(d.PrivateData) > limit {
-		return nil, &OpError{Op: "dial", Err: fmt.Errorf("%d bytes of private data, the CM carries at most %d in a connection request: %w", len(d.PrivateData), limit, unix.EINVAL)}
-	}
 	dst, err := ParseAddress(ctx, address)
 	if err != nil {
 		return nil, &OpError{Op: "dial", Err: err}
@@ -133,6 +126,10 @@ func Resolve(ctx context.Context, address string, cfg *Config) (*Conn, error) {
 		return id.resolveAddr(ctx, src, dst, d.ResolveTimeout)
 	})
 	if err != nil {
+		return fail(err)
+	}
+	// The private data's limit is the device's (IB CM or MPA).
+	if err := id.checkConnectData("dial", d.PrivateData); err != nil {
 		return fail(err)
 	}
 	err = limited(ctx, "resolve_route", d.ResolveTimeout, time.Second, func(ctx context.Context) error {
@@ -265,7 +262,8 @@ func (c *Conn) setUDPeer(e Event) error {
 
 // Accept accepts the connection request of a Conn from
 // Listener.GetRequest, with privateData (at most MaxAcceptPrivateData
-// bytes), and returns once it is established.
+// bytes, MaxIWARPPrivateData on iWARP), and returns once it is
+// established.
 //
 // rdma-core: rdma_accept.
 func (c *Conn) Accept(ctx context.Context, privateData []byte) error {
@@ -275,11 +273,15 @@ func (c *Conn) Accept(ctx context.Context, privateData []byte) error {
 }
 
 // Reject refuses the connection request of a Conn from Listener.GetRequest,
-// with privateData for the peer (at most MaxRejectPrivateData bytes), and
-// closes the Conn.
+// with privateData for the peer (at most MaxRejectPrivateData bytes,
+// MaxIWARPPrivateData on iWARP), and closes the Conn. Too much private
+// data is refused before anything is sent, and the Conn stays open.
 //
 // rdma-core: rdma_reject.
 func (c *Conn) Reject(privateData []byte) error {
+	if err := c.id.checkRejectData("reject", privateData); err != nil {
+		return err
+	}
 	err := c.id.Reject(privateData)
 	if cerr := c.Close(); err == nil {
 		err = cerr

@@ -38,7 +38,9 @@ type Config struct {
 
 	// PrivateData is sent with the connection request by Dial (at most
 	// MaxConnectPrivateData bytes) and with the accept by Listener.Accept
-	// (at most MaxAcceptPrivateData).
+	// (at most MaxAcceptPrivateData); on an iWARP device at most
+	// MaxIWARPPrivateData each (a Listener needs an address of that
+	// device: on a wildcard address it is held to the IB limits).
 	PrivateData []byte
 	// ConnParam is sent with the request or the accept; nil means
 	// DefaultConnParam().

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -149,6 +150,11 @@ func TestBadInput(t *testing.T) { eachLabPair(t, testBadInput) }
 func testBadInput(t *testing.T) {
 	srv, _ := labAddrs(t)
 	ctx := testCtx(t)
+	// The private data limits are the IB CM's, or MPA's on iWARP.
+	maxReq, maxAcc, maxRej := MaxConnectPrivateData, MaxAcceptPrivateData, MaxRejectPrivateData
+	if labIWARP(t) {
+		maxReq, maxAcc, maxRej = MaxIWARPPrivateData, MaxIWARPPrivateData, MaxIWARPPrivateData
+	}
 	for _, tc := range []struct {
 		name, addr string
 		cfg        *Config
@@ -157,7 +163,7 @@ func testBadInput(t *testing.T) {
 		{"no port", srv.String(), nil, "want host:port"},
 		{"bad port", srv.String() + ":http2x", nil, "not a number"},
 		{"wildcard", "0.0.0.0:7471", nil, "give the server's address"},
-		{"long private data", netip.AddrPortFrom(srv, 7471).String(), &Config{PrivateData: make([]byte, 57)}, "at most 56"},
+		{"long private data", netip.AddrPortFrom(srv, 7471).String(), &Config{PrivateData: make([]byte, maxReq+1)}, fmt.Sprintf("at most %d", maxReq)},
 		{"qp type", netip.AddrPortFrom(srv, 7471).String(), &Config{QPType: 3}, "RC and UD"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,11 +192,11 @@ func testBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.Accept(ctx, make([]byte, MaxAcceptPrivateData+1)); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "at most 196") {
-		t.Fatalf("accept with 197 bytes of private data: %v", err)
+	if err := c.Accept(ctx, make([]byte, maxAcc+1)); !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", maxAcc)) {
+		t.Fatalf("accept with %d bytes of private data: %v", maxAcc+1, err)
 	}
-	if err := c.Reject(make([]byte, MaxRejectPrivateData+1)); !errors.Is(err, unix.EINVAL) {
-		t.Fatalf("reject with 149 bytes of private data: %v", err)
+	if err := c.Reject(make([]byte, maxRej+1)); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("reject with %d bytes of private data: %v", maxRej+1, err)
 	}
 }
 

@@ -97,7 +97,9 @@ func (l *Listener) ID() *ID { return l.id }
 //
 // rdma-core: rdma_get_request, then rdma_accept.
 func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
-	if err := checkAcceptData("accept", l.id.ps, l.cfg.PrivateData); err != nil {
+	// A listener on a wildcard address has no device, and is held to the
+	// IB CM's limit, the smaller.
+	if err := l.id.checkAcceptData("accept", l.cfg.PrivateData); err != nil {
 		return nil, err
 	}
 	for {

@@ -1,10 +1,13 @@
 package rdmacm
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/uverbs"
@@ -195,5 +198,156 @@ func TestSiwReadOutlivesLaterSend(t *testing.T) {
 	}
 	if wc, err := waitWC(ctx, sc); err != nil || wc.ID != 9 || wc.Status != uverbs.WCSuccess {
 		t.Fatalf("receive: %+v, %v", wc, err)
+	}
+}
+
+// When the peer closes, siw moves our QP to ERROR and flushes its rings
+// itself (siw_cm.c siw_cm_work_handler calls siw_qp_llp_close); what is
+// posted after that stays in the rings and the kernel never reads it.
+// QP.Close completes it with flush errors, with the IDs and opcodes, in
+// ring order, instead of waiting for the kernel, and the MR the requests
+// named is free after.
+func TestSiwCloseAfterPeerFlushed(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), nil, nil)
+	cli := newEndpoint(t, c, 4096)
+	defer cli.close()
+	sge := func(i int) []uverbs.SGE { return []uverbs.SGE{cli.mr.SGE(i*64, 64)} }
+	if err := c.QP().PostRecv([]uverbs.RecvWR{{ID: 1, SGEs: sge(0)}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The ID answers the peer's disconnect by moving our QP to ERR, after
+	// which posting is refused; its lock holds that back until the posts
+	// below are done, as a slower application would.
+	c.id.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			c.id.mu.Unlock()
+		}
+	}()
+	if err := sc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The kernel's flush of receive 1 says our QP is in ERROR.
+	if wc, err := waitWC(ctx, c); err != nil || wc.ID != 1 || wc.Status != uverbs.WCFlushError {
+		t.Fatalf("receive 1 after the peer closed: %+v, %v; want a flush error", wc, err)
+	}
+	if err := c.QP().PostRecv([]uverbs.RecvWR{{ID: 2, SGEs: sge(1)}, {ID: 3, SGEs: sge(2)}, {ID: 4, SGEs: sge(3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QP().PostSend([]uverbs.SendWR{
+		{ID: 5, Op: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: sge(4)},
+		{ID: 6, Op: uverbs.OpWrite, SGEs: sge(5), RemoteAddr: cli.mr.Addr(), RKey: cli.mr.RKey()},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.id.mu.Unlock()
+	locked = false
+
+	if err := c.QP().Close(); err != nil {
+		t.Fatalf("QP.Close with work the kernel left in the rings: %v", err)
+	}
+	var recvs, sends []uverbs.WC
+	for {
+		var wcs [8]uverbs.WC
+		n, err := c.CQ().Poll(wcs[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		for _, wc := range wcs[:n] {
+			if wc.Opcode == uverbs.WCOpRecv {
+				recvs = append(recvs, wc)
+			} else {
+				sends = append(sends, wc)
+			}
+		}
+	}
+	want := func(what string, got []uverbs.WC, ids []uint64, ops []uverbs.WCOpcode) {
+		t.Helper()
+		if len(got) != len(ids) {
+			t.Fatalf("%s: %d completions %+v, want IDs %v", what, len(got), got, ids)
+		}
+		for i, wc := range got {
+			if wc.ID != ids[i] || wc.Opcode != ops[i] || wc.Status != uverbs.WCFlushError {
+				t.Errorf("%s completion %d: %+v; want ID %d, opcode %v, a flush error", what, i, wc, ids[i], ops[i])
+			}
+		}
+	}
+	want("receive", recvs, []uint64{2, 3, 4}, []uverbs.WCOpcode{uverbs.WCOpRecv, uverbs.WCOpRecv, uverbs.WCOpRecv})
+	want("send", sends, []uint64{5, 6}, []uverbs.WCOpcode{uverbs.WCOpSend, uverbs.WCOpRDMAWrite})
+	if err := cli.mr.Close(); err != nil {
+		t.Errorf("MR.Close after QP.Close: %v", err)
+	}
+}
+
+// On iWARP the private data limit is MPA's, not the IB CM messages': a
+// request, an accept and a reject carry MaxIWARPPrivateData bytes as they
+// were given, and one byte more is refused before anything is sent, with
+// an error that names MPA and the limit.
+func TestSiwPrivateDataLimit(t *testing.T) {
+	ends := testutil.SiwPair(t)
+	ctx := testCtx(t)
+	srv := netip.MustParseAddr(ends[0].Addr)
+	pattern := func(seed byte) []byte {
+		b := make([]byte, MaxIWARPPrivateData)
+		for i := range b {
+			b[i] = seed + byte(i)
+		}
+		return b
+	}
+	req, acc := pattern(1), pattern(100)
+	sc, c := connectPair(t, ctx, netip.AddrPortFrom(srv, 0).String(), &Config{PrivateData: acc}, &Config{PrivateData: req})
+	if got := sc.PeerPrivateData(); !bytes.Equal(got, req) {
+		t.Errorf("the server got %d bytes of request private data %x, want the %d sent", len(got), got, len(req))
+	}
+	if got := c.PeerPrivateData(); !bytes.Equal(got, acc) {
+		t.Errorf("the client got %d bytes of accept private data %x, want the %d sent", len(got), got, len(acc))
+	}
+
+	l, err := Listen(ctx, netip.AddrPortFrom(srv, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	long := make([]byte, MaxIWARPPrivateData+1)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", MaxIWARPPrivateData)) ||
+			!strings.Contains(err.Error(), "MPA") {
+			t.Errorf("%s with %d bytes of private data: %v; want EINVAL naming MPA and the limit %d", what, len(long), err, MaxIWARPPrivateData)
+		}
+	}
+	_, err = Dial(ctx, l.Addr().String(), &Config{PrivateData: long})
+	refused("Dial", err)
+
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := Dial(ctx, l.Addr().String(), &Config{ConnectTimeout: 30 * time.Second})
+		if c != nil {
+			c.Close()
+		}
+		dialed <- err
+	}()
+	rc, err := l.GetRequest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	refused("Accept", rc.Accept(ctx, long))
+	refused("Reject", rc.Reject(long))
+	rej := pattern(200)
+	if err := rc.Reject(rej); err != nil {
+		t.Fatal(err)
+	}
+	var re *RejectError
+	if err := <-dialed; !errors.As(err, &re) || !bytes.Equal(re.PrivateData, rej) {
+		t.Fatalf("the rejected Dial: %v; want a *RejectError with the %d bytes sent", err, len(rej))
 	}
 }

@@ -899,6 +899,43 @@ func (qp *QP) providerPostRecv(op string, wrs []RecvWR) error {
 	return nil
 }
 
+// flushesOnDestroy reports whether the QP's provider completes what is
+// left in its rings after DESTROY_QP (provider.FlushOnDestroy: siw), so
+// that Close does not wait for the kernel.
+func (qp *QP) flushesOnDestroy() bool {
+	_, ok := qp.drv.(provider.FlushOnDestroy)
+	return ok
+}
+
+// flushRings, after DESTROY_QP and the CQs' pull, has such a provider
+// complete what is left in the rings with WCFlushError and puts the
+// completions on the CQs' pending lists; it says so if requests still
+// remain outstanding (their completions were lost: the CQ was full).
+func (qp *QP) flushRings() error {
+	f, ok := qp.drv.(provider.FlushOnDestroy)
+	if !ok {
+		return nil
+	}
+	var send, recv []WC
+	f.FlushRings(&send, &recv)
+	qp.sendCQ.addPending(send)
+	qp.recvCQ.addPending(recv)
+	if s, r := qp.pendingNow(); s+r > 0 {
+		return &OpError{Op: "destroy_qp", Err: fmt.Errorf("%d send and %d receive work requests were taken by the kernel and their completions lost (a full CQ drops them: make the CQ as deep as the work that can be outstanding)", s, r)}
+	}
+	return nil
+}
+
+// addPending appends wcs to the completions Poll returns first.
+func (cq *CQ) addPending(wcs []WC) {
+	if len(wcs) == 0 {
+		return
+	}
+	cq.mu.Lock()
+	cq.pending = append(cq.pending, wcs...)
+	cq.mu.Unlock()
+}
+
 // providerRelease detaches a provider QP from its CQs and frees it; after
 // DESTROY_QP.
 func (qp *QP) providerRelease() {

@@ -350,6 +350,13 @@ var drainTimeout = 10 * time.Second
 //     pulls the completions they posted last;
 //  5. it unmaps the rings.
 //
+// On siw, whose kernel flushes the rings only in some state changes and
+// never what was posted after its own move to ERROR (when the peer closed,
+// say), steps 2 and 3 are left to DESTROY_QP, which flushes what the
+// kernel flushes at all before it returns; then every request still in
+// the rings is completed with WCFlushError, its ID and opcode, in ring
+// order, on the same pending lists (docs/siw.md §8, §9).
+//
 // Receives posted to an SRQ belong to the SRQ and stay there. The error
 // says so if the kernel did not retire everything within the drain timeout
 // (10 s; docs/kernel-behaviour.md §3); the QP is destroyed anyway.
@@ -389,6 +396,9 @@ func (qp *QP) close(bool) error {
 	if qp.recvCQ != qp.sendCQ {
 		qp.recvCQ.pull()
 	}
+	if errDestroy == nil {
+		errDrain = errors.Join(errDrain, qp.flushRings())
+	}
 	qp.unmap()
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
@@ -412,6 +422,9 @@ func (qp *QP) close(bool) error {
 // IB_WC_WR_FLUSH_ERR). The QP is marked closed, so nothing posts meanwhile
 // and the rings stay mapped until Close takes the locks again.
 func (qp *QP) drain() error {
+	if qp.flushesOnDestroy() {
+		return nil // DESTROY_QP flushes, then flushRings (see close)
+	}
 	s, r := qp.pendingNow()
 	if s+r == 0 {
 		return nil

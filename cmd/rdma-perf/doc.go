@@ -70,4 +70,15 @@
 // so -I defaults to 0 here too. Without -R give the GID index of the
 // address the peers talk over (-x 1 is ::ffff:127.0.0.1 on rxe over lo);
 // without -x this side picks the GID of the TCP connection's local address.
+//
+// # iWARP
+//
+// An iWARP QP (siw) connects through the RDMA CM only, so give -R. iWARP
+// has no receiver-not-ready retries: a SEND that finds no receive posted
+// ends the connection. So send_bw paces the sender by credits, as perftest
+// does on iWARP: each side's address in the key exchange is a credit word,
+// into which the receiver RDMA WRITEs its count of completed receives after
+// every -r/3 of them, and the sender keeps fewer than -r messages beyond
+// the count it last read. A sender waiting for a credit polls, also with
+// -e: no completion announces the WRITE.
 package main

@@ -60,7 +60,7 @@ func (s *session) postRecvs(size, n int) error {
 	for i, st := range s.qps {
 		st.rsge[0] = uverbs.SGE{Addr: st.recvBuf, Length: uint32(size), LKey: s.mr.LKey()}
 		st.rwr[0] = uverbs.RecvWR{ID: uint64(i), SGEs: st.rsge[:]}
-		st.rposted = 0
+		st.rposted, st.rcnt = 0, 0
 		for j := 0; j < min(n, s.qpIters(i)); j++ {
 			if err := st.qp.PostRecv(st.rwr[:]); err != nil {
 				return fmt.Errorf("couldn't post receive %d of %d on QP %d: %w", j+1, n, i, err)
@@ -89,12 +89,23 @@ func (s *session) reap() (int, error) {
 		}
 		if wc.Opcode.IsRecv() {
 			s.rcnt++
-			if st := s.qps[wc.ID]; st.rposted < s.qpIters(int(wc.ID)) {
+			st := s.qps[wc.ID]
+			st.rcnt++
+			if st.rposted < s.qpIters(int(wc.ID)) {
 				if err := st.qp.PostRecv(st.rwr[:]); err != nil {
 					return n, fmt.Errorf("couldn't post a receive after %d: %w", s.rcnt, err)
 				}
 				st.rposted++
 			}
+			// run_iter_bw_server: a credit after every rx_depth/3 receives
+			// (counted from each multiple of rx_depth).
+			if s.credits && st.rcnt%s.o.rxDepth%s.creditEvery == 0 {
+				st.creditDue = true
+			}
+			continue
+		}
+		if wc.ID&creditID != 0 {
+			s.qps[wc.ID&^creditID].scredit--
 			continue
 		}
 		st := s.qps[wc.ID>>32]
@@ -106,7 +117,66 @@ func (s *session) reap() (int, error) {
 			s.comps[i] = cycles()
 		}
 	}
+	if s.credits {
+		return n, s.postCredits()
+	}
 	return n, nil
+}
+
+// creditID marks the ID of a credit WRITE; the rest is its QP's index.
+const creditID = 1 << 63
+
+// postCredits sends each QP's due credit, its count of completed receives,
+// as a signaled RDMA WRITE into the peer's credit word (perftest's
+// ctrl_wr), if its send queue has room; else it stays due, and a later
+// call sends the count of then. perftest waits for the room instead.
+func (s *session) postCredits() error {
+	for i, st := range s.qps {
+		if !st.creditDue || st.scnt-st.ccnt+st.scredit >= s.o.txDepth {
+			continue
+		}
+		atomic.StoreUint32(st.credOut, uint32(st.rcnt))
+		st.csge[0] = uverbs.SGE{Addr: st.credInAddr + 4, Length: 4, LKey: s.mr.LKey()}
+		st.cwr[0] = uverbs.SendWR{ID: creditID | uint64(i), Op: uverbs.OpWrite, Flags: uverbs.SendSignaled, SGEs: st.csge[:],
+			RemoteAddr: st.peer.VAddr, RKey: st.peer.RKey}
+		if err := st.qp.PostSend(st.cwr[:]); err != nil {
+			return fmt.Errorf("couldn't post the credit of %d receives on QP %d: %w", st.rcnt, i, err)
+		}
+		st.scredit++
+		st.creditDue = false
+	}
+	return nil
+}
+
+// finishCredits sends the credits still due and waits for every credit
+// WRITE to complete (perftest: clean_scq_credit), by polling: no message of
+// the peer's is coming.
+func (s *session) finishCredits() error {
+	for {
+		left := false
+		for _, st := range s.qps {
+			left = left || st.creditDue || st.scredit > 0
+		}
+		if !left {
+			return nil
+		}
+		n, err := s.reap()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := s.idlePoll(); err != nil && !errors.Is(err, errTimeUp) {
+				return err
+			}
+		}
+	}
+}
+
+// creditShut reports whether the peer's credits keep st from sending more:
+// perftest's sender keeps fewer than rx_depth messages beyond the count the
+// receiver last wrote (run_iter_bw: swindow).
+func (s *session) creditShut(st *qpState) bool {
+	return s.credits && st.scnt+1-int(atomic.LoadUint32(st.credIn)) >= s.o.rxDepth
 }
 
 func (s *session) wcError(wc *uverbs.WC) error {
@@ -133,6 +203,12 @@ func (s *session) idle() error {
 		}
 		return cq.ReqNotify(false)
 	}
+	return s.idlePoll()
+}
+
+// idlePoll is idle when polling, also with -e: for what no completion
+// announces (the peer's credit).
+func (s *session) idlePoll() error {
 	if s.spin++; s.spin&1023 == 0 {
 		if now := cycles(); now >= s.yieldAt {
 			runtime.Gosched()
@@ -180,6 +256,12 @@ func (s *session) beginRun() {
 	s.ccnt, s.spin, s.count = 0, 0, 0
 	for _, st := range s.qps {
 		st.scnt, st.ccnt, st.off = 0, 0, 0
+		if s.credits {
+			// The peer's credits of the last size are in (it waited for
+			// their completions before the exchange since); as perftest
+			// zeroes credit_buf after that exchange.
+			atomic.StoreUint32(st.credIn, 0)
+		}
 	}
 	clear(s.comps)
 	s.started = time.Now()
@@ -288,12 +370,17 @@ func (s *session) runBW(size int) (bwResult, error) {
 		if waitFirst && s.rcnt > 0 {
 			waitFirst = false
 		}
+		shut := false
 		for i, st := range s.qps {
 			if waitFirst {
 				break
 			}
 			wr := &st.swr[0]
-			for st.scnt < iters && st.scnt-st.ccnt < o.txDepth {
+			for st.scnt < iters && st.scnt-st.ccnt+st.scredit < o.txDepth {
+				if s.creditShut(st) {
+					shut = true
+					break
+				}
 				now := cycles()
 				if s.posts != nil {
 					s.posts[totscnt] = now
@@ -326,6 +413,21 @@ func (s *session) runBW(size int) (bwResult, error) {
 		if o.duration > 0 && s.durationOver() {
 			break
 		}
+		if shut {
+			// The peer's credit comes as an RDMA WRITE, which no
+			// completion announces: poll, also with -e.
+			n, err := s.reap()
+			if err == nil && n == 0 {
+				err = s.idlePoll()
+			}
+			if errors.Is(err, errTimeUp) {
+				break
+			}
+			if err != nil {
+				return bwResult{}, err
+			}
+			continue
+		}
 		if s.ccnt >= totscnt && !(recvs && s.rcnt < total) {
 			continue
 		}
@@ -334,6 +436,11 @@ func (s *session) runBW(size int) (bwResult, error) {
 				return bwResult{}, err
 			}
 			break
+		}
+	}
+	if s.credits && recvs {
+		if err := s.finishCredits(); err != nil {
+			return bwResult{}, err
 		}
 	}
 	if o.duration > 0 {
@@ -443,6 +550,11 @@ func (s *session) runBWServer(size int) (bwResult, error) {
 		}
 	}
 	last = cycles()
+	if s.credits {
+		if err := s.finishCredits(); err != nil {
+			return bwResult{}, err
+		}
+	}
 	if o.duration > 0 {
 		return s.durationBW(size), nil
 	}

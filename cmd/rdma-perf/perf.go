@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/goverbs/rdma/cmd/internal/device"
 	"github.com/goverbs/rdma/rdmacm"
@@ -72,6 +73,17 @@ type session struct {
 	started                time.Time
 	count                  int // iterations done, for the progress line
 	printed                bool
+	// credits: send_bw over iWARP, where a SEND that finds no receive
+	// posted ends the connection (there are no RNR retries), paces the
+	// sender by the receiver's credits as perftest does (send_bw.c sets
+	// send_rcredit for IBV_TRANSPORT_IWARP; perftest_resources.c
+	// ctx_alloc_credit, run_iter_bw, run_iter_bw_server, run_iter_bi):
+	// each side's address in the exchange is its credit word; the receiver
+	// RDMA WRITEs its count of completed receives there every creditEvery
+	// receives (rx_depth/3), and the sender keeps fewer than rx_depth
+	// messages beyond that count.
+	credits     bool
+	creditEvery int
 	// noProgress leaves the progress line out: TestHotPathAllocs counts
 	// the allocations of the measured loops, and a slow run (over 2 s, as
 	// under the arm64 lab's TCG) would count the line's formatting too.
@@ -94,6 +106,18 @@ type qpState struct {
 	ccnt     int    // sends known complete
 	rposted  int    // receives posted in this run
 	off      uint64 // where the addresses are in their page (runBW)
+
+	// Receive credits (session.credits): the peer writes into credIn how
+	// many of its receives it took; this side writes its own count from
+	// credOut into the peer's word with cwr.
+	rcnt       int     // receives completed in this run
+	credIn     *uint32 // in the buffer, at credInAddr
+	credOut    *uint32
+	credInAddr uint64
+	cwr        [1]uverbs.SendWR
+	csge       [1]uverbs.SGE
+	scredit    int  // credit WRITEs not completed yet
+	creditDue  bool // a credit is to be sent when the send queue has room
 }
 
 // perf runs one side of the test described by o.
@@ -261,9 +285,16 @@ func (s *session) allocMemory() (err error) {
 	if err != nil {
 		return err
 	}
+	mem := s.buf.Bytes()
 	for i, st := range s.qps {
 		st.local = s.buf.Addr() + uint64(2*s.half*i)
 		st.recvBuf = st.local + uint64(s.half)
+		// The credit words are the last 8 bytes of the receive half, which
+		// a message (at most -s bytes, at its start) never reaches.
+		in := 2*s.half*(i+1) - 8
+		st.credIn = (*uint32)(unsafe.Pointer(&mem[in]))
+		st.credOut = (*uint32)(unsafe.Pointer(&mem[in+4]))
+		st.credInAddr = s.buf.Addr() + uint64(in)
 	}
 	s.local, s.recvBuf = s.qps[0].local, s.qps[0].recvBuf
 	return nil
@@ -395,10 +426,17 @@ func (s *session) fillDest() error {
 			return fmt.Errorf("GID index %d: %w", s.gidIdx, err)
 		}
 	}
-	// Per QP its number, a PSN and its receive half (set_up_connection).
+	// Per QP its number, a PSN and its receive half (set_up_connection),
+	// or with credits its credit word (ctx_alloc_credit).
+	info := vdev.Info()
+	s.credits = s.o.verb == send && !s.o.lat && info.Transport() == uverbs.TransportIWARP
+	s.creditEvery = max(s.o.rxDepth/3, 1) // perftest divides by rx_depth/3, so needs -r 3 or more
 	for _, st := range s.qps {
 		st.me = s.me
 		st.me.QPN, st.me.PSN, st.me.VAddr = st.qp.QPN(), rand.Uint32()&0xffffff, st.recvBuf
+		if s.credits {
+			st.me.VAddr = st.credInAddr
+		}
 	}
 	s.me = s.qps[0].me
 	return nil

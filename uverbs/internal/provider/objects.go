@@ -166,6 +166,25 @@ type QP interface {
 	Release()
 }
 
+// FlushOnDestroy is implemented by a QP whose kernel flushes its rings
+// only in some state changes, so that work can stay in them that the
+// kernel never completes (siw: work posted after the kernel's own move to
+// ERROR, e.g. when the peer closed, or left by a change that skips the
+// send ring; docs/siw.md §8). The kernel flushes what it flushes at all
+// inside DESTROY_QP, and reads the rings no more once the command returns.
+// So QP.Close does not wait for such a QP: it destroys it, pulls the CQs,
+// and then calls FlushRings.
+type FlushOnDestroy interface {
+	// FlushRings runs after DESTROY_QP and the CQs' pull, under the QP's
+	// locks; no completion of the QP is left in the CQs or can come. It
+	// appends a WCFlushError completion, with the request's ID and
+	// opcode, for every request still in the send ring to send and in the
+	// receive ring to recv, in ring order, and counts them completed. It
+	// also stops counting the sends the kernel took and completed without
+	// a completion (unsignaled successes).
+	FlushRings(send, recv *[]WC)
+}
+
 // SRQ is a provider's shared receive queue. Every method but Release runs
 // under the SRQ's lock.
 type SRQ interface {

@@ -43,8 +43,9 @@ func pageRound(n int) int {
 type Context struct{ name string }
 
 var (
-	_ provider.Context   = (*Context)(nil)
-	_ provider.RegMRData = (*Context)(nil)
+	_ provider.Context        = (*Context)(nil)
+	_ provider.RegMRData      = (*Context)(nil)
+	_ provider.FlushOnDestroy = (*qpState)(nil)
 )
 
 // Open issues GET_CONTEXT with room for struct siw_uresp_alloc_ctx, without
@@ -472,6 +473,47 @@ func (q *qpState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 		used = used || recv > q.rq.Pending() || q.rq.PendingUsesLKey(lkey)
 	}
 	return used, send, recv
+}
+
+// FlushRings completes with WCFlushError what the kernel left in the rings
+// (provider.FlushOnDestroy), after DESTROY_QP. The kernel flushes a ring
+// only in some state changes (siw_qp.c siw_qp_modify, siw_qp_llp_close;
+// docs/siw.md §8): what was posted after its own move to ERROR, and the
+// send ring left by a move from CLOSING, keep VALID. siw_destroy_qp
+// (siw_verbs.c) moves the QP to ERROR, which flushes what a move from the
+// QP's state flushes, and frees the QP before it returns (siw_qp_put, then
+// wait_for_completion of qp_free), so nothing reads the rings any more and
+// no completion of the QP comes later. Each element still VALID becomes
+// the completion the kernel's flush would have written: its ID and opcode,
+// status WR_FLUSH_ERR, no bytes (siw_qp.c siw_sq_flush, siw_rq_flush).
+// The sends the kernel took are complete by then (the flush completes the
+// one in progress and the READs awaiting their response: siw_sq_flush),
+// and those still counted had no completion of their own (unsignaled
+// successes): they are forgotten.
+func (q *qpState) FlushRings(send, recv *[]provider.WC) {
+	sq := q.sq
+	for i := sq.oldestPending(); i != sq.next; i++ {
+		e := sq.elem(i)
+		wc := flushedWC(get64(e, sqeID), wcOpcode[*(*uint8)(unsafe.Add(e, sqeOpcode))], q.qpn)
+		sq.flagWord(i).Store(0)
+		q.retireSend(&wc)
+		*send = append(*send, wc)
+	}
+	q.retired.Store(q.sent.Load())
+	if rq := q.rq; rq != nil {
+		for i := rq.oldestPending(); i != rq.next; i++ {
+			*recv = append(*recv, flushedWC(get64(rq.elem(i), rqeID), WCOpRecv, q.qpn))
+			rq.flagWord(i).Store(0)
+			q.recvDone.Add(1)
+		}
+	}
+}
+
+// flushedWC is the completion siw writes for a flushed request (siw_qp.c
+// siw_sqe_complete, siw_rqe_complete with SIW_WC_WR_FLUSH_ERR), decoded as
+// decodeCQE does.
+func flushedWC(id uint64, op WCOpcode, qpn uint32) provider.WC {
+	return provider.WC{ID: id, Status: WCFlushError, Opcode: op, VendorErr: abi.SIW_WC_WR_FLUSH_ERR, QPN: qpn}
 }
 
 // Reset keeps the rings' counters: the kernel keeps its own across a

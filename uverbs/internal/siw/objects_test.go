@@ -130,6 +130,57 @@ func TestOutstandingSends(t *testing.T) {
 	poll(t, c, 1)
 }
 
+// After DESTROY_QP, FlushRings completes every element the kernel left
+// VALID, oldest first, with its ID and opcode and a flush status; the
+// sends the kernel took without a completion (an unsignaled success) are
+// no longer counted, and nothing is outstanding after.
+func TestFlushRings(t *testing.T) {
+	q, c, sr, rr, cr, _ := testQP(t, nil)
+	buf := make([]byte, 64)
+	sge := []SGE{{Addr: addrOf(buf), Length: 8, LKey: 0x55}}
+	if _, err := q.PostSend([]SendWR{
+		{ID: 1, Op: OpSend, SGEs: sge},
+		{ID: 2, Op: OpWrite, Flags: SendSignaled, SGEs: sge, RemoteAddr: 0x1000, RKey: 3},
+		{ID: 3, Op: OpRead, Flags: SendSignaled, SGEs: sge, RemoteAddr: 0x1000, RKey: 3},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.PostRecv([]RecvWR{{ID: 10}, {ID: 11}, {ID: 12}}); err != nil {
+		t.Fatal(err)
+	}
+	sr.take() // send 1 succeeded unsignaled: no completion
+	rr.take() // receive 10 completed
+	cr.produce(cqe{id: 10, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_RECEIVE, qpID: testQPN})
+	poll(t, c, 1)
+
+	var send, recv []provider.WC
+	q.FlushRings(&send, &recv)
+	want := []struct {
+		id uint64
+		op WCOpcode
+	}{{2, WCOpRDMAWrite}, {3, WCOpRDMARead}}
+	if len(send) != len(want) {
+		t.Fatalf("%d send completions, want %d: %+v", len(send), len(want), send)
+	}
+	for i, w := range want {
+		if g := send[i]; g.ID != w.id || g.Opcode != w.op || g.Status != WCFlushError || g.QPN != testQPN || g.VendorErr != abi.SIW_WC_WR_FLUSH_ERR {
+			t.Errorf("send completion %d: %+v, want ID %d opcode %v flushed", i, g, w.id, w.op)
+		}
+	}
+	if len(recv) != 2 || recv[0].ID != 11 || recv[1].ID != 12 || recv[0].Opcode != WCOpRecv || recv[1].Status != WCFlushError {
+		t.Errorf("receive completions %+v, want 11 and 12 flushed", recv)
+	}
+	if s, r := q.Outstanding(); s != 0 || r != 0 {
+		t.Errorf("after FlushRings %d sends and %d receives outstanding, want none", s, r)
+	}
+	if used, _, _ := q.UsesLKey(0x55); used {
+		t.Error("after FlushRings UsesLKey says lkey 0x55 is in use")
+	}
+	if sr.take() != nil || rr.take() != nil {
+		t.Error("FlushRings left an element VALID")
+	}
+}
+
 // The ring's room and the record of sends both bound a post; a refused
 // request leaves nothing posted.
 func TestPostSendRefusals(t *testing.T) {

@@ -146,6 +146,11 @@ func (r *ring) Pending() int {
 	return n
 }
 
+// oldestPending is the counter of the oldest element the kernel has not
+// taken (the producer's counter if there is none): the pending elements
+// are the run from it to the producer's counter.
+func (r *ring) oldestPending() uint32 { return r.next - uint32(r.Pending()) }
+
 // forPending calls f on each element the kernel has not taken, newest
 // first, until f returns true; it reports whether f did.
 func (r *ring) forPending(f func(e unsafe.Pointer) bool) bool {
