@@ -73,6 +73,7 @@ type geekRDMA struct {
 
 	mrSent, peerMR, rdmaDone, doneSent, doneRecv bool
 	rdmaPosted                                   bool
+	mrAgain                                      bool // the peer sent its MSG_MR twice
 	peer                                         geekMR
 }
 
@@ -186,6 +187,17 @@ func (s *geekRDMA) completed(ep Endpoint, wc uverbs.WC) error {
 					return err
 				}
 			}
+		case m.Type == geekMsgMR && s.peerMR && !s.mrAgain && m.MR == s.peer:
+			// The C client sends its MSG_MR twice when our MSG_MR's
+			// completion reaches it before its own SEND's: on_completion
+			// (02_read-write/rdma-common.c) answers a received MSG_MR with
+			// send_mr while send_state is still SS_INIT, which it is until
+			// that SEND's completion has been polled. The C receiver counts
+			// it as one of its two messages and re-arms a receive after
+			// every MSG_MR; ours re-arms too and still waits for MSG_DONE.
+			s.tr.Data("received MSG_MR again (the same region): receive re-posted for MSG_DONE")
+			s.mrAgain = true
+			return ep.PostRecv(uverbs.RecvWR{ID: wc.ID, SGEs: []uverbs.SGE{s.msgs.SGE(off, geekMsgLen)}})
 		case m.Type == geekMsgDone && s.peerMR:
 			s.tr.Data("received MSG_DONE")
 			s.doneRecv = true
