@@ -290,7 +290,7 @@ bench-native:
 	$(GO) run ./test/nativebench -go $(GO) -tags $(NATIVE_TAGS) -rounds $(NATIVE_ROUNDS) -profile "$(NATIVE_PROFILE)" -out BENCHMARKS.md
 
 # rdma-server and rdma-client against the tutorials' own C programs
-# (docs/testing.md §10): test/tutorials-c/build.sh fetches the three
+# (docs/testing.md §9): test/tutorials-c/build.sh fetches the three
 # tutorials at the commits cmd/internal/tutorial/wire.go names (cached in
 # $GOVERBS_TUTORIALS_CACHE, ~/.cache/goverbs-tutorials; the repositories'
 # URLs can be overridden, see the script) and builds their C programs,

@@ -3,7 +3,7 @@
 # written against (cmd/internal/tutorial/wire.go) and builds their C server
 # and client programs, unmodified, with gcc against libibverbs and
 # librdmacm, with the flags of each tutorial's own build (make tutorials-c;
-# docs/testing.md §10).
+# docs/testing.md §9).
 #
 # Usage: build.sh OUTDIR
 #

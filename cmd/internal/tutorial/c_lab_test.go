@@ -445,6 +445,7 @@ wait:
 			cli.cmd.Process.Kill()
 		}
 	}
+	cli.code = code
 	e.waitOutput(t, srv, ": connection ")
 	for !strings.Contains(srv.out.String(), ": connection closed") && !strings.Contains(srv.out.String(), ": connection failed") {
 		select {
@@ -466,8 +467,19 @@ wait:
 	}
 	pid := cli.cmd.Process.Pid
 	want := c.client(os.Getpid())
+	// The geek C clients leave main with their CQ's polling thread still
+	// running and the CQ, its channel and the PD never destroyed
+	// (rdma-common.c build_context, destroy_connection); a segmentation
+	// fault after their last line, "disconnected.", was seen on siw about
+	// once in fifty runs. That is their teardown, after the exchange the
+	// checks below judge.
+	if ws, ok := cli.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGSEGV &&
+		strings.HasPrefix(c.prog, "geek/") && strings.HasSuffix(cli.out.String(), "\ndisconnected.\n") {
+		t.Logf("the C client crashed after its last line (%v)", cli.cmd.ProcessState)
+		code = 0
+	}
 	if code != 0 {
-		t.Fatalf("the C client: want exit 0: %v\nour server: %v", cli, srv)
+		t.Fatalf("the C client: want exit 0 (%v): %v\nour server: %v", cli.cmd.ProcessState, cli, srv)
 	}
 	inOrder(t, "C client", cli, want, c.clientErr)
 	server := []string{"connection request"}
