@@ -341,12 +341,40 @@ func startCServer(t *testing.T, e *labEnv, dir string, c cServerCase) (*proc, st
 	return srv, re.FindStringSubmatch(srv.out.String())[1]
 }
 
-// cServer runs one C server with our client.
+// cServer runs one C server with our client. Two faults of geek's C
+// servers end a round that is then tried again, at most twice; any other
+// failure fails at once:
+//   - they free a connection's buffers when the CM reports DISCONNECTED,
+//     on the thread of CM events (on_disconnect, destroy_connection),
+//     while the thread that polls the CQ may not yet have printed from
+//     them: the line after "peer disconnected." is then garbage. Our
+//     client, like theirs, disconnects as soon as it has what it needs;
+//   - on siw, 01_basic-client-server's server SENDs as soon as it has
+//     ESTABLISHED, and our client's connect was seen to end in
+//     RDMA_CM_EVENT_CONNECT_ERROR (-EINVAL) then, about once in twelve
+//     runs, the C server's SEND failing with it.
 func cServer(t *testing.T, e *labEnv, dir string, c cServerCase) {
+	for attempt := 1; ; attempt++ {
+		again := cServerRound(t, e, dir, c, attempt < 3)
+		if !again || t.Failed() {
+			return
+		}
+		t.Logf("round %d: the C server's own fault (above); again", attempt)
+	}
+}
+
+func cServerRound(t *testing.T, e *labEnv, dir string, c cServerCase, mayRetry bool) (again bool) {
 	srv, port := startCServer(t, e, dir, c)
+	// geek's servers serve on: stopped here (the test's cleanup waits).
+	defer srv.cmd.Process.Signal(syscall.SIGTERM)
 	cli := e.start(t, false, append(append([]string{"-v"}, c.ours...), e.addr, port)...)
 	want := c.client(srv.cmd.Process.Pid)
 	if code := e.wait(t, cli); code != 0 || cli.out.String() != want+"\n" {
+		if mayRetry && c.prog == "geek/server" && strings.Contains(cli.errb.String(), "RDMA_CM_EVENT_CONNECT_ERROR") &&
+			strings.Contains(srv.out.String(), "connected. posting send...") {
+			t.Logf("our client's connect ended in CONNECT_ERROR while the C server sent at once: %v\nC server: %v", cli, srv)
+			return true
+		}
 		t.Fatalf("our client: want exit 0 and %q\n%v\nC server:\n%v", want, cli, srv)
 	}
 	server := c.server(os.Getpid())
@@ -354,22 +382,30 @@ func cServer(t *testing.T, e *labEnv, dir string, c cServerCase) {
 		if code := e.wait(t, srv); code != 0 {
 			t.Errorf("the C server did not end with exit 0: %v", srv)
 		}
+		inOrder(t, "C server", srv, server, c.serverErr)
 	} else {
-		// geek's servers serve on. They print "peer disconnected." from
-		// the thread of CM events and the rest from the thread that polls
-		// the CQ (rdma-common.c poll_cq), so that line may come before the
-		// last of the others.
-		for _, l := range append(server, "peer disconnected.") {
-			e.waitOutput(t, srv, l)
+		// geek's servers serve on. "peer disconnected." comes from the
+		// thread of CM events, the rest from the thread that polls the CQ
+		// (poll_cq), so that line may come before the last of the others.
+		e.waitOutput(t, srv, "peer disconnected.")
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(srv.out.String(), server[len(server)-1]+"\n") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
 		}
-		srv.cmd.Process.Signal(syscall.SIGTERM)
-		e.wait(t, srv)
+		out := srv.out.String()
+		last := server[len(server)-1]
+		if i := strings.Index(out, "peer disconnected."); mayRetry && !strings.Contains(out, last) &&
+			strings.Contains(out[i:], last[:strings.Index(last, ":")+1]) {
+			t.Logf("the C server printed from the connection's buffers after freeing them: %v", srv)
+			return true
+		}
+		inOrder(t, "C server", srv, server, c.serverErr)
 		if srv.errb.String() != "" {
 			t.Errorf("the C server printed errors: %v", srv)
 		}
 	}
-	inOrder(t, "C server", srv, server, c.serverErr)
 	t.Logf("%s ↔ rdma-client %s: %q; the C server: %q", c.prog, strings.Join(c.ours, " "), want, append(server, c.serverErr...))
+	return false
 }
 
 // cServerIPv6Only: geek's 02_read-write server listens on the IPv6
@@ -527,8 +563,8 @@ func cImmServerIWARP(t *testing.T, e *labEnv, dir string) {
 		t.Errorf("the C server saw a connection request: %v", srv)
 	}
 	select {
-	case code := <-srv.done:
-		t.Errorf("the C server ended (exit %d): %v", code, srv)
+	case srv.code = <-srv.done:
+		t.Fatalf("the C server ended: %v", srv)
 	default:
 	}
 	srv.cmd.Process.Signal(syscall.SIGTERM)
