@@ -369,7 +369,12 @@ func cServerRound(t *testing.T, e *labEnv, dir string, c cServerCase, mayRetry b
 	defer srv.cmd.Process.Signal(syscall.SIGTERM)
 	cli := e.start(t, false, append(append([]string{"-v"}, c.ours...), e.addr, port)...)
 	want := c.client(srv.cmd.Process.Pid)
-	if code := e.wait(t, cli); code != 0 || cli.out.String() != want+"\n" {
+	select {
+	case cli.code = <-cli.done:
+	case <-e.ctx.Done():
+		t.Fatalf("our client did not end: %v\nC server: %v", cli, srv)
+	}
+	if cli.code != 0 || cli.out.String() != want+"\n" {
 		if mayRetry && c.prog == "geek/server" && strings.Contains(cli.errb.String(), "RDMA_CM_EVENT_CONNECT_ERROR") &&
 			strings.Contains(srv.out.String(), "connected. posting send...") {
 			t.Logf("our client's connect ended in CONNECT_ERROR while the C server sent at once: %v\nC server: %v", cli, srv)
