@@ -31,6 +31,12 @@
 #                      the same rows on mlx5 against libmlx5 (v44.0, through
 #                      test/mlx5diff); into BENCHMARKS.md (not part of make
 #                      test; needs gcc and python3)
+#   make tutorials-c   rdma-server and rdma-client against the tutorials' own
+#                      C programs, in the lab on 6.1 and 6.12, over rxe and
+#                      siw: fetches the three tutorials at pinned commits
+#                      and builds them with gcc, libibverbs-dev and
+#                      librdmacm-dev (installed when missing; not part of
+#                      make test)
 #   make demo          the programs, run in the lab
 #   make fuzz          every fuzz target of the module, FUZZTIME (2m) each;
 #                      their seed corpora also run as ordinary tests in make test
@@ -64,7 +70,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: all build vet staticcheck apicheck apicheck-update dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native demo fuzz clean mlx5diff hwcheck
+.PHONY: all build vet staticcheck apicheck apicheck-update dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -282,6 +288,31 @@ NATIVE_ROUNDS  ?= 5
 NATIVE_PROFILE ?=
 bench-native:
 	$(GO) run ./test/nativebench -go $(GO) -tags $(NATIVE_TAGS) -rounds $(NATIVE_ROUNDS) -profile "$(NATIVE_PROFILE)" -out BENCHMARKS.md
+
+# rdma-server and rdma-client against the tutorials' own C programs
+# (docs/testing.md §9): test/tutorials-c/build.sh fetches the three
+# tutorials at the commits cmd/internal/tutorial/wire.go names (cached in
+# $GOVERBS_TUTORIALS_CACHE, ~/.cache/goverbs-tutorials; the repositories'
+# URLs can be overridden, see the script) and builds their C programs,
+# unmodified, into bin/tutorials-c; then TestAgainstC runs every protocol
+# and mode, C server with our client and our server with C client, in the
+# lab on each of TUTORIALS_KERNELS, over rxe and siw.
+TUTORIALS_KERNELS ?= 6.1 6.12
+tutorials-c: lab-bin
+	@command -v gcc >/dev/null || { echo "tutorials-c needs gcc; install it with: sudo apt-get install -y gcc"; exit 1; }
+	@if [ ! -f /usr/include/rdma/rdma_cma.h ] || [ ! -f /usr/include/infiniband/verbs.h ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "tutorials-c needs libibverbs' and librdmacm's headers; install them with: sudo apt-get install -y libibverbs-dev librdmacm-dev"; exit 1; \
+		fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libibverbs-dev librdmacm-dev || \
+			{ echo "installing libibverbs-dev and librdmacm-dev failed (try apt-get update first)"; exit 1; }; \
+	fi
+	test/tutorials-c/build.sh $(CURDIR)/bin/tutorials-c
+	@for k in $(TUTORIALS_KERNELS); do \
+		echo "== the tutorials against their C programs, kernel $$k"; \
+		GOVERBS_TUTORIALS_C=$(CURDIR)/bin/tutorials-c $(GO) test -count=1 -p 1 -timeout 40m -v -run '^TestAgainstC$$' \
+			-exec "$(LAB) -kernel $$k -timeout 30m" ./cmd/internal/tutorial || exit 1; \
+	done
 
 # The programs in the lab: list the links (rxe0 on lo, rxe1 and rxe2 on the
 # veth pair veth0/veth1 that the lab makes), describe rxe0 as `ibv_devinfo -v`

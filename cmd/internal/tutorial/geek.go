@@ -26,7 +26,9 @@ import (
 // responder resources 1, RNR retry 7 (retry count 0; ours sends 7).
 //
 // The C programs post one receive, and another after MSG_MR, relying on
-// RNR retries; ours posts both at once. The C client's retry count 0 is
+// RNR retries; ours posts both at once, and our server sends its MSG_DONE
+// only after the client's (sendDone), which iWARP, without RNR retries,
+// needs. The C client's retry count 0 is
 // what both QPs then use: one lost or late packet ends the connection with
 // IBV_WC_RETRY_EXC_ERR. In the lab on 6.12 (TCG) that was seen in about one
 // run of six, with the C server as with ours; the server prints a note when
@@ -73,6 +75,8 @@ type geekRDMA struct {
 
 	mrSent, peerMR, rdmaDone, doneSent, doneRecv bool
 	rdmaPosted                                   bool
+	mrAgain                                      bool // the peer sent its MSG_MR twice
+	donePosted                                   bool
 	peer                                         geekMR
 }
 
@@ -186,9 +190,23 @@ func (s *geekRDMA) completed(ep Endpoint, wc uverbs.WC) error {
 					return err
 				}
 			}
+		case m.Type == geekMsgMR && s.peerMR && !s.mrAgain && m.MR == s.peer:
+			// The C client sends its MSG_MR twice when our MSG_MR's
+			// completion reaches it before its own SEND's: on_completion
+			// (02_read-write/rdma-common.c) answers a received MSG_MR with
+			// send_mr while send_state is still SS_INIT, which it is until
+			// that SEND's completion has been polled. The C receiver counts
+			// it as one of its two messages and re-arms a receive after
+			// every MSG_MR; ours re-arms too and still waits for MSG_DONE.
+			s.tr.Data("received MSG_MR again (the same region): receive re-posted for MSG_DONE")
+			s.mrAgain = true
+			return ep.PostRecv(uverbs.RecvWR{ID: wc.ID, SGEs: []uverbs.SGE{s.msgs.SGE(off, geekMsgLen)}})
 		case m.Type == geekMsgDone && s.peerMR:
 			s.tr.Data("received MSG_DONE")
 			s.doneRecv = true
+			if err := s.sendDone(ep); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("received geek message type %d out of order", m.Type)
 		}
@@ -196,7 +214,7 @@ func (s *geekRDMA) completed(ep Endpoint, wc uverbs.WC) error {
 		s.mrSent = true
 	case geekOpID:
 		s.rdmaDone = true
-		if err := s.sendMsg(ep, geekDone, geekMsg{Type: geekMsgDone}); err != nil {
+		if err := s.sendDone(ep); err != nil {
 			return err
 		}
 	case geekDone:
@@ -218,6 +236,21 @@ func (s *geekRDMA) completed(ep Endpoint, wc uverbs.WC) error {
 			SGEs: []uverbs.SGE{s.local.SGE(0, geekBufferSize)}, RemoteAddr: s.peer.Addr, RKey: s.peer.RKey})
 	}
 	return nil
+}
+
+// sendDone sends MSG_DONE once our operation on the peer's buffer has
+// completed and, on the server, once the client's MSG_DONE has arrived. The
+// C client posts the receive for our MSG_DONE only when it handles our
+// MSG_MR (02_read-write/rdma-common.c on_completion re-arms after each
+// MSG_MR), relying on RNR retries for a MSG_DONE that comes sooner; iWARP
+// has none, and there such a SEND ends the connection. The client's
+// MSG_DONE is posted after that re-arm, so once it is here the receive is.
+func (s *geekRDMA) sendDone(ep Endpoint) error {
+	if !s.rdmaDone || s.donePosted || !s.client && !s.doneRecv {
+		return nil
+	}
+	s.donePosted = true
+	return s.sendMsg(ep, geekDone, geekMsg{Type: geekMsgDone})
 }
 
 func (s *geekRDMA) incomplete() error {

@@ -231,6 +231,119 @@ func TestScriptedPeers(t *testing.T) {
 			t.Errorf("got %v", err)
 		}
 	})
+	t.Run("geek_mr_twice", func(t *testing.T) {
+		// The geek C client sends its MSG_MR twice when the server's
+		// arrives before its own SEND's completion (geek.go): the server
+		// takes the second for the same region and still waits for
+		// MSG_DONE before it reads its buffer.
+		peer, result, out := start(t, "geek", "write")
+		msgs, _ := peer.Register("recv", 2*geekMsgLen, uverbs.AccessLocalWrite)
+		for i := range 2 {
+			if err := peer.PostRecv(uverbs.RecvWR{ID: uint64(20 + i), SGEs: []uverbs.SGE{msgs.SGE(i*geekMsgLen, geekMsgLen)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		remote, _ := peer.Register("remote", geekBufferSize, uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite)
+		local, _ := peer.Register("local", geekBufferSize, 0)
+		copy(local.Buf, "written after the second MSG_MR")
+		b := make([]byte, geekMsgLen)
+		geekMsg{Type: geekMsgMR, MR: geekMR{Addr: remote.Addr, Length: geekBufferSize, RKey: remote.RKey}}.encode(b)
+		send(t, peer, b)
+		send(t, peer, b)
+		// wait returns the next completion of id, passing over the SENDs'.
+		wait := func(id uint64) uverbs.WC {
+			t.Helper()
+			for {
+				wc, err := peer.Next(ctx)
+				if err != nil || wc.Status != uverbs.WCSuccess {
+					t.Fatalf("waiting for %d: %v %+v", id, err, wc)
+				}
+				if wc.ID == id {
+					return wc
+				}
+			}
+		}
+		wait(20)
+		srvMR, err := decodeGeekMsg(msgs.Buf[:geekMsgLen])
+		if err != nil || srvMR.Type != geekMsgMR {
+			t.Fatalf("the server's first message: %+v %v", srvMR, err)
+		}
+		if err := peer.PostSend(uverbs.SendWR{ID: 30, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled,
+			SGEs: []uverbs.SGE{local.SGE(0, geekBufferSize)}, RemoteAddr: srvMR.MR.Addr, RKey: srvMR.MR.RKey}); err != nil {
+			t.Fatal(err)
+		}
+		wait(30)
+		geekMsg{Type: geekMsgDone}.encode(b)
+		send(t, peer, b)
+		if err := <-result; err != nil {
+			t.Fatalf("the server: %v", err)
+		}
+		if len(*out) != 1 || (*out)[0] != "remote buffer: written after the second MSG_MR" {
+			t.Errorf("the server printed %q", *out)
+		}
+	})
+	t.Run("geek_done_after_the_clients", func(t *testing.T) {
+		// The geek C client has one receive posted when the server's
+		// MSG_MR comes and posts the next when it handles it; on iWARP a
+		// MSG_DONE sent sooner ends the connection. The server sends its
+		// MSG_DONE only after the client's.
+		peer, result, out := start(t, "geek", "write")
+		msgs, _ := peer.Register("recv", 2*geekMsgLen, uverbs.AccessLocalWrite)
+		recv := func(i int) {
+			t.Helper()
+			if err := peer.PostRecv(uverbs.RecvWR{ID: uint64(20 + i), SGEs: []uverbs.SGE{msgs.SGE(i*geekMsgLen, geekMsgLen)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		recv(0)
+		remote, _ := peer.Register("remote", geekBufferSize, uverbs.AccessLocalWrite|uverbs.AccessRemoteWrite)
+		local, _ := peer.Register("local", geekBufferSize, 0)
+		copy(local.Buf, "the client's")
+		b := make([]byte, geekMsgLen)
+		geekMsg{Type: geekMsgMR, MR: geekMR{Addr: remote.Addr, Length: geekBufferSize, RKey: remote.RKey}}.encode(b)
+		send(t, peer, b)
+		wait := func(id uint64) {
+			t.Helper()
+			for {
+				wc, err := peer.Next(ctx)
+				if err != nil || wc.Status != uverbs.WCSuccess {
+					t.Fatalf("waiting for %d: %v %+v", id, err, wc)
+				}
+				if wc.ID == id {
+					return
+				}
+			}
+		}
+		wait(20)
+		srvMR, _ := decodeGeekMsg(msgs.Buf[:geekMsgLen])
+		if err := peer.PostSend(uverbs.SendWR{ID: 30, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled,
+			SGEs: []uverbs.SGE{local.SGE(0, geekBufferSize)}, RemoteAddr: srvMR.MR.Addr, RKey: srvMR.MR.RKey}); err != nil {
+			t.Fatal(err)
+		}
+		wait(30)
+		// The server has written by now; a MSG_DONE of its would wait for
+		// a receive here.
+		time.Sleep(200 * time.Millisecond)
+		peer.f.mu.Lock()
+		early := len(peer.waiting)
+		peer.f.mu.Unlock()
+		if early != 0 {
+			t.Errorf("the server sent %d message(s) before the client's MSG_DONE", early)
+		}
+		recv(1)
+		geekMsg{Type: geekMsgDone}.encode(b)
+		send(t, peer, b)
+		wait(21)
+		if m, err := decodeGeekMsg(msgs.Buf[geekMsgLen:]); err != nil || m.Type != geekMsgDone {
+			t.Errorf("the server's second message: %+v %v", m, err)
+		}
+		if err := <-result; err != nil {
+			t.Fatalf("the server: %v", err)
+		}
+		if len(*out) != 1 || (*out)[0] != "remote buffer: the client's" {
+			t.Errorf("the server printed %q", *out)
+		}
+	})
 	t.Run("geek_wrong_size", func(t *testing.T) {
 		peer, result, _ := start(t, "geek", "read")
 		send(t, peer, make([]byte, 16))
