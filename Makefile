@@ -298,7 +298,8 @@ bench-native:
 # tutorials at the commits cmd/internal/tutorial/wire.go names (cached in
 # $GOVERBS_TUTORIALS_CACHE, ~/.cache/goverbs-tutorials; the repositories'
 # URLs can be overridden, see the script) and builds their C programs,
-# unmodified, into bin/tutorials-c; then TestAgainstC runs every protocol
+# unmodified, into bin/tutorials-c; then TestAgainstC (build tag tutorialsc,
+# so that make test has no such test) runs every protocol
 # and mode, C server with our client and our server with C client, in the
 # lab on each of TUTORIALS_KERNELS, over rxe and siw.
 TUTORIALS_KERNELS ?= 6.1 6.12
@@ -314,7 +315,7 @@ tutorials-c: lab-bin
 	test/tutorials-c/build.sh $(CURDIR)/bin/tutorials-c
 	@for k in $(TUTORIALS_KERNELS); do \
 		echo "== the tutorials against their C programs, kernel $$k"; \
-		GOVERBS_TUTORIALS_C=$(CURDIR)/bin/tutorials-c $(GO) test -count=1 -p 1 -timeout 40m -v -run '^TestAgainstC$$' \
+		GOVERBS_TUTORIALS_C=$(CURDIR)/bin/tutorials-c $(GO) test -tags tutorialsc -count=1 -p 1 -timeout 40m -v -run '^TestAgainstC$$' \
 			-exec "$(LAB) -kernel $$k -timeout 30m" ./cmd/internal/tutorial || exit 1; \
 	done
 

@@ -80,5 +80,7 @@
 // into which the receiver RDMA WRITEs its count of completed receives after
 // every -r/3 of them, and the sender keeps fewer than -r messages beyond
 // the count it last read. A sender waiting for a credit polls, also with
-// -e: no completion announces the WRITE.
+// -e: no completion announces the WRITE. Each side paces by its own -r, as
+// perftest's does: give both sides the same -r, or a sender with the larger
+// one can overrun the receiver and the connection ends.
 package main

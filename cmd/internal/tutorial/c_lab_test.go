@@ -1,3 +1,5 @@
+//go:build tutorialsc
+
 package tutorial
 
 import (
@@ -17,15 +19,16 @@ import (
 // The programs against the tutorials' own C programs (make tutorials-c):
 // test/tutorials-c/build.sh builds them, unmodified, from the commits
 // wire.go names, into the directory $GOVERBS_TUTORIALS_C, and the target
-// runs TestAgainstC in the lab with it set.
+// runs TestAgainstC in the lab with it set and the build tag tutorialsc,
+// so that the test exists only there (it fetches from outside: not part of
+// make test).
 
-// cDir returns the directory of the built C programs, or skips the test
-// (outside make tutorials-c) with how to run it.
+// cDir returns the directory of the built C programs.
 func cDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("GOVERBS_TUTORIALS_C")
 	if dir == "" {
-		t.Skip("needs the tutorials' C programs: run make tutorials-c (it fetches and builds them, then runs this test in the lab)")
+		t.Fatal("GOVERBS_TUTORIALS_C is not set: run make tutorials-c (it fetches and builds the tutorials' C programs, then runs this test in the lab)")
 	}
 	if !testutil.InLab() {
 		t.Fatal("GOVERBS_TUTORIALS_C is set, but this is not the lab: run make tutorials-c, or go test -exec \"bin/rxelab -kernel 6.1\"")
