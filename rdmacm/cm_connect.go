@@ -71,13 +71,22 @@ const MaxIWARPPrivateData = 251
 // on IB and RoCE, ud on the UDP port space, MaxIWARPPrivateData on an
 // iWARP device.
 func (id *ID) privateDataLimit(ib, ud int) int {
-	switch {
-	case id.ps == PortSpaceUDP:
+	if id.ps == PortSpaceUDP {
 		return ud
-	case id.isIWARP():
+	}
+	if _, iwarp := id.iwarpDevice(); iwarp {
 		return MaxIWARPPrivateData
 	}
 	return ib
+}
+
+// iwarpDevice returns the ID's device and whether it is iWARP, finding a
+// connection request's device first if no command has needed it yet. It
+// takes the ID's lock: the private data checks run before the commands
+// that take it.
+func (id *ID) iwarpDevice() (uverbs.DeviceInfo, bool) {
+	dev, _, ok := id.device()
+	return dev, ok && dev.Transport() == uverbs.TransportIWARP
 }
 
 // checkPrivateData refuses data longer than limit for a message of what
@@ -87,8 +96,8 @@ func (id *ID) checkPrivateData(op, what string, data []byte, limit int) error {
 		return nil
 	}
 	via := "the CM carries"
-	if id.isIWARP() {
-		via = fmt.Sprintf("MPA (iWARP, device %s) carries", id.dev.Name)
+	if dev, iwarp := id.iwarpDevice(); iwarp {
+		via = fmt.Sprintf("MPA (iWARP, device %s) carries", dev.Name)
 	}
 	return &sys.OpError{Op: op, Err: fmt.Errorf("%d bytes of private data, %s at most %d in %s: send at most %d: %w", len(data), via, limit, what, limit, unix.EINVAL)}
 }
