@@ -479,6 +479,14 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	return nil
 }
 
+// isRequest reports whether the ID stands for a connection request not
+// yet answered.
+func (id *ID) isRequest() bool {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.state == stateRequest && !id.closed
+}
+
 // isIWARP reports whether the ID's device is iWARP (siw; iWARP
 // hardware): its QPs are connected by the kernel's iw_cm, which moves
 // them to RTS itself (kernel: core/iwcm.c). id.dev is set once, before
