@@ -155,13 +155,13 @@ func startAsyncServer(t *testing.T, ctx context.Context) *asyncServer {
 						// CompleteConnect takes that state. A
 						// client that already disconnected (its
 						// TCP close needs nothing from us) left
-						// the QP in ERR: that is no RTS
-						// (6.12 reports it; 6.1 does not).
-						err := e.ID.CompleteConnect()
-						if err != nil && !errors.Is(err, ErrDisconnected) {
+						// the QP in ERR, or SQD or SQE on the way
+						// (6.12 reports it; 6.1 does not): the
+						// connection was established all the same.
+						if err := e.ID.CompleteConnect(); err != nil {
 							t.Errorf("complete connect of %v: %v", e.ID, err)
-						} else if st := e.ID.QP().State(); err == nil && st != uverbs.QPStateRTS {
-							t.Errorf("%v: QP in %v after CompleteConnect, want RTS", e.ID, st)
+						} else if st := e.ID.QP().State(); st == uverbs.QPStateInit || st == uverbs.QPStateRTR || st == uverbs.QPStateReset {
+							t.Errorf("%v: QP in %v after CompleteConnect, want RTS (or ERR, SQD, SQE for a client gone already)", e.ID, st)
 						}
 					}
 					s.mu.Lock()

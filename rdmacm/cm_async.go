@@ -256,9 +256,10 @@ func (id *ID) StartConnect(param ConnParam, data []byte) error {
 // On an iWARP device it answers ESTABLISHED instead, on either side (after
 // StartConnect or StartAccept): the kernel already moved the QP to RTS and
 // sent what the protocol needs, so CompleteConnect only takes the QP's
-// state from the kernel, as Connect and Accept do, and fails (matching
-// ErrDisconnected) if the connection is already over. Without it, uverbs
-// may keep the QP at INIT or RTR and refuse to post.
+// state from the kernel, as Connect and Accept do. A connection already
+// over by then (the peer disconnected at once) is taken as established
+// with its QP in ERR, and its DISCONNECTED event follows. Without it,
+// uverbs may keep the QP at INIT or RTR and refuse to post.
 //
 // rdma-core: librdmacm/cma.c ucma_process_conn_resp, which
 // rdma_get_cm_event runs for IDs with a QP.
@@ -270,7 +271,7 @@ func (id *ID) CompleteConnect() error {
 			// answer to one would fail here: siw ignores INIT and RTR
 			// once connected, and the kernel refuses the RTU's ACCEPT
 			// (kernel: core/cma.c rdma_accept on iWARP).
-			if id.state != stateIdle && id.state != stateConnected {
+			if id.state != stateIdle && id.state != stateConnected && id.state != stateDisconnected {
 				return &sys.OpError{Op: op, Err: fmt.Errorf("%s: on iWARP, CompleteConnect answers the ESTABLISHED of an RC ID started with StartConnect or StartAccept: %w", id, unix.EINVAL)}
 			}
 			return id.establishedIWARPLocked()

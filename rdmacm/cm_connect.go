@@ -488,6 +488,14 @@ func (id *ID) Accept(ctx context.Context, param ConnParam, data []byte) error {
 	return nil
 }
 
+// isRequest reports whether the ID stands for a connection request not
+// yet answered.
+func (id *ID) isRequest() bool {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.state == stateRequest && !id.closed
+}
+
 // isIWARP reports whether the ID's device is iWARP (siw; iWARP
 // hardware): its QPs are connected by the kernel's iw_cm, which moves
 // them to RTS itself (kernel: core/iwcm.c). id.dev is set once, before
@@ -503,43 +511,50 @@ func (id *ID) isIWARP() bool {
 // does not report it (siw in 6.1: siw_verbs.c siw_query_qp leaves it
 // unset, and uverbs keeps its own record, INIT or RTR), the move to RTS is
 // made again from here: RTS to RTS changes nothing (kernel: siw_qp.c
-// siw_qp_nextstate_from_rts), and it records RTS. Any other state (ERR,
-// SQD: the peer is already gone) is never "fixed" that way: siw ignores a
-// move out of ERROR (siw_qp.c siw_qp_modify) and from CLOSING drops the
-// error, so forcing RTS would record RTS on a dead QP.
+// siw_qp_nextstate_from_rts), and it records RTS.
+//
+// Any other state (ERR, SQD, CLOSING) means the connection was
+// established and is already over: siw moves the QP to RTS before it
+// reports ESTABLISHED (kernel: siw_cm.c siw_accept, siw_proc_mpareply),
+// and a peer that writes and disconnects at once can have its TCP close,
+// or our answer to its DISCONNECTED (ID.deliver), move the QP to ERROR
+// before this read-back runs. What the peer sent has landed, so the
+// connection counts as established, as on IB (awaitEstablished), with
+// the QP recorded as it is and the DISCONNECTED event queued or on its
+// way. It is never moved to RTS then: siw ignores a move out of ERROR
+// (siw_qp.c siw_qp_modify) and from CLOSING drops the error, so forcing
+// RTS would record RTS on a dead QP.
 func (id *ID) establishedIWARPLocked() error {
 	if qp := id.qp; qp != nil {
 		a, err := qp.Query(uverbs.QPAttrState)
 		if err != nil {
 			return err
 		}
-		force, err := iwarpForceRTS(a.State)
-		if err != nil {
-			return &sys.OpError{Op: "connect", Err: fmt.Errorf("%s: QP %#x is in %v: %w", id, qp.QPN(), a.State, err)}
-		}
-		if force {
+		if iwarpForceRTS(a.State) {
 			if err := qp.Modify(&uverbs.QPAttr{State: uverbs.QPStateRTS}, uverbs.QPAttrState); err != nil {
 				return err
 			}
 		}
-		id.log("QP %#x is in %v (moved by the iWARP CM; the kernel reported %v)", qp.QPN(), qp.State(), a.State)
+		switch qp.State() {
+		case uverbs.QPStateRTS:
+			id.log("QP %#x is in RTS (moved by the iWARP CM; the kernel reported %v)", qp.QPN(), a.State)
+		default:
+			id.log("QP %#x is in %v (the kernel reported %v): established and already over", qp.QPN(), qp.State(), a.State)
+		}
 	}
-	id.state = stateConnected
+	if id.state != stateDisconnected {
+		// Not when the peer's DISCONNECTED was answered already.
+		id.state = stateConnected
+	}
 	return nil
 }
 
-// iwarpForceRTS decides, from the state read back after an iWARP
-// ESTABLISHED, whether uverbs' record must be moved to RTS (INIT, RTR:
-// the kernel did not report the state) or the connection is already
-// over (anything but RTS): see establishedIWARPLocked.
-func iwarpForceRTS(s uverbs.QPState) (bool, error) {
-	switch s {
-	case uverbs.QPStateRTS:
-		return false, nil
-	case uverbs.QPStateInit, uverbs.QPStateRTR:
-		return true, nil
-	}
-	return false, fmt.Errorf("connection closed before it was established (close the ID and connect again): %w", ErrDisconnected)
+// iwarpForceRTS reports whether, from the state read back after an iWARP
+// ESTABLISHED, uverbs' record must be moved to RTS: INIT and RTR are
+// states the kernel did not report; RTS needs nothing, and any other state
+// is a connection already over (see establishedIWARPLocked).
+func iwarpForceRTS(s uverbs.QPState) bool {
+	return s == uverbs.QPStateInit || s == uverbs.QPStateRTR
 }
 
 // checkRejectData refuses private data too long for a reject.

@@ -263,13 +263,24 @@ func (c *Conn) setUDPeer(e Event) error {
 // Accept accepts the connection request of a Conn from
 // Listener.GetRequest, with privateData (at most MaxAcceptPrivateData
 // bytes, MaxIWARPPrivateData on iWARP), and returns once it is
-// established.
+// established. When the accept fails the Conn is closed, as Dial closes
+// what it made: a request accepted once cannot be answered again. Too much
+// private data is refused before anything is sent, and the Conn stays
+// open (Reject it then).
 //
 // rdma-core: rdma_accept.
 func (c *Conn) Accept(ctx context.Context, privateData []byte) error {
-	return limited(ctx, "accept", c.cfg.ConnectTimeout, 0, func(ctx context.Context) error {
+	if err := c.id.checkAcceptData("accept", privateData); err != nil {
+		return err
+	}
+	request := c.id.isRequest()
+	err := limited(ctx, "accept", c.cfg.ConnectTimeout, 0, func(ctx context.Context) error {
 		return c.id.Accept(ctx, c.cfg.connParam(), privateData)
 	})
+	if err != nil && request {
+		c.Close()
+	}
+	return err
 }
 
 // Reject refuses the connection request of a Conn from Listener.GetRequest,

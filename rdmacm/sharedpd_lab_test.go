@@ -2,6 +2,7 @@ package rdmacm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -39,15 +40,16 @@ func testSharedPD(t *testing.T) {
 	defer mr.Close()
 
 	// The MR's address and rkey go to each client in the accept's private
-	// data: 8 bytes of address, 4 of rkey, 4 of offset.
-	l := listenLab(ctx, t, &Config{PD: pd})
+	// data: 8 bytes of address, 4 of rkey, 4 of offset. Both sides log
+	// through t.Logf, so that a failure shows the CM's steps.
+	l := listenLab(ctx, t, &Config{PD: pd, Logf: prefixedLogf(t, "server: ")})
 	var wg sync.WaitGroup
 	var conns []*Conn
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := Dial(ctx, l.Addr().String(), nil)
+			c, err := Dial(ctx, l.Addr().String(), &Config{Logf: prefixedLogf(t, fmt.Sprintf("client %d: ", i))})
 			if err != nil {
 				t.Error(err)
 				return
@@ -80,8 +82,10 @@ func testSharedPD(t *testing.T) {
 		}()
 		c, err := l.GetRequest(ctx)
 		if err != nil {
+			wg.Wait()
 			t.Fatal(err)
 		}
+		defer c.Close()
 		conns = append(conns, c)
 		if c.PD() != pd {
 			t.Errorf("connection %d has its own PD, want the shared one", i)
@@ -93,12 +97,25 @@ func testSharedPD(t *testing.T) {
 		}
 		pdata[8], pdata[9], pdata[10], pdata[11] = byte(rk), byte(rk>>8), byte(rk>>16), byte(rk>>24)
 		pdata[12], pdata[13] = byte(off), byte(off>>8)
+		// The client writes and disconnects at once: on siw its close can
+		// reach this side before Accept reads the QP's state back, and the
+		// accept still succeeds (establishedIWARPLocked).
 		if err := c.Accept(ctx, pdata); err != nil {
+			wg.Wait()
 			t.Fatal(err)
 		}
 		wg.Wait()
 	}
 	for i, c := range conns {
+		// The client disconnected after its WRITE completed. siw completes
+		// a WRITE once it is sent (siw_qp_tx.c siw_qp_sq_process), so the
+		// data is known to have landed here only when the disconnect that
+		// follows it on the same TCP stream has arrived.
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+			t.Fatalf("connection %d: no DISCONNECTED after the client closed: %v", i, ctx.Err())
+		}
 		got := string(buf.Bytes()[4096*i : 4096*i+100])
 		if got != strings.Repeat(string(rune('a'+i)), 100) {
 			t.Errorf("half %d of the shared buffer: %q", i, got[:10])
@@ -143,4 +160,9 @@ func openPD(t *testing.T, name string) (*uverbs.Device, *uverbs.PD) {
 	}
 	t.Cleanup(func() { pd.Close() })
 	return vdev, pd
+}
+
+// prefixedLogf is a Config.Logf that logs through t.Logf with prefix.
+func prefixedLogf(t *testing.T, prefix string) func(string, ...any) {
+	return func(format string, args ...any) { t.Logf(prefix+format, args...) }
 }

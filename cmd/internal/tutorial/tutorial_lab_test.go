@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,29 +117,44 @@ func (e *labEnv) child(t *testing.T, server bool, env []string, args ...string) 
 	return p
 }
 
-func (e *labEnv) wait(t *testing.T, p *proc) int {
+// wait waits until p ends and returns its exit code. On a hang it fails
+// with p's output, that of peers (the other side, still running) and the
+// goroutines of the test binary, where both in-process sides run.
+func (e *labEnv) wait(t *testing.T, p *proc, peers ...*proc) int {
 	t.Helper()
 	select {
 	case p.code = <-p.done:
 		return p.code
 	case <-e.ctx.Done():
-		t.Fatalf("did not end: %v", p)
+		t.Fatalf("did not end: %v%s", p, hangReport(peers))
 	}
 	return -1
 }
 
-// waitFor waits until p's stdout has s.
-func (e *labEnv) waitFor(t *testing.T, p *proc, s string) {
+// waitFor waits until p's stdout has s; on a hang it fails as wait does.
+func (e *labEnv) waitFor(t *testing.T, p *proc, s string, peers ...*proc) {
 	t.Helper()
 	for !strings.Contains(p.out.String(), s) {
 		select {
 		case p.code = <-p.done:
 			t.Fatalf("ended before printing %q: %v", s, p)
 		case <-e.ctx.Done():
-			t.Fatalf("never printed %q: %v", s, p)
+			t.Fatalf("never printed %q: %v%s", s, p, hangReport(peers))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// hangReport is the output of the peers of a program that hung, and every
+// goroutine's stack.
+func hangReport(peers []*proc) string {
+	var b strings.Builder
+	for _, q := range peers {
+		fmt.Fprintf(&b, "\n\npeer %s (still running or ended unseen)\nstdout:\n%s\nstderr:\n%s", q.name, q.out.String(), q.errb.String())
+	}
+	buf := make([]byte, 1<<20)
+	fmt.Fprintf(&b, "\n\ngoroutines:\n%s", buf[:runtime.Stack(buf, true)])
+	return b.String()
 }
 
 // server starts a server (in-process) on a fresh port and waits until it
@@ -232,11 +248,11 @@ func goToGo(t *testing.T, e *labEnv, cases []goToGoCase) {
 		t.Run(c.proto+"_"+c.mode, func(t *testing.T) {
 			srv, port := e.server(t, "-v", "--proto", c.proto, c.mode)
 			cli := e.start(t, false, append([]string{"-v", "--proto", c.proto, c.mode, e.addr, port}, c.cli...)...)
-			if code := e.wait(t, cli); code != 0 || cli.out.String() != c.client+"\n" {
+			if code := e.wait(t, cli, srv); code != 0 || cli.out.String() != c.client+"\n" {
 				t.Fatalf("client: want %q\n%v\nserver:\n%v", c.client, cli, srv)
 			}
 			// The server reports the connection's end once the CM has told it.
-			e.waitFor(t, srv, ": connection closed")
+			e.waitFor(t, srv, ": connection closed", cli)
 			want := append(append([]string{"connection request"}, c.server...), "connection closed")
 			got := serverLines(srv.out.String())
 			if len(got) != len(want) {
