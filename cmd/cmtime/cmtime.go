@@ -462,11 +462,11 @@ func serve(ctx context.Context, o options, errw io.Writer) error {
 				if isIWARP(c.id) {
 					// The QP is in RTS in the kernel; take its
 					// state (rdmacm.ID.StartAccept). A client
-					// that already disconnected is no failure;
-					// either way its DISCONNECTED follows and
-					// ends the connection.
-					err := c.id.CompleteConnect()
-					if err != nil && !errors.Is(err, rdmacm.ErrDisconnected) {
+					// that already disconnected is no failure
+					// (CompleteConnect takes that connection as
+					// established and over); its DISCONNECTED
+					// follows and ends the connection.
+					if err := c.id.CompleteConnect(); err != nil {
 						fmt.Fprintf(errw, "failing connection: %v\n", err)
 					}
 				}
