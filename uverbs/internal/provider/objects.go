@@ -183,7 +183,9 @@ type FlushOnDestroy interface {
 	// opcode, for every request still in the send ring to send and in the
 	// receive ring to recv, in ring order, and counts them completed. It
 	// also stops counting the sends the kernel took and completed without
-	// a completion (unsignaled successes).
+	// a completion (unsignaled successes). What stays counted
+	// (QP.Outstanding) had a completion the kernel could not write (the CQ
+	// was full): lost.
 	FlushRings(send, recv *[]WC)
 }
 
