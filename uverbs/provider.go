@@ -754,10 +754,16 @@ type cmdError struct{ err error }
 func (e cmdError) Error() string { return e.err.Error() }
 func (e cmdError) Unwrap() error { return e.err }
 
+// A provider's create that found the Device's doorbells closed
+// (provider.ErrDoorbellsClosed: the Device is closing) fails as every verb
+// on a closed Device does, matching ErrClosed.
 func providerError(op string, err error) error {
 	var ce cmdError
 	if errors.As(err, &ce) {
 		return ce.err
+	}
+	if errors.Is(err, provider.ErrDoorbellsClosed) {
+		return closedErr(op)
 	}
 	return &OpError{Op: op, Err: err}
 }

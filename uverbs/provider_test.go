@@ -117,3 +117,19 @@ func TestCreateAHQueriesOnlyForAHPortInfo(t *testing.T) {
 		t.Errorf("provider CreateAH called %d times after the port query failed", info.calls)
 	}
 }
+
+// A create that finds the Device's doorbells closed (it raced
+// Device.Close) fails with the closed Device's error, naming the verb.
+func TestProviderErrorDoorbellsClosed(t *testing.T) {
+	var d provider.Doorbells
+	d.Close()
+	_, err := d.New(1, "test doorbells")
+	err = providerError("create_qp", err)
+	var oe *OpError
+	if !errors.Is(err, ErrClosed) || !errors.As(err, &oe) || oe.Op != "create_qp" {
+		t.Errorf("create_qp with the doorbells closed: %v; want an OpError create_qp matching ErrClosed", err)
+	}
+	if err := providerError("create_qp", unix.EINVAL); errors.Is(err, ErrClosed) || !errors.Is(err, unix.EINVAL) {
+		t.Errorf("create_qp refused with EINVAL: %v; want EINVAL, not ErrClosed", err)
+	}
+}
