@@ -268,9 +268,10 @@ func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
 	return qp.drv.UsesLKey(lkey)
 }
 
-// unmap releases the provider's QP: detached from its CQs, its rings and
-// doorbell unmapped (after DESTROY_QP, as rdma-core does: the kernel keeps
-// the queue memory until the last mapping goes).
+// unmap releases the provider's QP: detached from its CQs, its rings
+// unmapped and its doorbell's slot freed (the page of slots goes with its
+// last slot), after DESTROY_QP, as rdma-core unmaps after it: the kernel
+// keeps the queue memory until the last mapping goes.
 func (qp *QP) unmap() {
 	if qp.drv != nil {
 		qp.providerRelease()

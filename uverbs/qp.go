@@ -355,7 +355,8 @@ var drainTimeout = 10 * time.Second
 // say), steps 2 and 3 are left to DESTROY_QP, which flushes what the
 // kernel flushes at all before it returns; then every request still in
 // the rings is completed with WCFlushError, its ID and opcode, in ring
-// order, on the same pending lists (docs/siw.md §8, §9).
+// order, on the same pending lists (the siw notes in docs, §8 "Reset,
+// error, flush and destroy" and §9).
 //
 // Receives posted to an SRQ belong to the SRQ and stay there. The error
 // says so if the kernel did not retire everything within the drain timeout
