@@ -21,8 +21,9 @@ import (
 type AH struct {
 	// drv is what the providers read of the AH when they encode a UD
 	// send: rxe its AH number, mlx5 its address vector (made by mlx5's
-	// Context.CreateAH) and a non-zero stand-in number, so that the checks both share accept the
-	// AH. It comes first: a *AH is a *provider.AH (provider.go, sendWRs).
+	// Context.CreateAH) and a non-zero stand-in number, so that the
+	// checks both share accept the AH. It comes first: a *AH is a
+	// *provider.AH (provider.go, sendWRs).
 	drv    provider.AH
 	pd     *PD
 	h      uint64

@@ -44,7 +44,7 @@ import (
 // driver gets controlOnly, which refuses CQs, QPs and SRQs with
 // ErrNotSupported. Verbs not every provider has are optional interfaces
 // the object is asked for (provider.CQResizer, SRQResizer, CQEvents,
-// RegMRData, ModifySRQData).
+// FlushOnDestroy, AHPortInfo, RegMRData, ModifySRQData).
 //
 // The common post and poll of rxe (the device the library runs on most)
 // and of mlx5 are written out here, behind a type assertion to the
@@ -268,9 +268,10 @@ func (qp *QP) usesLKeyLocked(lkey uint32) (used bool, send, recv int) {
 	return qp.drv.UsesLKey(lkey)
 }
 
-// unmap releases the provider's QP: detached from its CQs, its rings and
-// doorbell unmapped (after DESTROY_QP, as rdma-core does: the kernel keeps
-// the queue memory until the last mapping goes).
+// unmap releases the provider's QP: detached from its CQs, its rings
+// unmapped and its doorbell's slot freed (the page of slots goes with its
+// last slot), after DESTROY_QP, as rdma-core unmaps after it: the kernel
+// keeps the queue memory until the last mapping goes.
 func (qp *QP) unmap() {
 	if qp.drv != nil {
 		qp.providerRelease()
@@ -754,10 +755,16 @@ type cmdError struct{ err error }
 func (e cmdError) Error() string { return e.err.Error() }
 func (e cmdError) Unwrap() error { return e.err }
 
+// A provider's create that found the Device's doorbells closed
+// (provider.ErrDoorbellsClosed: the Device is closing) fails as every verb
+// on a closed Device does, matching ErrClosed.
 func providerError(op string, err error) error {
 	var ce cmdError
 	if errors.As(err, &ce) {
 		return ce.err
+	}
+	if errors.Is(err, provider.ErrDoorbellsClosed) {
+		return closedErr(op)
 	}
 	return &OpError{Op: op, Err: err}
 }
@@ -968,35 +975,49 @@ func (srq *SRQ) providerPostRecv(op string, wrs []RecvWR) error {
 	return nil
 }
 
-// create issues CREATE_AH through the provider, with what the port says of
-// its link: its link layer and GRH requirement, on Ethernet the source
-// GID's type (libmlx5's mlx5_create_ah reads the same), and fills what the
+// create issues CREATE_AH through the provider and fills what the
 // provider's UD sends read (AH.drv: rxe's AH number, mlx5's address
-// vector). On an error nothing is left created.
+// vector). A provider that builds the AH from the port's link
+// (provider.AHPortInfo: mlx5) is told it: the link layer and GRH
+// requirement, and on Ethernet for a global AH the source GID's type, as
+// libmlx5's mlx5_create_ah reads them; the others are spared the queries
+// and the kernel judges the attributes. On an error nothing is left
+// created.
 func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
-	port := ah.attr.Port
-	pa, err := c.QueryPort(port)
-	if err != nil {
-		return err
-	}
 	a := &ah.attr
 	p := provider.AHParams{
 		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.global(),
 		DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: a.SGIDIndex, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass,
-		Ethernet: pa.LinkLayer == LinkLayerEthernet, GRHRequired: pa.GRHRequired(),
 	}
-	if p.Ethernet && a.global() {
-		g, err := c.QueryGID(port, int(a.SGIDIndex))
-		if err != nil {
-			return err
+	if _, ok := c.drv.(provider.AHPortInfo); ok {
+		if err := c.ahPortInfo(a, &p); err != nil {
+			return &OpError{Op: op, Err: err}
 		}
-		p.RoCEv2 = g.Type == GIDTypeRoCEv2
 	}
 	d, h, err := c.drv.CreateAH(cmdDevice{c}, op, *req, p)
 	if err != nil {
 		return providerError(op, err)
 	}
 	ah.handle, ah.drv = h, d
+	return nil
+}
+
+// ahPortInfo fills p's port link for a provider.AHPortInfo provider: what
+// QUERY_PORT says of the AH's port, and on Ethernet for a global AH the
+// type of the source GID. Its errors say what was being queried.
+func (c *Device) ahPortInfo(a *AHAttr, p *provider.AHParams) error {
+	pa, err := c.QueryPort(a.Port)
+	if err != nil {
+		return fmt.Errorf("querying port %d for the address vector: %w", a.Port, err)
+	}
+	p.Ethernet, p.GRHRequired = pa.LinkLayer == LinkLayerEthernet, pa.GRHRequired()
+	if p.Ethernet && a.global() {
+		g, err := c.QueryGID(a.Port, int(a.SGIDIndex))
+		if err != nil {
+			return fmt.Errorf("querying the type of source GID %d of port %d for the address vector: %w", a.SGIDIndex, a.Port, err)
+		}
+		p.RoCEv2 = g.Type == GIDTypeRoCEv2
+	}
 	return nil
 }
 

@@ -355,11 +355,14 @@ var drainTimeout = 10 * time.Second
 // say), steps 2 and 3 are left to DESTROY_QP, which flushes what the
 // kernel flushes at all before it returns; then every request still in
 // the rings is completed with WCFlushError, its ID and opcode, in ring
-// order, on the same pending lists (docs/siw.md §8, §9).
+// order, on the same pending lists (the siw notes in docs, §8 "Reset,
+// error, flush and destroy" and §9).
 //
 // Receives posted to an SRQ belong to the SRQ and stay there. The error
 // says so if the kernel did not retire everything within the drain timeout
-// (10 s; docs/kernel-behaviour.md §3); the QP is destroyed anyway.
+// (10 s; docs/kernel-behaviour.md §3); the QP is destroyed anyway. On siw
+// it says how many requests will not complete if DESTROY_QP failed (the
+// rings are released all the same).
 //
 // rdma-core: ibv_destroy_qp (which does not drain; the kernel's ib_drain_qp
 // does).
@@ -398,6 +401,15 @@ func (qp *QP) close(bool) error {
 	}
 	if errDestroy == nil {
 		errDrain = errors.Join(errDrain, qp.flushRings())
+	} else if s, r := qp.pendingNow(); qp.flushesOnDestroy() && s+r > 0 {
+		// DESTROY_QP failed, so the kernel may still hold the QP and take
+		// or complete what is in its rings: flushRings cannot complete it
+		// here. Draining first instead would only wait out drainTimeout
+		// for work siw never flushes (provider.FlushOnDestroy). So the
+		// error says what is lost, also when the Device was closed under
+		// Close, whose ErrClosed ignoreClosedContext drops.
+		errDrain = errors.Join(errDrain, fmt.Errorf("destroy_qp failed, so %d send and %d receive work requests left in the rings will not complete: %w", s, r, errDestroy))
+		errDestroy = nil
 	}
 	qp.unmap()
 	qp.recvMu.Unlock()

@@ -500,7 +500,14 @@ func createAH(dev provider.Device, op string, core abi.UverbsCreateAH, a *AHAttr
 }
 
 // Context is a provider.Context: its methods create the objects above.
-var _ provider.Context = (*Context)(nil)
+var (
+	_ provider.Context    = (*Context)(nil)
+	_ provider.AHPortInfo = (*Context)(nil)
+)
+
+// AHPortInfo says that CreateAH reads the port's link in its
+// provider.AHParams: the address vector depends on it (BuildAV).
+func (*Context) AHPortInfo() {}
 
 // Open issues GET_CONTEXT with mlx5's driver data (struct
 // mlx5_ib_alloc_ucontext_req_v2, AllocUcontextReq) and maps the UAR pages

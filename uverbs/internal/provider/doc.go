@@ -11,7 +11,8 @@
 // prebuilt doorbell), and the interfaces through which uverbs drives a
 // provider's objects (Open, Context, CQ, QP, SRQ; objects.go), chosen once
 // when each object is created, with the optional ones for what not every
-// provider has (CQResizer, SRQResizer, CQEvents) and for driver data in
+// provider has (CQResizer, SRQResizer, CQEvents, FlushOnDestroy, and
+// AHPortInfo for the port's link in CreateAH) and for driver data in
 // commands common to all devices (RegMRData, ModifySRQData). rxe, mlx5
 // and siw implement them; uverbs' dispatch file writes the common post and
 // poll of rxe and mlx5 out behind a type assertion to their concrete

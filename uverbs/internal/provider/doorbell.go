@@ -158,8 +158,10 @@ func (d *Doorbells) InUse() (slots, pages int) {
 	return slots, len(d.pages)
 }
 
-// Close unmaps the pages left (those of QPs dropped without Close), after
-// the device's QPs are destroyed; New fails from then on.
+// Close unmaps the pages left, after the device's QPs are closed; New
+// fails from then on. Device.Close closes every QP first, so a slot left
+// can only be that of a QP whose create raced the close (its Free, after
+// Close, is ignored).
 func (d *Doorbells) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -11,9 +11,10 @@ import (
 // once, at create time. uverbs holds one lock per queue and calls each
 // method under the lock its comment names; a provider takes no uverbs lock
 // of its own. A verb that not every provider implements is a small
-// optional interface (CQResizer, SRQResizer, CQEvents), and a command
-// common to all devices that takes driver data on some is one too
-// (RegMRData, ModifySRQData): uverbs asks for it with a type assertion.
+// optional interface (CQResizer, SRQResizer, CQEvents, FlushOnDestroy), a
+// command common to all devices that takes driver data on some is one too
+// (RegMRData, ModifySRQData), and so is a need for what only some
+// providers read (AHPortInfo): uverbs asks for it with a type assertion.
 
 // Open issues GET_CONTEXT with the provider's driver data and sets up what
 // the provider needs for the device's lifetime (mapped registers, limits).
@@ -72,8 +73,9 @@ type QPCaps struct {
 	MaxSendWR, MaxRecvWR, MaxSendSGE, MaxRecvSGE, MaxInline int
 }
 
-// AHParams are an address handle's attributes (ibv_ah_attr) and what the
-// port says of its link.
+// AHParams are an address handle's attributes (ibv_ah_attr) and, for a
+// Context that implements AHPortInfo, what the port says of its link
+// (Ethernet, GRHRequired, RoCEv2; false for the others).
 type AHParams struct {
 	DLID         uint16
 	SL           uint8
@@ -181,7 +183,9 @@ type FlushOnDestroy interface {
 	// opcode, for every request still in the send ring to send and in the
 	// receive ring to recv, in ring order, and counts them completed. It
 	// also stops counting the sends the kernel took and completed without
-	// a completion (unsignaled successes).
+	// a completion (unsignaled successes). What stays counted
+	// (QP.Outstanding) had a completion the kernel could not write (the CQ
+	// was full): lost.
 	FlushRings(send, recv *[]WC)
 }
 
@@ -207,6 +211,17 @@ type SRQ interface {
 // left.
 type SRQResizer interface {
 	Resize(dev Device, op string, handle uint32, maxWR int) (lost bool, err error)
+}
+
+// AHPortInfo is implemented by a Context whose CreateAH reads what the
+// port says of its link in AHParams (mlx5, which builds the address vector
+// itself as libmlx5's mlx5_create_ah does from ibv_query_port and the
+// source GID's type). For it, uverbs issues QUERY_PORT, and on Ethernet
+// for an AH with a global route reads the source GID's entry, before
+// CreateAH; the other providers let the kernel judge the attributes in
+// CREATE_AH and are spared both.
+type AHPortInfo interface {
+	AHPortInfo()
 }
 
 // RegMRData is implemented by a Context whose driver takes driver data in

@@ -16,10 +16,10 @@ import (
 // information, docs/abi.md §3.2-3.3), the rings the kernel allocated,
 // mapped at those offsets, and the prebuilt doorbells (POST_SEND in a slot
 // of the device's provider.Doorbells, REQ_NOTIFY_CQ), all through the
-// provider.Device. uverbs/provider.go
-// registers Open, and writes rxe's common post and poll out behind a type
-// assertion to CQState, QPState and SRQState, whose rings it reads
-// directly: the soft-RoCE hot path makes no interface call.
+// provider.Device. uverbs/provider.go registers Open, and writes rxe's
+// common post and poll out behind a type assertion to CQState, QPState and
+// SRQState, whose rings it reads directly: the soft-RoCE hot path makes no
+// interface call.
 
 func bytesOf[T any](p *T) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p)) }
 

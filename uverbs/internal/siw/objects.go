@@ -487,11 +487,23 @@ func (q *qpState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 // the completion the kernel's flush would have written: its ID and opcode,
 // status WR_FLUSH_ERR, no bytes (siw_qp.c siw_sq_flush, siw_rq_flush).
 // The sends the kernel took are complete by then (the flush completes the
-// one in progress and the READs awaiting their response: siw_sq_flush),
-// and those still counted had no completion of their own (unsignaled
-// successes): they are forgotten.
+// one in progress and the READs awaiting their response: siw_sq_flush).
+// Of those still counted, an unsignaled one had no completion of its own
+// (a success) and is forgotten; a signaled one had a completion the kernel
+// could not write, since siw_sqe_complete (siw_qp.c) drops it with
+// -ENOMEM when the CQ is full, and stays counted, so that QP.Close reports
+// it lost.
 func (q *qpState) FlushRings(send, recv *[]provider.WC) {
 	sq := q.sq
+	// The records of the sends the kernel took come before those of the
+	// ones still in the ring (both in posting order); counted first, since
+	// the flush below retires every send before the one it completes.
+	sent, lost := q.sent.Load(), uint32(0)
+	for i := q.retired.Load(); i != sent-uint32(sq.Pending()); i++ {
+		if s := &q.sends[i&q.sendMask]; s.signaled && !s.done {
+			lost++
+		}
+	}
 	for i := sq.oldestPending(); i != sq.next; i++ {
 		e := sq.elem(i)
 		wc := flushedWC(get64(e, sqeID), wcOpcode[*(*uint8)(unsafe.Add(e, sqeOpcode))], q.qpn)
@@ -499,7 +511,9 @@ func (q *qpState) FlushRings(send, recv *[]provider.WC) {
 		q.retireSend(&wc)
 		*send = append(*send, wc)
 	}
-	q.retired.Store(q.sent.Load())
+	// Only the count matters from here: the records are not read again
+	// before Release.
+	q.retired.Store(sent - lost)
 	if rq := q.rq; rq != nil {
 		for i := rq.oldestPending(); i != rq.next; i++ {
 			*recv = append(*recv, flushedWC(get64(rq.elem(i), rqeID), WCOpRecv, q.qpn))

@@ -181,6 +181,35 @@ func TestFlushRings(t *testing.T) {
 	}
 }
 
+// A signaled send the kernel took whose completion it dropped (siw_qp.c
+// siw_sqe_complete refuses a full CQ) stays outstanding after FlushRings,
+// so that QP.Close reports it lost; an unsignaled one taken beside it is a
+// success without a completion and is forgotten, and so is one after it.
+func TestFlushRingsKeepsLostSignaledSends(t *testing.T) {
+	q, _, sr, _, _, _ := testQP(t, nil)
+	buf := make([]byte, 64)
+	sge := []SGE{{Addr: addrOf(buf), Length: 8, LKey: 0x55}}
+	if _, err := q.PostSend([]SendWR{
+		{ID: 1, Op: OpSend, SGEs: sge},
+		{ID: 2, Op: OpSend, Flags: SendSignaled, SGEs: sge},
+		{ID: 3, Op: OpSend, SGEs: sge},
+		{ID: 4, Op: OpSend, Flags: SendSignaled, SGEs: sge},
+	}, false); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // sends 1 to 3 taken; 2's completion dropped (no CQE)
+		sr.take()
+	}
+	var send, recv []provider.WC
+	q.FlushRings(&send, &recv)
+	if len(send) != 1 || send[0].ID != 4 || send[0].Status != WCFlushError {
+		t.Fatalf("send completions %+v, want send 4 flushed", send)
+	}
+	if s, r := q.Outstanding(); s != 1 || r != 0 {
+		t.Errorf("after FlushRings %d sends and %d receives outstanding, want 1 send (2, its completion lost) and no receive", s, r)
+	}
+}
+
 // The ring's room and the record of sends both bound a post; a refused
 // request leaves nothing posted.
 func TestPostSendRefusals(t *testing.T) {
