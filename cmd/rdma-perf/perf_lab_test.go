@@ -403,9 +403,14 @@ func spareThreads(n int) {
 
 func runPerfCase(t *testing.T, c perfCase, port int) {
 	// Only a hang turns into a failure: under the lab's TCG a case takes
-	// a few seconds.
+	// a few seconds. The wait gives up first and the sides run on until
+	// the dump below is taken, so that it shows where ours is stuck
+	// rather than ours closing on its cancelled context; stop (and
+	// StartSide's cleanup) ends them after.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	sides, stop := context.WithCancel(context.Background())
+	defer stop()
 	dev, host, gid := labTarget(t, c.cm, c.siw)
 	args := func(who, role string) []string {
 		a := []string{"-d", dev, "-p", strconv.Itoa(port), "-F"}
@@ -422,18 +427,18 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 		}
 		return a
 	}
-	srv := startPerf(t, ctx, c.server, "server", c.test, args(c.server, "server"), c.hook)
+	srv := startPerf(t, sides, c.server, "server", c.test, args(c.server, "server"), c.hook)
 	// perftest's client gives up at once when nothing listens yet; ours
 	// retries, but under load a fixed pause is never sure to be enough.
 	if err := testutil.WaitListening(ctx, port, c.cm, srv.Done); err != nil {
 		t.Fatalf("%v\nserver (%s):\n%s%s", err, srv.Who, srv.Out, srv.Err)
 	}
-	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"), c.hook)
+	cli := startPerf(t, sides, c.client, "client", c.test, args(c.client, "client"), c.hook)
 	for _, s := range []*testutil.Side{cli, srv} {
 		select {
 		case err := <-s.Done:
 			if err != nil {
-				cancel()
+				stop()
 				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 			}
 		case <-ctx.Done():
