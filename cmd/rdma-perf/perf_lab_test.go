@@ -330,6 +330,7 @@ func TestHotPathAllocsPingPong(t *testing.T) {
 			const runs = 10
 			var arrived [2]atomic.Int64 // server, client: meetings reached
 			var allocs uint64
+			var sitesBefore, sitesAfter map[[32]uintptr]int64
 			c.hook = func(s *session) error {
 				server := s.o.server == ""
 				me := 0
@@ -353,6 +354,9 @@ func TestHotPathAllocsPingPong(t *testing.T) {
 				}
 				var before, after runtime.MemStats
 				for run := 0; run <= runs; run++ {
+					if server && run == 1 {
+						sitesBefore = allocSites()
+					}
 					s.prepSend(c.size)
 					if s.o.verb == send {
 						if err := s.postRecvs(c.size, min(s.o.rxDepth, s.iters())); err != nil {
@@ -373,16 +377,79 @@ func TestHotPathAllocsPingPong(t *testing.T) {
 						allocs += after.Mallocs - before.Mallocs
 					}
 				}
+				if server {
+					sitesAfter = allocSites()
+				}
 				return nil
 			}
 			c.server, c.client, c.sizes, c.iters = "ours", "ours", 1, 200
 			spareThreads(8)
+			// Every allocation's call stack is recorded, so that a
+			// failure says where the process allocated while the
+			// server's loops were counted.
+			defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+			runtime.MemProfileRate = 1
 			runPerfCase(t, c, 19700+i)
 			if allocs/runs != 0 {
-				t.Errorf("%s %v: %d allocations in %d runs of the loop, want fewer than one per run", c.test, c.args, allocs, runs)
+				t.Errorf("%s %v: %d allocations in %d runs of the loop, want fewer than one per run; allocated meanwhile (objects, call stack):\n%s",
+					c.test, c.args, allocs, runs, diffAllocSites(sitesBefore, sitesAfter))
 			}
 		})
 	}
+}
+
+// allocSites is the allocation profile: the objects allocated so far, per
+// call stack. runtime.GC publishes the profile up to the present
+// (runtime/mgc.go GC: mProf_PostSweep).
+func allocSites() map[[32]uintptr]int64 {
+	runtime.GC()
+	n, _ := runtime.MemProfile(nil, true)
+	var recs []runtime.MemProfileRecord
+	for {
+		recs = make([]runtime.MemProfileRecord, n+64)
+		var ok bool
+		if n, ok = runtime.MemProfile(recs, true); ok {
+			break
+		}
+	}
+	sites := make(map[[32]uintptr]int64, n)
+	for _, r := range recs[:n] {
+		sites[r.Stack0] += r.AllocObjects
+	}
+	return sites
+}
+
+// diffAllocSites lists the call stacks that allocated between two
+// allocSites, most objects first.
+func diffAllocSites(before, after map[[32]uintptr]int64) string {
+	type site struct {
+		stack [32]uintptr
+		n     int64
+	}
+	var grown []site
+	for st, n := range after {
+		if n > before[st] {
+			grown = append(grown, site{st, n - before[st]})
+		}
+	}
+	slices.SortFunc(grown, func(a, b site) int { return int(b.n - a.n) })
+	var b strings.Builder
+	for _, g := range grown {
+		fmt.Fprintf(&b, "%d:\n", g.n)
+		pcs := g.stack[:]
+		if i := slices.Index(pcs, 0); i >= 0 {
+			pcs = pcs[:i]
+		}
+		frames := runtime.CallersFrames(pcs)
+		for {
+			f, more := frames.Next()
+			fmt.Fprintf(&b, "\t%s %s:%d\n", f.Function, f.File, f.Line)
+			if !more {
+				break
+			}
+		}
+	}
+	return b.String()
 }
 
 // spareThreads leaves n threads idle for the runtime to reuse: n goroutines
