@@ -420,34 +420,36 @@ func allocSites() map[[32]uintptr]int64 {
 }
 
 // diffAllocSites lists the call stacks that allocated between two
-// allocSites, most objects first.
+// allocSites, most objects first, but for allocSites' own.
 func diffAllocSites(before, after map[[32]uintptr]int64) string {
 	type site struct {
-		stack [32]uintptr
-		n     int64
+		n      int64
+		frames string
 	}
 	var grown []site
 	for st, n := range after {
-		if n > before[st] {
-			grown = append(grown, site{st, n - before[st]})
+		if n <= before[st] {
+			continue
+		}
+		pcs := st[:]
+		if i := slices.Index(pcs, 0); i >= 0 {
+			pcs = pcs[:i]
+		}
+		var b strings.Builder
+		frames := runtime.CallersFrames(pcs)
+		for more := true; more; {
+			var f runtime.Frame
+			f, more = frames.Next()
+			fmt.Fprintf(&b, "\t%s %s:%d\n", f.Function, f.File, f.Line)
+		}
+		if !strings.Contains(b.String(), ".allocSites ") {
+			grown = append(grown, site{n - before[st], b.String()})
 		}
 	}
 	slices.SortFunc(grown, func(a, b site) int { return int(b.n - a.n) })
 	var b strings.Builder
 	for _, g := range grown {
-		fmt.Fprintf(&b, "%d:\n", g.n)
-		pcs := g.stack[:]
-		if i := slices.Index(pcs, 0); i >= 0 {
-			pcs = pcs[:i]
-		}
-		frames := runtime.CallersFrames(pcs)
-		for {
-			f, more := frames.Next()
-			fmt.Fprintf(&b, "\t%s %s:%d\n", f.Function, f.File, f.Line)
-			if !more {
-				break
-			}
-		}
+		fmt.Fprintf(&b, "%d:\n%s", g.n, g.frames)
 	}
 	return b.String()
 }
