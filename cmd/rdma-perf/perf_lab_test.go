@@ -503,18 +503,35 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 		t.Fatalf("%v\nserver (%s):\n%s%s", err, srv.Who, srv.Out, srv.Err)
 	}
 	cli := startPerf(t, sides, c.client, "client", c.test, args(c.client, "client"), c.hook)
-	for _, s := range []*testutil.Side{cli, srv} {
+	// The sides in the order they end (a channel read is set to nil):
+	// one that fails fails the case at once, as its peer may wait for it
+	// for good.
+	srvDone, cliDone := srv.Done, cli.Done
+	for srvDone != nil || cliDone != nil {
+		var s *testutil.Side
+		var err error
 		select {
-		case err := <-s.Done:
-			if err != nil {
-				stop()
-				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
-			}
+		case err = <-srvDone:
+			s, srvDone = srv, nil
+		case err = <-cliDone:
+			s, cliDone = cli, nil
 		case <-ctx.Done():
 			// Ours runs in this process: where its goroutines wait says
 			// where it hung.
+			var still []string
+			if srvDone != nil {
+				still = append(still, "server")
+			}
+			if cliDone != nil {
+				still = append(still, "client")
+			}
 			buf := make([]byte, 1<<20)
-			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s\ngoroutines:\n%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err, buf[:runtime.Stack(buf, true)])
+			t.Fatalf("timed out, still running: %s\nserver (%s):\n%s%s\nclient (%s):\n%s%s\ngoroutines:\n%s",
+				strings.Join(still, " and "), srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err, buf[:runtime.Stack(buf, true)])
+		}
+		if err != nil {
+			stop()
+			t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 		}
 	}
 	// The client measures in every test; the servers of send and latency
