@@ -315,10 +315,19 @@ func TestHotPathAllocs(t *testing.T) {
 // down as AllocsPerRun does, must be 0. A thread the runtime starts
 // allocates (runtime newm: when a system call blocks, sysmon hands its P
 // to another thread), so spareThreads starts some first; the first run is
-// left out. Completion events are TestHotPathAllocs' (read_lat -e, one
-// waiter in the process): with both sides' waits in this one process,
-// send_lat -q 4 -e counted 10 allocations in 10 runs twice after the
-// package's other tests (none when run alone), not traced yet.
+// left out. A garbage collection allocates in the runtime (seen: the
+// mark workers' first start, runtime/mgc.go gcBgMarkWorker; a sudog when
+// gcMarkDone waits on its semaphore and the caches have none, clearpools
+// emptying the central one every cycle; ReadMemStats' stopTheWorld waits
+// on worldsema the same way), so a run in which one ran is not counted
+// (its NumGC moved). The runs start right after a collection
+// (allocSites), so sysmon's forced one, two minutes after the last
+// (runtime/proc.go forcegcperiod), comes after them, and loops that
+// allocate nothing start none: at least half the runs must count. On failure the test lists the call
+// stacks that allocated. Completion events are TestHotPathAllocs'
+// (read_lat -e, one waiter in the process): with both sides' waits in
+// this one process, send_lat -q 4 -e counted 10 allocations in 10 runs
+// twice after the package's other tests (none when run alone).
 func TestHotPathAllocsPingPong(t *testing.T) {
 	for i, c := range []perfCase{
 		{test: "send_lat", args: []string{"-s", "64", "-n", "200"}, size: 64},
@@ -329,7 +338,8 @@ func TestHotPathAllocsPingPong(t *testing.T) {
 		t.Run(c.test+"_"+strings.Join(c.args, ""), func(t *testing.T) {
 			const runs = 10
 			var arrived [2]atomic.Int64 // server, client: meetings reached
-			var allocs uint64
+			var allocs, counted uint64
+			var sitesBefore, sitesAfter map[[32]uintptr]int64
 			c.hook = func(s *session) error {
 				server := s.o.server == ""
 				me := 0
@@ -353,6 +363,10 @@ func TestHotPathAllocsPingPong(t *testing.T) {
 				}
 				var before, after runtime.MemStats
 				for run := 0; run <= runs; run++ {
+					if server && run == 1 {
+						// A collection, then the profile so far.
+						sitesBefore = allocSites()
+					}
 					s.prepSend(c.size)
 					if s.o.verb == send {
 						if err := s.postRecvs(c.size, min(s.o.rxDepth, s.iters())); err != nil {
@@ -370,19 +384,90 @@ func TestHotPathAllocsPingPong(t *testing.T) {
 					}
 					if server && run > 0 {
 						runtime.ReadMemStats(&after)
-						allocs += after.Mallocs - before.Mallocs
+						if after.NumGC == before.NumGC {
+							allocs += after.Mallocs - before.Mallocs
+							counted++
+						}
 					}
+				}
+				if server {
+					sitesAfter = allocSites()
 				}
 				return nil
 			}
 			c.server, c.client, c.sizes, c.iters = "ours", "ours", 1, 200
 			spareThreads(8)
+			// Every allocation's call stack is recorded, so that a
+			// failure says where the process allocated while the
+			// server's loops were counted.
+			defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+			runtime.MemProfileRate = 1
 			runPerfCase(t, c, 19700+i)
-			if allocs/runs != 0 {
-				t.Errorf("%s %v: %d allocations in %d runs of the loop, want fewer than one per run", c.test, c.args, allocs, runs)
+			if counted < runs/2 {
+				t.Errorf("%s %v: a garbage collection ran in %d of %d runs of the loop, want at most half; allocated meanwhile (objects, call stack):\n%s",
+					c.test, c.args, runs-counted, runs, diffAllocSites(sitesBefore, sitesAfter))
+			} else if allocs/counted != 0 {
+				t.Errorf("%s %v: %d allocations in %d runs of the loop (%d more had a garbage collection), want fewer than one per run; allocated meanwhile (objects, call stack):\n%s",
+					c.test, c.args, allocs, counted, runs-counted, diffAllocSites(sitesBefore, sitesAfter))
 			}
 		})
 	}
+}
+
+// allocSites is the allocation profile: the objects allocated so far, per
+// call stack. runtime.GC publishes the profile up to the present
+// (runtime/mgc.go GC: mProf_PostSweep).
+func allocSites() map[[32]uintptr]int64 {
+	runtime.GC()
+	n, _ := runtime.MemProfile(nil, true)
+	var recs []runtime.MemProfileRecord
+	for {
+		recs = make([]runtime.MemProfileRecord, n+64)
+		var ok bool
+		if n, ok = runtime.MemProfile(recs, true); ok {
+			break
+		}
+	}
+	sites := make(map[[32]uintptr]int64, n)
+	for _, r := range recs[:n] {
+		sites[r.Stack0] += r.AllocObjects
+	}
+	return sites
+}
+
+// diffAllocSites lists the call stacks that allocated between two
+// allocSites, most objects first, but for allocSites' own.
+func diffAllocSites(before, after map[[32]uintptr]int64) string {
+	type site struct {
+		n      int64
+		frames string
+	}
+	var grown []site
+	for st, n := range after {
+		if n <= before[st] {
+			continue
+		}
+		pcs := st[:]
+		if i := slices.Index(pcs, 0); i >= 0 {
+			pcs = pcs[:i]
+		}
+		var b strings.Builder
+		frames := runtime.CallersFrames(pcs)
+		for more := true; more; {
+			var f runtime.Frame
+			f, more = frames.Next()
+			fmt.Fprintf(&b, "\t%s %s:%d\n", f.Function, f.File, f.Line)
+		}
+		if !strings.Contains(b.String(), ".allocSites ") {
+			grown = append(grown, site{n - before[st], b.String()})
+		}
+	}
+	slices.SortFunc(grown, func(a, b site) int { return int(b.n - a.n) })
+	var b strings.Builder
+	for _, g := range grown {
+		fmt.Fprintf(&b, "%d:\n%s", g.n, g.frames)
+	}
+	return b.String()
 }
 
 // spareThreads leaves n threads idle for the runtime to reuse: n goroutines
@@ -403,9 +488,14 @@ func spareThreads(n int) {
 
 func runPerfCase(t *testing.T, c perfCase, port int) {
 	// Only a hang turns into a failure: under the lab's TCG a case takes
-	// a few seconds.
+	// a few seconds. The wait gives up first and the sides run on until
+	// the dump below is taken, so that it shows where ours is stuck
+	// rather than ours closing on its cancelled context; stop (and
+	// StartSide's cleanup) ends them after.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	sides, stop := context.WithCancel(context.Background())
+	defer stop()
 	dev, host, gid := labTarget(t, c.cm, c.siw)
 	args := func(who, role string) []string {
 		a := []string{"-d", dev, "-p", strconv.Itoa(port), "-F"}
@@ -422,25 +512,42 @@ func runPerfCase(t *testing.T, c perfCase, port int) {
 		}
 		return a
 	}
-	srv := startPerf(t, ctx, c.server, "server", c.test, args(c.server, "server"), c.hook)
+	srv := startPerf(t, sides, c.server, "server", c.test, args(c.server, "server"), c.hook)
 	// perftest's client gives up at once when nothing listens yet; ours
 	// retries, but under load a fixed pause is never sure to be enough.
 	if err := testutil.WaitListening(ctx, port, c.cm, srv.Done); err != nil {
 		t.Fatalf("%v\nserver (%s):\n%s%s", err, srv.Who, srv.Out, srv.Err)
 	}
-	cli := startPerf(t, ctx, c.client, "client", c.test, args(c.client, "client"), c.hook)
-	for _, s := range []*testutil.Side{cli, srv} {
+	cli := startPerf(t, sides, c.client, "client", c.test, args(c.client, "client"), c.hook)
+	// The sides in the order they end (a channel read is set to nil):
+	// one that fails fails the case at once, as its peer may wait for it
+	// for good.
+	srvDone, cliDone := srv.Done, cli.Done
+	for srvDone != nil || cliDone != nil {
+		var s *testutil.Side
+		var err error
 		select {
-		case err := <-s.Done:
-			if err != nil {
-				cancel()
-				t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
-			}
+		case err = <-srvDone:
+			s, srvDone = srv, nil
+		case err = <-cliDone:
+			s, cliDone = cli, nil
 		case <-ctx.Done():
 			// Ours runs in this process: where its goroutines wait says
 			// where it hung.
+			var still []string
+			if srvDone != nil {
+				still = append(still, "server")
+			}
+			if cliDone != nil {
+				still = append(still, "client")
+			}
 			buf := make([]byte, 1<<20)
-			t.Fatalf("timed out\nserver (%s):\n%s%s\nclient (%s):\n%s%s\ngoroutines:\n%s", srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err, buf[:runtime.Stack(buf, true)])
+			t.Fatalf("timed out, still running: %s\nserver (%s):\n%s%s\nclient (%s):\n%s%s\ngoroutines:\n%s",
+				strings.Join(still, " and "), srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err, buf[:runtime.Stack(buf, true)])
+		}
+		if err != nil {
+			stop()
+			t.Fatalf("%s %s failed: %v\nserver (%s):\n%s%s\nclient (%s):\n%s%s", s.Who, s.Role, err, srv.Who, srv.Out, srv.Err, cli.Who, cli.Out, cli.Err)
 		}
 	}
 	// The client measures in every test; the servers of send and latency
