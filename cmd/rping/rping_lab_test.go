@@ -55,8 +55,10 @@ func newEnvOn(t *testing.T, ends [2]testutil.VethEnd) *rpingEnv {
 		}
 		t.Skip("rdma not installed (Debian: iproute2)")
 	}
-	// The timeout only turns a hang into a failure.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// The timeout only turns a hang into a failure. It is one for every
+	// test of the device pair: TestInterop's take 6 minutes together in a
+	// race build on a busy host (make lab-race), and 3 were too few there.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	return &rpingEnv{addr: ends[0].Addr, cping: p, ctx: ctx}
 }
