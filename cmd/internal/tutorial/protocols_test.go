@@ -222,6 +222,20 @@ func TestScriptedPeers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// waitFor returns the peer's successful completion with ID id,
+	// skipping others.
+	waitFor := func(t *testing.T, ep *fakeEP, id uint64) uverbs.WC {
+		t.Helper()
+		for {
+			wc, err := ep.Next(ctx)
+			if err != nil || wc.Status != uverbs.WCSuccess {
+				t.Fatalf("waiting for %d: %v %+v", id, err, wc)
+			}
+			if wc.ID == id {
+				return wc
+			}
+		}
+	}
 	t.Run("geek_short_peer_buffer", func(t *testing.T) {
 		peer, result, _ := start(t, "geek", "write")
 		b := make([]byte, geekMsgLen)
@@ -251,18 +265,7 @@ func TestScriptedPeers(t *testing.T) {
 		send(t, peer, b)
 		send(t, peer, b)
 		// wait returns the next completion of id, passing over the SENDs'.
-		wait := func(id uint64) uverbs.WC {
-			t.Helper()
-			for {
-				wc, err := peer.Next(ctx)
-				if err != nil || wc.Status != uverbs.WCSuccess {
-					t.Fatalf("waiting for %d: %v %+v", id, err, wc)
-				}
-				if wc.ID == id {
-					return wc
-				}
-			}
-		}
+		wait := func(id uint64) uverbs.WC { t.Helper(); return waitFor(t, peer, id) }
 		wait(20)
 		srvMR, err := decodeGeekMsg(msgs.Buf[:geekMsgLen])
 		if err != nil || srvMR.Type != geekMsgMR {
@@ -302,18 +305,7 @@ func TestScriptedPeers(t *testing.T) {
 		b := make([]byte, geekMsgLen)
 		geekMsg{Type: geekMsgMR, MR: geekMR{Addr: remote.Addr, Length: geekBufferSize, RKey: remote.RKey}}.encode(b)
 		send(t, peer, b)
-		wait := func(id uint64) {
-			t.Helper()
-			for {
-				wc, err := peer.Next(ctx)
-				if err != nil || wc.Status != uverbs.WCSuccess {
-					t.Fatalf("waiting for %d: %v %+v", id, err, wc)
-				}
-				if wc.ID == id {
-					return
-				}
-			}
-		}
+		wait := func(id uint64) { t.Helper(); waitFor(t, peer, id) }
 		wait(20)
 		srvMR, _ := decodeGeekMsg(msgs.Buf[:geekMsgLen])
 		if err := peer.PostSend(uverbs.SendWR{ID: 30, Op: uverbs.OpWrite, Flags: uverbs.SendSignaled,
