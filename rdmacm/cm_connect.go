@@ -183,6 +183,21 @@ func (id *ID) QP() *uverbs.QP {
 	return id.qp
 }
 
+// initQPAttrOp names the INIT_QP_ATTR command for a state, as a constant
+// for the three a connection passes through, so that the command's name
+// costs a connection no allocation.
+func initQPAttrOp(state uverbs.QPState) string {
+	switch state {
+	case uverbs.QPStateInit:
+		return "init_qp_attr INIT"
+	case uverbs.QPStateRTR:
+		return "init_qp_attr RTR"
+	case uverbs.QPStateRTS:
+		return "init_qp_attr RTS"
+	}
+	return "init_qp_attr " + state.String()
+}
+
 // initQPAttr asks the CM for the attributes of a move of the ID's QP to
 // state (INIT_QP_ATTR). The answer is struct ib_uverbs_qp_attr with a mask
 // of the fields that matter (kernel: core/cma.c rdma_init_qp_attr,
@@ -191,7 +206,7 @@ func (id *ID) initQPAttrLocked(state uverbs.QPState) (uverbs.QPAttr, uverbs.QPAt
 	resp := new(abi.UverbsQPAttr)
 	rb := bytesOf(resp)
 	body := abi.UcmInitQPAttr{Response: addrOf(rb), ID: id.kid, QPState: uint32(state)}
-	if err := id.command("init_qp_attr "+state.String(), abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, bytesOf(&body), rb); err != nil {
+	if err := id.command(initQPAttrOp(state), abi.RDMA_USER_CM_CMD_INIT_QP_ATTR, bytesOf(&body), rb); err != nil {
 		return uverbs.QPAttr{}, 0, id.requestGone(err)
 	}
 	a := uverbs.QPAttr{

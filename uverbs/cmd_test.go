@@ -266,3 +266,15 @@ func TestClosedContext(t *testing.T) {
 		t.Errorf("nil Query = %v, want ErrClosed", err)
 	}
 }
+
+// A command that succeeded passes the classifiers without an allocation:
+// every device command goes through one of them.
+func TestClassifySuccessAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() {
+		if classifyWrite(nil) != nil || classifyIoctl(nil) != nil {
+			t.Fatal("a nil error classified as an error")
+		}
+	}); n != 0 {
+		t.Errorf("classifying success: %v allocations, want 0", n)
+	}
+}

@@ -66,6 +66,9 @@ func (e *notSupported) Is(target error) bool { return target == ErrNotSupported 
 // method" into errors that match ErrNotSupported. rdma-core falls back to the
 // write() ABI on exactly these (rdma-core: libibverbs/cmd_fallback.c).
 func classifyIoctl(err error) error {
+	if err == nil {
+		return nil // before op, which escapes: a successful command allocates nothing here
+	}
 	var op *sys.OpError
 	if !errors.As(err, &op) {
 		return err
@@ -85,6 +88,9 @@ func classifyIoctl(err error) error {
 // out of range or disabled for the device returns EOPNOTSUPP
 // (kernel: core/uverbs_main.c ib_uverbs_write, uverbs_uapi.c).
 func classifyWrite(err error) error {
+	if err == nil {
+		return nil // as in classifyIoctl
+	}
 	var op *sys.OpError
 	if !errors.As(err, &op) {
 		return err

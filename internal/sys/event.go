@@ -74,7 +74,7 @@ func NewEventFile(raw int, what string) (*EventFile, error) {
 	}
 	e := &EventFile{f: f, rc: rc, raw: raw, cancelled: make(chan struct{}, 1)}
 	e.readFn, e.cancelFn = e.readOnce, e.cancel
-	e.trace = track("event fd " + what)
+	e.trace = track("event fd", what)
 	e.clean = runtime.AddCleanup(e, closeLeakedEvent, leakedEvent{f: f, trace: e.trace})
 	return e, nil
 }

@@ -23,7 +23,7 @@ type FD struct {
 // NewFD takes ownership of raw.
 func NewFD(raw int, what string) *FD {
 	fd := &FD{raw: raw}
-	fd.trace = track("fd " + what)
+	fd.trace = track("fd", what)
 	fd.cleanup = runtime.AddCleanup(fd, closeLeaked, leakedFD{raw: raw, trace: fd.trace})
 	return fd
 }

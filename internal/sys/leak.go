@@ -29,7 +29,10 @@ type traceRecord struct {
 // remember the stack that created it, so Leaks can say where a leak came from.
 func EnableLeakTracing() { tracing.Store(true) }
 
-func track(what string) traceID {
+// track records the creating stack of a kind ("fd", "mmap", "event fd")
+// of resource named what; the label is built only while tracing, so an
+// untraced creation allocates nothing here.
+func track(kind, what string) traceID {
 	if !tracing.Load() {
 		return 0
 	}
@@ -49,7 +52,7 @@ func track(what string) traceID {
 	traceMu.Lock()
 	defer traceMu.Unlock()
 	nextTrace++
-	live[nextTrace] = &traceRecord{what: what, stack: sb.String()}
+	live[nextTrace] = &traceRecord{what: kind + " " + what, stack: sb.String()}
 	return nextTrace
 }
 

@@ -31,7 +31,7 @@ func unmapLeaked(l leakedMapping) {
 
 func newMapping(b []byte, what string) *Mapping {
 	m := &Mapping{b: b}
-	m.trace = track("mmap " + what)
+	m.trace = track("mmap", what)
 	m.cleanup = runtime.AddCleanup(m, unmapLeaked, leakedMapping{addr: unsafe.Pointer(unsafe.SliceData(b)), size: len(b), trace: m.trace})
 	return m
 }

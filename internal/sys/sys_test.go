@@ -182,3 +182,17 @@ func TestEventFileReadAfterClose(t *testing.T) {
 	_, err = ef.Read(nil, buf)
 	require.ErrorContains(t, err, "context.Background()")
 }
+
+// Without leak tracing, recording a creation allocates nothing (the label
+// is built only while tracing).
+func TestTrackUntracedAllocatesNothing(t *testing.T) {
+	tracing.Store(false)
+	defer tracing.Store(true)
+	if n := testing.AllocsPerRun(100, func() {
+		if track("mmap", "ring") != 0 {
+			t.Fatal("an untraced creation got a trace")
+		}
+	}); n != 0 {
+		t.Errorf("track without tracing: %v allocations, want 0", n)
+	}
+}
