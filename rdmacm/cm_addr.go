@@ -136,10 +136,12 @@ func (id *ID) startResolveAddr(op string, src, dst netip.AddrPort, timeout time.
 	}
 	err = id.locked(op, func() error {
 		body.ID = id.kid
-		if body.SrcSize != 0 {
-			id.log("resolve address %v from %v (timeout %d ms) on %s", dst, src.Addr(), body.TimeoutMs, id)
-		} else {
-			id.log("resolve address %v (timeout %d ms) on %s", dst, body.TimeoutMs, id)
+		if id.logging() {
+			if body.SrcSize != 0 {
+				id.log("resolve address %v from %v (timeout %d ms) on %s", dst, src.Addr(), body.TimeoutMs, id)
+			} else {
+				id.log("resolve address %v (timeout %d ms) on %s", dst, body.TimeoutMs, id)
+			}
 		}
 		return id.command(op, abi.RDMA_USER_CM_CMD_RESOLVE_ADDR, bytesOf(&body), nil)
 	})
@@ -188,7 +190,9 @@ func (id *ID) resolveRoute(ctx context.Context, timeout time.Duration) error {
 func (id *ID) startResolveRoute(op string, timeout time.Duration) error {
 	return id.locked(op, func() error {
 		body := abi.UcmResolveRoute{ID: id.kid, TimeoutMs: timeoutMs(timeout)}
-		id.log("resolve route on %s (timeout %d ms)", id, body.TimeoutMs)
+		if id.logging() {
+			id.log("resolve route on %s (timeout %d ms)", id, body.TimeoutMs)
+		}
 		return id.command(op, abi.RDMA_USER_CM_CMD_RESOLVE_ROUTE, bytesOf(&body), nil)
 	})
 }
@@ -354,7 +358,9 @@ func (id *ID) queryDeviceLocked() error {
 	}
 	id.dev = &dev
 	id.port = a.PortNum
-	id.log("%s is on device %s port %d", id, dev.Name, a.PortNum)
+	if id.logging() {
+		id.log("%s is on device %s port %d", id, dev.Name, a.PortNum)
+	}
 	return nil
 }
 

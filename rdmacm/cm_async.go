@@ -148,7 +148,9 @@ func (ch *EventChannel) take(r *abi.UcmEventResp) (Event, bool) {
 		req.reqParam = e.Param
 		e.Request = req
 		e.ID = owner
-		owner.log("event %v (status %d) on %s: %s", e.Type, e.Status, owner, req)
+		if owner.logging() {
+			owner.log("event %v (status %d) on %s: %s", e.Type, e.Status, owner, req)
+		}
 		return e, true
 	}
 	if owner == nil || owner.takenClosed() {
@@ -156,7 +158,9 @@ func (ch *EventChannel) take(r *abi.UcmEventResp) (Event, bool) {
 	}
 	e := decodeEvent(r, owner.ps == PortSpaceUDP)
 	e.ID = owner
-	owner.log("event %v (status %d) on %s", e.Type, e.Status, owner)
+	if owner.logging() {
+		owner.log("event %v (status %d) on %s", e.Type, e.Status, owner)
+	}
 	switch {
 	case e.Type == EventAddrResolved:
 		if err := owner.locked("resolve_addr", owner.queryDeviceLocked); err != nil {

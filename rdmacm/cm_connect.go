@@ -152,7 +152,9 @@ func (id *ID) createQPLocked(op string, pd *uverbs.PD, init uverbs.QPInit) (*uve
 	if err != nil {
 		return nil, err
 	}
-	id.log("created %v QP %#x on %s (send %d, recv %d, inline %d)", qp.Type(), qp.QPN(), id.dev.Name, qp.Cap().MaxSendWR, qp.Cap().MaxRecvWR, qp.Cap().MaxInline)
+	if id.logging() {
+		id.log("created %v QP %#x on %s (send %d, recv %d, inline %d)", qp.Type(), qp.QPN(), id.dev.Name, qp.Cap().MaxSendWR, qp.Cap().MaxRecvWR, qp.Cap().MaxInline)
+	}
 	if err := id.modifyLocked(qp, uverbs.QPStateInit, 255); err != nil {
 		qp.Close()
 		return nil, err
@@ -253,15 +255,17 @@ func (id *ID) modifyLocked(qp *uverbs.QP, state uverbs.QPState, depth uint8) err
 	if err := qp.Modify(&attr, mask); err != nil {
 		return err
 	}
-	switch state {
-	case uverbs.QPStateRTR:
-		id.log("QP %#x %v -> RTR (%v): dest QPN %#x, RQ PSN %#x, path MTU %v, dest GID %v, sgid index %d, responder resources %d",
-			qp.QPN(), from, mask, attr.DestQPN, attr.RQPSN, attr.PathMTU, attr.AH.DGID, attr.AH.SGIDIndex, attr.MaxDestRDAtomic)
-	case uverbs.QPStateRTS:
-		id.log("QP %#x %v -> RTS (%v): SQ PSN %#x, timeout %d, retry %d, rnr retry %d, initiator depth %d",
-			qp.QPN(), from, mask, attr.SQPSN, attr.Timeout, attr.RetryCount, attr.RNRRetry, attr.MaxRDAtomic)
-	default:
-		id.log("QP %#x %v -> %v (%v): port %d, access %v", qp.QPN(), from, state, mask, attr.Port, attr.Access)
+	if id.logging() {
+		switch state {
+		case uverbs.QPStateRTR:
+			id.log("QP %#x %v -> RTR (%v): dest QPN %#x, RQ PSN %#x, path MTU %v, dest GID %v, sgid index %d, responder resources %d",
+				qp.QPN(), from, mask, attr.DestQPN, attr.RQPSN, attr.PathMTU, attr.AH.DGID, attr.AH.SGIDIndex, attr.MaxDestRDAtomic)
+		case uverbs.QPStateRTS:
+			id.log("QP %#x %v -> RTS (%v): SQ PSN %#x, timeout %d, retry %d, rnr retry %d, initiator depth %d",
+				qp.QPN(), from, mask, attr.SQPSN, attr.Timeout, attr.RetryCount, attr.RNRRetry, attr.MaxRDAtomic)
+		default:
+			id.log("QP %#x %v -> %v (%v): port %d, access %v", qp.QPN(), from, state, mask, attr.Port, attr.Access)
+		}
 	}
 	return nil
 }
@@ -373,7 +377,9 @@ func (id *ID) Connect(ctx context.Context, param ConnParam, data []byte) (Event,
 		return e, id.connectError(ctx, err)
 	}
 	e.Type = EventEstablished
-	id.log("event %v on %s (after the RTU)", e.Type, id)
+	if id.logging() {
+		id.log("event %v on %s (after the RTU)", e.Type, id)
+	}
 	return e, nil
 }
 
@@ -391,8 +397,10 @@ func (id *ID) startConnect(op string, param ConnParam, data []byte) error {
 			return err
 		}
 		body := abi.UcmConnect{ConnParam: id.connParam(p, data), ID: id.kid}
-		id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
-			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
+		if id.logging() {
+			id.log("connect %s: QPN %#x, responder resources %d, initiator depth %d, retry %d, rnr retry %d, %d bytes of private data",
+				id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RetryCount, body.ConnParam.RNRRetryCount, len(data))
+		}
 		return id.command(op, abi.RDMA_USER_CM_CMD_CONNECT, bytesOf(&body), nil)
 	})
 	return connectCommandError(op, err)
@@ -429,7 +437,9 @@ func (id *ID) completeConnectLocked() error {
 	}
 	if err == nil {
 		body := abi.UcmAccept{ID: id.kid}
-		id.log("send RTU on %s (ACCEPT without parameters)", id)
+		if id.logging() {
+			id.log("send RTU on %s (ACCEPT without parameters)", id)
+		}
 		err = id.command("accept (rtu)", abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil)
 	}
 	if err != nil {
@@ -631,8 +641,10 @@ func (id *ID) acceptLocked(op string, param ConnParam, data []byte) error {
 		}
 	}
 	body := abi.UcmAccept{UID: id.uid, ConnParam: id.connParam(p, data), ID: id.kid}
-	id.log("accept %s: QPN %#x, responder resources %d, initiator depth %d, rnr retry %d, %d bytes of private data",
-		id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RNRRetryCount, len(data))
+	if id.logging() {
+		id.log("accept %s: QPN %#x, responder resources %d, initiator depth %d, rnr retry %d, %d bytes of private data",
+			id, body.ConnParam.QPNum, p.ResponderResources, p.InitiatorDepth, body.ConnParam.RNRRetryCount, len(data))
+	}
 	if err := id.command(op, abi.RDMA_USER_CM_CMD_ACCEPT, bytesOf(&body), nil); err != nil {
 		id.qp.ToError()
 		return id.requestGone(err)
@@ -722,7 +734,9 @@ func (id *ID) disconnectLocked() error {
 		}
 	}
 	body := abi.UcmDisconnect{ID: id.kid}
-	id.log("disconnect %s", id)
+	if id.logging() {
+		id.log("disconnect %s", id)
+	}
 	err := id.command("disconnect", abi.RDMA_USER_CM_CMD_DISCONNECT, bytesOf(&body), nil)
 	if err == nil || errors.Is(err, unix.EINVAL) {
 		// EINVAL: the CM had ended the connection already (the peer's

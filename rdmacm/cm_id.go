@@ -158,6 +158,11 @@ func (id *ID) SetLogf(logf func(format string, args ...any)) {
 	id.logf.Store(&logf)
 }
 
+// logging reports whether the ID has a logf. The calls on a connection's
+// path test it first: a log call's arguments are boxed, and allocate, even
+// when nothing logs.
+func (id *ID) logging() bool { return id.logf.Load() != nil }
+
 func (id *ID) log(format string, args ...any) {
 	if logf := id.logf.Load(); logf != nil {
 		(*logf)(format, args...)
@@ -192,7 +197,9 @@ func (id *ID) command(op string, cmd uint32, body, resp []byte) error {
 // deliver queues e for the ID; false if the ID is closed (the caller then
 // owns e.Request).
 func (id *ID) deliver(e Event) bool {
-	id.log("event %v (status %d) on %s", e.Type, e.Status, id)
+	if id.logging() {
+		id.log("event %v (status %d) on %s", e.Type, e.Status, id)
+	}
 	id.qmu.Lock()
 	if id.qclosed {
 		id.qmu.Unlock()
@@ -354,7 +361,9 @@ func (id *ID) Close() error {
 	var resp abi.UcmDestroyIDResp
 	rb := bytesOf(&resp)
 	body := abi.UcmDestroyID{Response: addrOf(rb), ID: id.kid}
-	id.log("destroy %s", id)
+	if id.logging() {
+		id.log("destroy %s", id)
+	}
 	err := id.command("destroy_id", abi.RDMA_USER_CM_CMD_DESTROY_ID, bytesOf(&body), rb)
 	id.mu.Unlock()
 	// Connection requests queued on a listener being destroyed: their
