@@ -181,6 +181,14 @@ func eventsSoFar(t *testing.T, c *Device) []AsyncEvent {
 	}
 }
 
+// firstQP returns the QP the first of evs names, if any.
+func firstQP(evs []AsyncEvent) *QP {
+	if len(evs) == 0 {
+		return nil
+	}
+	return evs[0].QP()
+}
+
 // badKey returns a key that names no MR of the context: rxe keys are an
 // index in the upper 24 bits and a variant in the low 8 bits
 // (kernel: sw/rxe/rxe_mr.c rxe_mr_init); flipping the variant keeps the index
@@ -192,9 +200,14 @@ func badKey(k uint32) uint32 { return k ^ 0x5a }
 // NAK "remote access error" and moves itself to ERR; the requester completes
 // the request with IBV_WC_REM_ACCESS_ERR and moves to ERR too, which flushes
 // everything behind it (docs/kernel-behaviour.md §2, docs/robustness.md §1
-// items 1-2). Nothing is written to the target.
+// items 1-2). Nothing is written to the target. From 7.1 the responder also
+// raises IBV_EVENT_QP_ACCESS_ERR on its QP (sw/rxe/rxe_resp.c
+// RESPST_ERR_RKEY_VIOLATION_EVENT, "RDMA/rxe: Generate async error for r_key
+// violations"), as the InfiniBand spec asks (C9-222.1.1); earlier kernels
+// raise no event.
 func TestBadRemoteAccess(t *testing.T) {
 	e := newVerbsEnv(t)
+	accessEvent := kernelAtLeast(t, 7, 1)
 	cases := []struct {
 		name   string
 		access Access // of the target MR
@@ -280,8 +293,16 @@ func TestBadRemoteAccess(t *testing.T) {
 			if !bytes.Equal(rbuf.Bytes(), before) {
 				t.Error("the refused request changed the target memory")
 			}
-			if evs := eventsSoFar(t, e.ctx); len(evs) != 0 {
-				t.Errorf("async events %v", evs)
+			evs := eventsSoFar(t, e.ctx)
+			if !accessEvent {
+				if len(evs) != 0 {
+					t.Errorf("async events %v; this kernel raises none for a remote access error", evs)
+				}
+				return
+			}
+			if len(evs) != 1 || evs[0].Type != EventQPAccessErr || evs[0].QP() != b {
+				t.Errorf("async events %v (QP %p), want one %v on the responder's QP %p (the requester's is %p)",
+					evs, firstQP(evs), EventQPAccessErr, b, a)
 			}
 		})
 	}

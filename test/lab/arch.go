@@ -2,10 +2,7 @@ package lab
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 )
 
 // Guest architectures (Config.Arch). amd64 guests run the host's own
@@ -67,68 +64,3 @@ func archFor(a string) (*guestArch, error) {
 // foreign reports whether the guest cannot run the host's binaries: the lab
 // then gives it a userland of its own (userland.go).
 func (a *guestArch) foreign() bool { return a.name != runtime.GOARCH }
-
-// kernelMeta is the Debian metapackage of a kernel series for this
-// architecture: Series names the amd64 one, and Debian names the others the
-// same with the architecture in place of "amd64" (linux-image-arm64,
-// linux-image-6.12-arm64).
-func (a *guestArch) kernelMeta(series string) string {
-	return strings.TrimSuffix(Series[series], ArchAMD64) + a.name
-}
-
-// The apt state of a foreign architecture lives in the cache
-// (cache/apt-ARCH): apt-get and apt-cache read the host's sources but keep
-// their own package lists and an empty dpkg status, so the host's dpkg
-// configuration (its architectures) is left alone and no root is needed.
-func (e *env) foreignAptDir(arch string) string {
-	return filepath.Join(e.cache, "apt-"+arch)
-}
-
-// foreignAptOpts are the apt options that select that state.
-func (e *env) foreignAptOpts(arch string) []string {
-	d := e.foreignAptDir(arch)
-	return []string{
-		"-o", "APT::Architecture=" + arch,
-		"-o", "APT::Architectures=" + arch,
-		"-o", "Dir::State=" + filepath.Join(d, "state"),
-		"-o", "Dir::State::status=" + filepath.Join(d, "state", "status"),
-		"-o", "Dir::Cache=" + filepath.Join(d, "cache"),
-		"-o", "APT::Sandbox::User=root",
-	}
-}
-
-// foreignAptUpdate fetches the package lists of arch into its apt state,
-// once per process.
-func (e *env) foreignAptUpdate(arch string) error {
-	e.foreignUpdateOnce.Do(func() {
-		d := e.foreignAptDir(arch)
-		for _, p := range []string{"state/lists/partial", "cache/archives/partial"} {
-			if err := os.MkdirAll(filepath.Join(d, p), 0o755); err != nil {
-				e.foreignUpdateErr = err
-				return
-			}
-		}
-		status := filepath.Join(d, "state", "status")
-		if !fileExists(status) {
-			if err := os.WriteFile(status, nil, 0o644); err != nil {
-				e.foreignUpdateErr = err
-				return
-			}
-		}
-		unlock, err := e.lockFile("apt-" + arch)
-		if err != nil {
-			e.foreignUpdateErr = err
-			return
-		}
-		defer unlock()
-		e.logf("running apt-get update for %s ...", arch)
-		e.foreignUpdateErr = e.apt(append(e.foreignAptOpts(arch), "update")...)
-	})
-	return e.foreignUpdateErr
-}
-
-// foreignAptHasLists reports whether apt-get update has run for arch.
-func (e *env) foreignAptHasLists(arch string) bool {
-	m, _ := filepath.Glob(filepath.Join(e.foreignAptDir(arch), "state", "lists", "*_Packages*"))
-	return len(m) > 0
-}

@@ -40,8 +40,8 @@ type env struct {
 	updateOnce sync.Once
 	updateErr  error
 
-	foreignUpdateOnce sync.Once // apt-get update of the guest's architecture (arch.go)
-	foreignUpdateErr  error
+	aptMu      sync.Mutex
+	aptUpdates map[string]*onceErr // apt-get update of the lab's apt states (apt.go), by directory
 }
 
 // lockFile takes an exclusive flock on cache/locks/name; the returned func

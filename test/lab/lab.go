@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +32,7 @@ const (
 
 // Config describes one run.
 type Config struct {
-	Kernel      string        // kernel series: "6.1" or "6.12"
+	Kernel      string        // kernel series: major.minor ("6.1", "7.3") or NewestKernel
 	Arch        string        // guest architecture: "amd64" (the default) or "arm64"
 	Timeout     time.Duration // limit for the command, from its start
 	BootTimeout time.Duration // limit from starting QEMU to starting the command
@@ -47,6 +48,13 @@ type Config struct {
 	// (soft-iWARP, built by the lab: siw.go) with siw1 and siw2 on a veth
 	// pair of their own; arm64 guests never have siw.
 	NoSiw bool
+
+	// Prepare only downloads and prepares the kernel (and siw.ko) in the
+	// cache, boots nothing, and prints what it prepared to Stdout:
+	//
+	//	kernel: PACKAGE VERSION from DEBIAN-RELEASE (ARCH, uname -r RELEASE)
+	//	siw: built | none: WHY
+	Prepare bool
 
 	Args []string // the command; Args[0] is looked up in the guest's PATH
 	Dir  string   // working directory in the guest; default: the current one
@@ -166,14 +174,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if cfg.Guests != 1 && cfg.Guests != 2 {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%d guests: the lab runs 1 or 2", cfg.Guests)
 	}
-	if len(cfg.Args) == 0 {
+	if len(cfg.Args) == 0 && !cfg.Prepare {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "no command to run")
 	}
 	if os.Getenv("GOVERBS_LAB") == "1" {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "already inside the lab (GOVERBS_LAB=1); the lab cannot start a VM inside its own VM")
 	}
-	if _, ok := Series[cfg.Kernel]; !ok {
-		return ExitLabFailure, labErr(ExitLabFailure, nil, "unknown kernel series %q; use -kernel 6.1 or -kernel 6.12", cfg.Kernel)
+	if cfg.Kernel != NewestKernel && !validSeries.MatchString(cfg.Kernel) {
+		return ExitLabFailure, labErr(ExitLabFailure, nil, "kernel series %q: give major.minor (6.1, 6.12, 7.3 ...) or %s", cfg.Kernel, NewestKernel)
 	}
 	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "cache directory: %v (set GOVERBS_LAB_CACHE to a writable directory)", err)
@@ -199,11 +207,24 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	if err != nil {
 		return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
 	}
-	siw := ""
+	siw, siwNote := "", "none: not asked for (-no-siw)"
+	if arch.name != ArchAMD64 || arch.foreign() {
+		siwNote = "none: the lab builds siw for amd64 guests only"
+	}
 	if withSiw {
-		if siw, err = e.siwKO(k); err != nil {
+		var none *SiwUnavailableError
+		if siw, err = e.siwKO(k); errors.As(err, &none) {
+			e.logf("%v; booting without siw", none)
+			siwNote = "none: " + none.Why
+		} else if err != nil {
 			return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)
+		} else {
+			siwNote = "built"
 		}
+	}
+	if cfg.Prepare {
+		fmt.Fprintf(cfg.Stdout, "kernel: %s %s from %s (%s, uname -r %s)\nsiw: %s\n", k.pkg, k.version, k.debian, arch.name, k.release, siwNote)
+		return 0, nil
 	}
 	initBin, err := e.guestInit(arch.name)
 	if err != nil {

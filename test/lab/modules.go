@@ -14,14 +14,24 @@ import (
 
 // guestModules are the modules the guest loads (with their dependencies):
 // 9p and virtio for the host file systems and the control port, veth for the
-// CM topology, the RDMA stack, and crc32_generic: rxe asks the crypto API for
-// "crc32" (kernel: drivers/infiniband/sw/rxe/rxe_icrc.c rxe_icrc_init,
-// crypto_alloc_shash("crc32")), and `rdma link add` fails with ENOENT
-// without it. libcrc32c is for siw.ko, which the lab builds (siw.go): its
-// depends= names ib_core and libcrc32c (and ib_uverbs on 6.12).
+// CM topology, the RDMA stack, and crc32_generic: up to 6.x rxe asks the
+// crypto API for "crc32" (kernel: drivers/infiniband/sw/rxe/rxe_icrc.c
+// rxe_icrc_init, crypto_alloc_shash("crc32")), and `rdma link add` fails
+// with ENOENT without it. libcrc32c is for siw.ko, which the lab builds
+// (siw.go): its depends= names ib_core and libcrc32c (and ib_uverbs on
+// 6.12).
 var guestModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p", "virtio_net", "veth",
 	"crc32_generic", "ib_uverbs", "rdma_ucm", "rdma_rxe", "libcrc32c",
+}
+
+// goneModules are guestModules that later kernels no longer have, neither
+// as a module nor built in (Debian's 7.3 has neither; 6.18 has both), and
+// why the guest does without them there. Any other missing module fails
+// the kernel's preparation.
+var goneModules = map[string]string{
+	"crc32_generic": "rxe computes its ICRC with crc32_le() of the crc32 library (7.3: sw/rxe/rxe_icrc.c rxe_crc32)",
+	"libcrc32c":     "siw calls crc32c() of the crc32 library (7.3: sw/siw/siw.h)",
 }
 
 // softdepAliases names the module behind an alias that a soft dependency
@@ -103,7 +113,7 @@ func (t *moduleTree) resolve(roots []string) ([]module, error) {
 		}
 		p, ok := t.paths[name]
 		if !ok {
-			if soft {
+			if _, gone := goneModules[name]; soft || (gone && from == "") {
 				return nil
 			}
 			if from != "" {

@@ -67,12 +67,79 @@ func (e *env) siwKO(k *kernel) (string, error) {
 	if fileExists(ko) {
 		return ko, nil
 	}
+	// A kernel whose compiler this host cannot install was found so before:
+	// say so again without unpacking the headers, unless it is there now.
+	// Headers the archive does not serve stay so for this version (dir
+	// names it).
+	noneFile := dir + ".none"
+	if b, err := os.ReadFile(noneFile); err == nil {
+		cc, why, _ := strings.Cut(string(b), "\n")
+		if _, err := exec.LookPath(cc); cc == "" || err != nil {
+			return "", &SiwUnavailableError{Release: k.release, Why: strings.TrimSpace(why), cc: cc}
+		}
+	}
 	start := time.Now()
 	if err := e.buildSiw(k, dir); err != nil {
+		var none *SiwUnavailableError
+		if errors.As(err, &none) {
+			os.WriteFile(noneFile, []byte(none.cc+"\n"+none.Why+"\n"), 0o644)
+			return "", err
+		}
 		return "", fmt.Errorf("building siw.ko (soft-iWARP) for %s: %w\n(rxelab -no-siw boots without siw)", k.release, err)
 	}
 	e.logf("built siw.ko for %s in %.0fs", k.release, time.Since(start).Seconds())
 	return ko, nil
+}
+
+// SiwUnavailableError says why the lab cannot build siw.ko for a kernel: its
+// headers name a compiler that this host's apt sources do not serve (the
+// kernels of a newer Debian release, built with its newer gcc). The lab
+// then boots without siw.
+type SiwUnavailableError struct {
+	Release string // the kernel release
+	Why     string
+	cc      string
+}
+
+func (e *SiwUnavailableError) Error() string {
+	return fmt.Sprintf("no siw for %s: %s", e.Release, e.Why)
+}
+
+// compiler makes sure the compiler cc, as the headers name it
+// (x86_64-linux-gnu-gcc-14 or gcc-12), is installed: when it is not, and
+// the host's apt serves it, it is installed as the lab installs its other
+// packages. A module built by another compiler than the kernel's is not
+// what the kernel's own build would make, so none is substituted.
+func (e *env) compiler(cc string) error {
+	if _, err := exec.LookPath(cc); err == nil {
+		return nil
+	}
+	pkg := strings.TrimPrefix(cc, "x86_64-linux-gnu-")
+	candidate := func() string {
+		out, _ := exec.Command("apt-cache", "policy", pkg).Output()
+		if m := regexp.MustCompile(`(?m)^\s*Candidate: (\S+)`).FindSubmatch(out); m != nil && string(m[1]) != "(none)" {
+			return string(m[1])
+		}
+		return ""
+	}
+	cand := candidate()
+	if cand == "" && os.Geteuid() == 0 && e.aptUpdate() == nil {
+		cand = candidate()
+	}
+	if cand == "" {
+		return &SiwUnavailableError{cc: cc, Why: fmt.Sprintf("its headers build with %s (their .kernelvariables), and this host's apt sources serve no %s package; a host of the kernel's own Debian release could build it", cc, pkg)}
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the kernel headers build with %s, which is not installed; install it with: sudo apt-get install -y %s", cc, pkg)
+	}
+	e.logf("installing %s %s for siw.ko ...", pkg, cand)
+	if err := e.apt("install", "-y", "--no-install-recommends", pkg); err != nil {
+		return fmt.Errorf("installing %s for siw.ko: %w", pkg, err)
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		return fmt.Errorf("apt-get installed %s, but there is no %s: %w", pkg, cc, err)
+	}
+	return nil
 }
 
 // siwInputs are the downloaded inputs of the build, kept in the cache.
@@ -108,8 +175,11 @@ func (e *env) buildSiw(k *kernel, out string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := exec.LookPath(cc); err != nil {
-		return fmt.Errorf("the kernel headers build with %s, which is not installed; install it with: apt-get install -y %s", cc, strings.TrimPrefix(cc, "x86_64-linux-gnu-"))
+	if err := e.compiler(cc); err != nil {
+		if none, ok := err.(*SiwUnavailableError); ok {
+			none.Release = k.release
+		}
+		return err
 	}
 	if _, err := exec.LookPath("make"); err != nil {
 		return errors.New("make is not installed; install it with: apt-get install -y make")
@@ -162,14 +232,21 @@ func (e *env) siwInputs(k *kernel) (*siwInputs, error) {
 	}
 	defer os.RemoveAll(tmp)
 
+	st := e.aptState(ArchAMD64, releaseNamed(k.debian))
+	if err := e.ready(st); err != nil {
+		return nil, err
+	}
 	headers := "linux-headers-" + k.release
-	pkgs, err := headerPackages(headers, k.version)
+	pkgs, err := headerPackages(st, headers, k.version)
 	if err != nil {
-		if uerr := e.aptUpdate(); uerr != nil {
+		if uerr := e.update(st); uerr != nil {
 			return nil, err
 		}
-		if pkgs, err = headerPackages(headers, k.version); err != nil {
-			return nil, fmt.Errorf("%w\nif Debian has replaced the cached kernel %s %s under the same package name, remove %s and the lab downloads the current one", err, k.pkg, k.version, k.dir)
+		if pkgs, err = headerPackages(st, headers, k.version); err != nil {
+			// Backports suites keep the headers of their newest kernel
+			// only, while older signed images stay (trixie-backports:
+			// 6.18.15's image, no 6.18 headers).
+			return nil, &SiwUnavailableError{Release: k.release, Why: fmt.Sprintf("%s does not serve its headers, %s %s (a backports suite keeps its newest kernel's only)", st, headers, k.version)}
 		}
 	}
 	series, err := kernelSeries(k.release)
@@ -177,15 +254,9 @@ func (e *env) siwInputs(k *kernel) (*siwInputs, error) {
 		return nil, err
 	}
 	source := "linux-source-" + series + "=" + k.version
-	e.logf("downloading %s %s ...", strings.Join(pkgs, " "), source)
-	dl := append([]string{"-o", "APT::Sandbox::User=root", "download"}, append(pkgs, source)...)
-	if err := e.run(tmp, "apt-get", dl...); err != nil {
-		if uerr := e.aptUpdate(); uerr != nil {
-			return nil, fmt.Errorf("%w\n(apt-get update failed too: %v)", err, uerr)
-		}
-		if err := e.run(tmp, "apt-get", dl...); err != nil {
-			return nil, fmt.Errorf("%w\nthe headers or sources of the cached kernel %s %s may have left the archive (Debian can replace a kernel under the same package name); remove %s and the lab downloads the current one", err, k.pkg, k.version, k.dir)
-		}
+	e.logf("downloading %s %s from %s ...", strings.Join(pkgs, " "), source, st)
+	if err := e.download(st, tmp, append(pkgs, source)...); err != nil {
+		return nil, fmt.Errorf("%w\nthe headers or sources of the cached kernel %s %s may have left the archive (Debian can replace a kernel under the same package name); remove %s and the lab downloads the current one", err, k.pkg, k.version, k.dir)
 	}
 	srcDebs, _ := filepath.Glob(filepath.Join(tmp, "linux-source-*.deb"))
 	if len(srcDebs) != 1 {
@@ -210,10 +281,10 @@ func (e *env) siwInputs(k *kernel) (*siwInputs, error) {
 // linux-headers-* and linux-kbuild-* packages it depends on, pinned to v
 // where the dependency is "(= v)" (the -common headers), else apt's
 // candidate (linux-kbuild-6.1 (>= v) is not always served at v).
-func headerPackages(headers, v string) ([]string, error) {
-	out, err := exec.Command("apt-cache", "show", headers+"="+v).CombinedOutput()
+func headerPackages(st *aptState, headers, v string) ([]string, error) {
+	out, err := st.cacheOutput("show", headers+"="+v)
 	if err != nil {
-		return nil, fmt.Errorf("apt-cache show %s=%s: %v: %s", headers, v, err, strings.TrimSpace(string(out)))
+		return nil, err
 	}
 	pkgs := []string{headers + "=" + v}
 	for _, line := range strings.Split(string(out), "\n") {

@@ -26,7 +26,7 @@ var userlandPackages = []string{
 }
 
 // userlandLayout changes when the layout of a built userland changes.
-const userlandLayout = "1"
+const userlandLayout = "2"
 
 // mergedUsr are the top-level directories that are symbolic links into /usr
 // on Debian 12 and later (the merged /usr); the packages still ship files
@@ -36,7 +36,7 @@ var mergedUsr = []string{"bin", "sbin", "lib"}
 // userland returns the /usr tree of a foreign guest's userland, building it
 // once: the dependency closure of userlandPackages (apt-cache depends
 // --recurse, without recommends or suggests) in the guest's architecture,
-// downloaded with apt-get download and unpacked with dpkg-deb into a merged
+// from Debian 12 through the lab's own apt state (apt.go), downloaded with apt-get download and unpacked with dpkg-deb into a merged
 // /usr. The guest mounts it over the host's /usr (and with it /bin, /sbin
 // and /lib); no maintainer scripts run, which none of the tools need.
 func (e *env) userland(arch *guestArch) (string, error) {
@@ -62,13 +62,11 @@ func (e *env) userland(arch *guestArch) (string, error) {
 }
 
 func (e *env) buildUserland(arch *guestArch, dir string) error {
-	if !e.foreignAptHasLists(arch.name) {
-		if err := e.foreignAptUpdate(arch.name); err != nil {
-			return err
-		}
+	st := e.aptState(arch.name, releaseNamed(userlandRelease))
+	if err := e.ready(st); err != nil {
+		return err
 	}
-	opts := e.foreignAptOpts(arch.name)
-	pkgs, err := e.aptClosure(opts, userlandPackages)
+	pkgs, err := e.aptClosure(st.opts(), userlandPackages)
 	if err != nil {
 		return err
 	}
@@ -91,15 +89,8 @@ func (e *env) buildUserland(arch *guestArch, dir string) error {
 		return err
 	}
 	e.logf("downloading the %s userland (%d packages) ...", arch.name, len(pkgs))
-	dl := append(append([]string{}, opts...), "download")
-	dl = append(dl, pkgs...)
-	if err := e.run(debDir, "apt-get", dl...); err != nil {
-		if uerr := e.foreignAptUpdate(arch.name); uerr != nil {
-			return err
-		}
-		if err := e.run(debDir, "apt-get", dl...); err != nil {
-			return err
-		}
+	if err := e.download(st, debDir, pkgs...); err != nil {
+		return err
 	}
 	debs, _ := filepath.Glob(filepath.Join(debDir, "*.deb"))
 	if len(debs) != len(pkgs) {

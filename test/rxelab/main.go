@@ -26,7 +26,7 @@ func run() int {
 	if kernelDefault == "" {
 		kernelDefault = lab.DefaultKernel
 	}
-	kernel := fs.String("kernel", kernelDefault, "kernel series: 6.1 or 6.12 (env GOVERBS_LAB_KERNEL)")
+	kernel := fs.String("kernel", kernelDefault, "kernel series: major.minor of any series Debian serves (5.10, 6.1, 6.12, 6.18, 7.3 ...) or newest (env GOVERBS_LAB_KERNEL)")
 	archDefault := os.Getenv("GOVERBS_LAB_ARCH")
 	if archDefault == "" {
 		archDefault = lab.ArchAMD64
@@ -38,11 +38,13 @@ func run() int {
 	inPeer := fs.Bool("peer", false, "inside the primary guest of the two-guest lab: run CMD in the peer guest")
 	powerOff := fs.Bool("poweroff-peer", false, "inside the primary guest of the two-guest lab: power the peer guest off at once")
 	noSiw := fs.Bool("no-siw", false, "boot without siw (soft-iWARP): no siw.ko build, no siw1/siw2 (amd64 only; arm64 guests never have siw)")
+	prepare := fs.Bool("prepare", false, "download and prepare the kernel (and siw.ko) without booting; print the kernel package and whether the guest has siw")
 	guests := fs.Int("guests", 1, "1, or 2: a peer VM joined by a network of their own (see package test/lab/peer)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12] [-arch amd64|arm64] [-guests 1|2] [-timeout 10m] [-v] [--] CMD [ARGS...]\n"+
+		fmt.Fprintf(fs.Output(), "usage: rxelab [-kernel 6.1|6.12|7.3|newest|...] [-arch amd64|arm64] [-guests 1|2] [-timeout 10m] [-v] [--] CMD [ARGS...]\n"+
 			"       rxelab -peer [--] CMD [ARGS...]    (in the primary guest)\n"+
-			"       rxelab -poweroff-peer              (in the primary guest)\n\n"+
+			"       rxelab -poweroff-peer              (in the primary guest)\n"+
+			"       rxelab [-kernel SERIES] [-arch ARCH] -prepare\n\n"+
 			"Runs CMD as root in a QEMU VM with a Debian kernel and rdma_rxe devices\n"+
 			"(rxe0 on lo, rxe1/rxe2 on the veth pair veth0/veth1) and, on amd64, siw\n"+
 			"devices built by the lab (siw1/siw2 on veth2/veth3); with -guests 2 also\n"+
@@ -70,7 +72,7 @@ func run() int {
 		}
 		return 0
 	}
-	if fs.NArg() == 0 {
+	if fs.NArg() == 0 && !*prepare {
 		fs.Usage()
 		return 2
 	}
@@ -86,6 +88,7 @@ func run() int {
 		Verbose:     *verbose,
 		Guests:      *guests,
 		NoSiw:       *noSiw,
+		Prepare:     *prepare,
 		Args:        fs.Args(),
 		Signals:     sigs,
 	})

@@ -560,7 +560,7 @@ func (*Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH
 	if resp.drv.AHNum == 0 {
 		req := abi.UverbsDestroyAH{AHHandle: resp.core.AHHandle}
 		dev.Write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
-		return provider.AH{}, 0, fmt.Errorf("the kernel returned AH number 0; this kernel's rxe is too old (AH numbers exist from Linux 5.10): %w", provider.ErrNotSupported)
+		return provider.AH{}, 0, fmt.Errorf("the kernel returned no AH number: this kernel's rxe predates them (5.10 returns none, 6.1 and later do; docs/kernel-behaviour.md §5), and UD through the address vector in each WQE is not supported: %w", provider.ErrNotSupported)
 	}
 	return provider.AH{Num: resp.drv.AHNum}, resp.core.AHHandle, nil
 }
