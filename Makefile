@@ -10,7 +10,7 @@
 #                      newest), then make lab-survey on 5.10
 #   make lab-survey    every lab package on KERNEL (default 5.10), each
 #                      bounded in time, reported as a list of what passes and
-#                      what fails; never fails itself (docs/testing.md §11)
+#                      what fails; never fails itself (docs/testing.md §10)
 #   make test-arm64    every package's tests built with GOARCH=arm64, in the
 #                      arm64 lab (qemu-system-aarch64, Debian's arm64 6.12
 #                      kernel and userland); ARM64_KERNEL=6.1 picks the other
@@ -160,7 +160,7 @@ lab-bin:
 # Tests named for siw (SIW_TESTS, below) need its devices; the lab builds
 # siw.ko where the host can install the compiler of the kernel's headers
 # (rxelab -prepare says whether it could, and why not), and they are left
-# out on a kernel where it cannot (docs/testing.md §11 lists which).
+# out on a kernel where it cannot (docs/testing.md §2 lists which).
 # On SIW_KERNELS (Debian 12's, built with the host's own gcc-12) siw is
 # required: a lab that could not build it there fails instead.
 SIW_KERNELS = 6.1 6.12

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every lab package on one kernel, each bounded in time, as a list rather
-# than a pass or a failure (make lab-survey; docs/testing.md §11):
+# than a pass or a failure (make lab-survey; docs/testing.md §10):
 #
 #   test/lab-survey.sh KERNEL TIMEOUT OUT PKG...
 #

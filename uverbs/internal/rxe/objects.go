@@ -560,7 +560,23 @@ func (*Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH
 	if resp.drv.AHNum == 0 {
 		req := abi.UverbsDestroyAH{AHHandle: resp.core.AHHandle}
 		dev.Write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
-		return provider.AH{}, 0, fmt.Errorf("the kernel returned no AH number: this kernel's rxe predates them (5.10 returns none, 6.1 and later do; docs/kernel-behaviour.md §5), and UD through the address vector in each WQE is not supported: %w", provider.ErrNotSupported)
+		return provider.AH{}, 0, fmt.Errorf("Linux %s returned no AH number: its rxe predates them (Debian's 5.10 returns none, 6.1 and later do; docs/kernel-behaviour.md §5), and UD with the address vector in each WQE, which such a kernel needs, is not supported; use Linux 6.1 or later: %w", kernelRelease(), provider.ErrNotSupported)
 	}
 	return provider.AH{Num: resp.drv.AHNum}, resp.core.AHHandle, nil
+}
+
+// kernelRelease returns uname -r, for errors that depend on the kernel.
+func kernelRelease() string {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		return "(uname failed)"
+	}
+	b := make([]byte, 0, len(u.Release))
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
 }
