@@ -438,7 +438,7 @@ func TestMLX5UDSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ah := &AH{pd: f.pd, drv: provider.AH{Data: av, Num: mlx5.AHNum}}
+	ah := &AH{pd: f.pd, drv: mlx5AH(av)}
 	sge := SGE{Addr: 0x5000, Length: 10, LKey: 0x33}
 	if err := qp.PostSend([]SendWR{{ID: 1, Op: OpSend, SGEs: []SGE{sge}, AH: ah, RemoteQPN: 0x99, RemoteQKey: 0x11111111}}); err != nil {
 		t.Fatal(err)
@@ -633,8 +633,8 @@ func TestMLX5SharedValues(t *testing.T) {
 	ah.drv.Data[0], ah.drv.Data[47] = 1, 2
 	w := []SendWR{{ID: 3, Op: OpSendImm, Flags: SendSignaled, SGEs: []SGE{{Addr: 4, Length: 5, LKey: 6}}, Imm: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AH: ah, RemoteQPN: 12, RemoteQKey: 13}}
 	got := mlx5.SendWRs(sendWRs(w))[0]
-	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: (*mlx5.AddressVector)(&ah.drv.Data), RemoteQPN: 12, RemoteQKey: 13}
-	if !reflect.DeepEqual(got, want) || got.AV != (*mlx5.AddressVector)(&ah.drv.Data) {
+	want := mlx5.SendWR{ID: 3, Opcode: mlx5.OpSendWithImm, Flags: mlx5.SendSignaled, SGEs: []mlx5.SGE{{Addr: 4, Length: 5, LKey: 6}}, ImmData: 7, RemoteAddr: 8, RKey: 9, CompareAdd: 10, Swap: 11, AV: (*mlx5.AddressVector)(ah.drv.Data[:]), RemoteQPN: 12, RemoteQKey: 13}
+	if !reflect.DeepEqual(got, want) || got.AV != (*mlx5.AddressVector)(ah.drv.Data[:]) {
 		t.Errorf("the encoder reads %+v, want %+v", got, want)
 	}
 }
@@ -738,4 +738,11 @@ func TestMLX5PostFastPaths(t *testing.T) {
 	if n := m.RQ.Outstanding(); n != 3 {
 		t.Errorf("a list of three receives posted %d", n)
 	}
+}
+
+// mlx5AH is the provider.AH mlx5's CreateAH returns for av.
+func mlx5AH(av mlx5.AddressVector) provider.AH {
+	ah := provider.AH{Num: mlx5.AHNum}
+	*(*mlx5.AddressVector)(ah.Data[:]) = av
+	return ah
 }

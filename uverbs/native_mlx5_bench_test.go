@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
-	"github.com/goverbs/rdma/uverbs/internal/provider"
 	"github.com/goverbs/rdma/uverbs/internal/rxe"
 )
 
@@ -242,7 +241,7 @@ func newNativeMLX5Rig(tb testing.TB) *nativeMLX5Rig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.udSend = nativeUDSend(&AH{pd: pd, drv: provider.AH{Data: av, Num: mlx5.AHNum}})
+	r.udSend = nativeUDSend(&AH{pd: pd, drv: mlx5AH(av)})
 	return r
 }
 

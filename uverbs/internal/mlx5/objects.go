@@ -575,7 +575,9 @@ func (mc *Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreat
 	if err != nil {
 		return provider.AH{}, 0, err
 	}
-	return provider.AH{Data: av, Num: AHNum}, h, nil
+	ah := provider.AH{Num: AHNum}
+	*(*AddressVector)(ah.Data[:]) = av
+	return ah, h, nil
 }
 
 // Close unmaps the UAR pages.

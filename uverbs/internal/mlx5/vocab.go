@@ -33,9 +33,8 @@ var (
 	_ [unsafe.Offsetof(provider.SendWR{}.Swap) - unsafe.Offsetof(SendWR{}.Swap)]byte
 	_ [unsafe.Offsetof(SendWR{}.AV) - unsafe.Offsetof(provider.SendWR{}.AH)]byte
 	_ [unsafe.Offsetof(provider.SendWR{}.AH) - unsafe.Offsetof(SendWR{}.AV)]byte
-	_ [unsafe.Offsetof(provider.AH{}.Data)]byte // 0: an array of no bytes
-	_ [unsafe.Sizeof(AddressVector{}) - provider.AVSize]byte
-	_ [provider.AVSize - unsafe.Sizeof(AddressVector{})]byte
+	_ [unsafe.Offsetof(provider.AH{}.Data)]byte              // 0: an array of no bytes
+	_ [provider.AVSize - unsafe.Sizeof(AddressVector{})]byte // AH.Data holds an AddressVector
 	_ [unsafe.Offsetof(SendWR{}.RemoteQPN) - unsafe.Offsetof(provider.SendWR{}.RemoteQPN)]byte
 	_ [unsafe.Offsetof(provider.SendWR{}.RemoteQPN) - unsafe.Offsetof(SendWR{}.RemoteQPN)]byte
 	_ [unsafe.Offsetof(SendWR{}.RemoteQKey) - unsafe.Offsetof(provider.SendWR{}.RemoteQKey)]byte

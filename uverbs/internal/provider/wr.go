@@ -100,9 +100,11 @@ func (t QPType) String() string {
 	return fmt.Sprintf("QPType(%d)", uint8(t))
 }
 
-// AVSize is the room AH.Data has for a provider's own form of an address
-// (mlx5's struct mlx5_wqe_av, 48 bytes, is the largest).
-const AVSize = 48
+// AVSize is the room AH.Data has for a provider's own form of an address:
+// rxe's struct rxe_av (88 bytes), which UD WQEs carry on kernels whose rxe
+// returns no AH number (5.10), is the largest; mlx5's struct mlx5_wqe_av
+// takes the first 48.
+const AVSize = 88
 
 // AH is what a UD send's address handle tells the providers. The caller's
 // address handle starts with one, so a send work request points at it.

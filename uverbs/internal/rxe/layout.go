@@ -66,6 +66,8 @@ const (
 	sendUDRemoteQPN  = int(abi.RxeSendWROffWRUDRemoteQPN)  // 24
 	sendUDRemoteQKey = int(abi.RxeSendWROffWRUDRemoteQKey) // 28
 	sendUDAHNum      = int(abi.RxeSendWROffWRUDAHNum)      // 36
+	sendUDAV         = int(abi.RxeSendWROffWRUDAV)         // 56: struct rxe_av, where 5.10 has rxe_send_wqe.av
+	avSize           = int(unsafe.Sizeof(abi.RxeAV{}))     // 88
 
 	sendStatus = int(unsafe.Offsetof(abi.RxeSendWQE{}.Status)) // 144, kernel-owned
 	sendState  = int(unsafe.Offsetof(abi.RxeSendWQE{}.State))  // 148, 0 when posted

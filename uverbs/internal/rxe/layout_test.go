@@ -48,6 +48,8 @@ func TestLayoutFacts(t *testing.T) {
 		{"rxe_send_wqe.wr.wr.ud.remote_qpn", sendUDRemoteQPN, 24},
 		{"rxe_send_wqe.wr.wr.ud.remote_qkey", sendUDRemoteQKey, 28},
 		{"rxe_send_wqe.wr.wr.ud.ah_num", sendUDAHNum, 36},
+		{"rxe_send_wqe.wr.wr.ud.av", sendUDAV, 56},
+		{"sizeof(struct rxe_av)", avSize, 88},
 		{"sizeof(rxe_send_wr)", int(unsafe.Sizeof(abi.RxeSendWR{})), 144},
 		{"rxe_send_wqe.status", sendStatus, 144},
 		{"rxe_send_wqe.state", sendState, 148},

@@ -2,7 +2,10 @@ package rxe
 
 import (
 	"fmt"
+	"net/netip"
+	"os"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -547,8 +550,11 @@ func (s *SRQState) Resize(dev provider.Device, op string, handle uint32, maxWR i
 // CreateAH issues CREATE_AH (core is the core command) and returns the AH
 // number rxe returns after the core response when there is room for it
 // (struct rxe_create_ah_resp; kernel: sw/rxe/rxe_verbs.c rxe_create_ah),
-// which UD WQEs carry, and the kernel's handle. rxe reads nothing of a.
-// On an error nothing is left created.
+// which UD WQEs carry, and the kernel's handle. A kernel whose rxe returns
+// no AH number (5.10) reads the address vector from each UD WQE instead:
+// then the AH holds a struct rxe_av built as rdma-core's rxe_create_av
+// builds it, and its number is the stand-in LegacyAHNum (EncodeSend).
+// rxe reads nothing of a. On an error nothing is left created.
 func (*Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a provider.AHParams) (provider.AH, uint32, error) {
 	var resp struct {
 		core abi.UverbsCreateAHResp
@@ -557,12 +563,79 @@ func (*Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH
 	if err := dev.Write(op, abi.IB_USER_VERBS_CMD_CREATE_AH, bytesOf(&core), bytesOf(&resp)); err != nil {
 		return provider.AH{}, 0, err
 	}
-	if resp.drv.AHNum == 0 {
+	if resp.drv.AHNum != 0 {
+		return provider.AH{Num: resp.drv.AHNum}, resp.core.AHHandle, nil
+	}
+	av, err := legacyAV(dev.Name(), &core.Attr)
+	if err != nil {
 		req := abi.UverbsDestroyAH{AHHandle: resp.core.AHHandle}
 		dev.Write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
-		return provider.AH{}, 0, fmt.Errorf("Linux %s returned no AH number: its rxe predates them (Debian's 5.10 returns none, 6.1 and later do; docs/kernel-behaviour.md §5), and UD with the address vector in each WQE, which such a kernel needs, is not supported; use Linux 6.1 or later: %w", kernelRelease(), provider.ErrNotSupported)
+		return provider.AH{}, 0, fmt.Errorf("Linux %s returned no AH number, so UD sends carry the address vector, which needs the source GID: %w", kernelRelease(), err)
 	}
-	return provider.AH{Num: resp.drv.AHNum}, resp.core.AHHandle, nil
+	ah := provider.AH{Num: LegacyAHNum}
+	*(*abi.RxeAV)(unsafe.Pointer(&ah.Data)) = av
+	return ah, resp.core.AHHandle, nil
+}
+
+// LegacyAHNum is the number of an AH that holds its address vector
+// (CreateAH): rxe's AH numbers are pool indices from 1 (kernel:
+// sw/rxe/rxe_param.h RXE_MIN_AH_INDEX), never this one.
+const LegacyAHNum = ^uint32(0)
+
+// The address vector fits an AH's room for it.
+var _ [provider.AVSize - unsafe.Sizeof(abi.RxeAV{})]byte
+
+// legacyAV builds the struct rxe_av of an AH for a kernel whose UD WQEs
+// carry it (5.10: sw/rxe/rxe_av.c rxe_get_av reads wqe->av; rxe_net.c
+// routes by its addresses and network type), as rdma-core's rxe_create_av
+// does: the port, the global route, the source GID's and destination
+// GID's IP addresses, IPv4 for an IPv4-mapped destination GID, else IPv6.
+// The source GID comes from sysfs (ports/N/gids/I), as libibverbs reads it
+// without the ioctl. The destination MAC is left zero: the kernel's IP
+// route resolves it.
+func legacyAV(dev string, a *abi.UverbsAHAttr) (abi.RxeAV, error) {
+	path := fmt.Sprintf("/sys/class/infiniband/%s/ports/%d/gids/%d", dev, a.PortNum, a.GRH.SGIDIndex)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return abi.RxeAV{}, err
+	}
+	sgid, err := netip.ParseAddr(strings.TrimSpace(string(b)))
+	if err != nil || !sgid.Is6() {
+		return abi.RxeAV{}, fmt.Errorf("%s: %q is not a GID", path, strings.TrimSpace(string(b)))
+	}
+	return addressVector(sgid.As16(), a), nil
+}
+
+// addressVector is legacyAV's struct rxe_av for the source GID sgid.
+func addressVector(sgid [16]byte, a *abi.UverbsAHAttr) abi.RxeAV {
+	av := abi.RxeAV{PortNum: a.PortNum, NetworkType: abi.RXE_NETWORK_TYPE_IPV6}
+	av.GRH.DGID = a.GRH.DGID
+	av.GRH.FlowLabel = a.GRH.FlowLabel
+	av.GRH.SGIDIndex = a.GRH.SGIDIndex
+	av.GRH.HopLimit = a.GRH.HopLimit
+	av.GRH.TrafficClass = a.GRH.TrafficClass
+	dgid := netip.AddrFrom16(a.GRH.DGID)
+	if dgid.Is4In6() {
+		av.NetworkType = abi.RXE_NETWORK_TYPE_IPV4
+	}
+	putSockaddr(&av.SGIDAddr, sgid)
+	putSockaddr(&av.DGIDAddr, a.GRH.DGID)
+	return av
+}
+
+// putSockaddr writes gid as the IP address in a union of struct
+// sockaddr_in and sockaddr_in6 (the kernel's rdma_gid2ip): an IPv4-mapped
+// GID as AF_INET with the address at offset 4, any other as AF_INET6 with
+// it at offset 8.
+func putSockaddr(sa *[28]byte, gid [16]byte) {
+	*sa = [28]byte{}
+	if netip.AddrFrom16(gid).Is4In6() {
+		native.PutUint16(sa[0:], syscall.AF_INET)
+		copy(sa[4:8], gid[12:])
+		return
+	}
+	native.PutUint16(sa[0:], syscall.AF_INET6)
+	copy(sa[8:24], gid[:])
 }
 
 // kernelRelease returns uname -r, for errors that depend on the kernel.

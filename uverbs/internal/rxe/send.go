@@ -118,7 +118,13 @@ func EncodeSend(slot []byte, wr *SendWQE, ahNum uint32) {
 	case OpSend, OpSendWithImm:
 		native.PutUint32(h[sendUDRemoteQPN:], wr.RemoteQPN)
 		native.PutUint32(h[sendUDRemoteQKey:], wr.RemoteQKey)
-		native.PutUint32(h[sendUDAHNum:], ahNum)
+		if ahNum == LegacyAHNum {
+			// A kernel without AH numbers reads the address vector
+			// here (CreateAH); ah_num stays 0, as librxe leaves it.
+			*(*[avSize]byte)(h[sendUDAV:]) = *(*[avSize]byte)(wr.AH.Data[:])
+		} else {
+			native.PutUint32(h[sendUDAHNum:], ahNum)
+		}
 	}
 	native.PutUint64(h[sendIOVA:], iova)
 

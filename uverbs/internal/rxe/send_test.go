@@ -2,9 +2,14 @@ package rxe
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"syscall"
 	"testing"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // dirtySlot returns a 512-byte slot (inside a mapping) filled with 0xAA, so
@@ -106,6 +111,53 @@ func TestEncodeSendUD(t *testing.T) {
 	}
 	checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 8}, [2]int{12, 12}, [2]int{24, 8}, [2]int{36, 4},
 		[2]int{184, 8}, [2]int{196, 4}, [2]int{208, 16})
+}
+
+// TestEncodeSendUDLegacyAV: on a kernel without AH numbers (5.10) a UD
+// SEND carries the AH's struct rxe_av at offset 56 (5.10's
+// rxe_send_wqe.av, today's wr.ud.av) and ah_num 0, as librxe's
+// init_send_wqe copies it; the AV is built as rdma-core's rxe_create_av
+// builds it.
+func TestEncodeSendUDLegacyAV(t *testing.T) {
+	attr := abi.UverbsAHAttr{PortNum: 1, IsGlobal: 1}
+	attr.GRH.DGID = [16]byte{10: 0xff, 11: 0xff, 12: 10, 13: 77, 14: 0, 15: 2}
+	attr.GRH.SGIDIndex, attr.GRH.HopLimit, attr.GRH.TrafficClass, attr.GRH.FlowLabel = 1, 64, 3, 0x12345
+	sgid := [16]byte{10: 0xff, 11: 0xff, 12: 10, 13: 77, 14: 0, 15: 1}
+	ah := provider.AH{Num: LegacyAHNum}
+	*(*abi.RxeAV)(unsafe.Pointer(&ah.Data)) = addressVector(sgid, &attr)
+
+	s := dirtySlot(t)
+	wr := &SendWQE{ID: 9, Op: OpSend, AH: &ah, RemoteQPN: 0x11, RemoteQKey: 0x80010000,
+		SGEs: []SGE{{Addr: 0x5000, Length: 64, LKey: 1}}}
+	if err := ValidateSend(wr, LegacyAHNum, &SendLimits{QPType: QPTypeUD, MaxSGE: 1, MaxInline: 16}); err != nil {
+		t.Fatal(err)
+	}
+	EncodeSend(s, wr, LegacyAHNum)
+	if u32(s, 24) != 0x11 || u32(s, 28) != 0x80010000 || u32(s, 36) != 0 {
+		t.Errorf("ud remote_qpn@24 %#x qkey@28 %#x ah_num@36 %d, want ah_num 0", u32(s, 24), u32(s, 28), u32(s, 36))
+	}
+	var want [88]byte
+	want[0], want[1] = 1, abi.RXE_NETWORK_TYPE_IPV4 // port_num, network_type; dmac zero
+	copy(want[8:24], attr.GRH.DGID[:])              // grh.dgid
+	binary.NativeEndian.PutUint32(want[24:], 0x12345)
+	want[28], want[29], want[30] = 1, 64, 3 // sgid_index, hop_limit, traffic_class
+	binary.NativeEndian.PutUint16(want[32:], syscall.AF_INET)
+	copy(want[36:40], []byte{10, 77, 0, 1}) // sgid_addr.sin_addr
+	binary.NativeEndian.PutUint16(want[60:], syscall.AF_INET)
+	copy(want[64:68], []byte{10, 77, 0, 2}) // dgid_addr.sin_addr
+	if !bytes.Equal(s[56:144], want[:]) {
+		t.Errorf("av@56:\n got % x\nwant % x", s[56:144], want[:])
+	}
+	checkZeroExcept(t, s, SendWQEHeaderSize, [2]int{0, 8}, [2]int{12, 4}, [2]int{24, 8}, [2]int{56, 88},
+		[2]int{184, 8}, [2]int{196, 4}, [2]int{208, 16})
+
+	// An IPv6 destination: AF_INET6 sockaddrs, the GIDs at offset 8.
+	attr.GRH.DGID = [16]byte{0: 0xfe, 1: 0x80, 15: 2}
+	av := addressVector([16]byte{0: 0xfe, 1: 0x80, 15: 1}, &attr)
+	if av.NetworkType != abi.RXE_NETWORK_TYPE_IPV6 || binary.NativeEndian.Uint16(av.DGIDAddr[0:]) != syscall.AF_INET6 ||
+		!bytes.Equal(av.DGIDAddr[8:24], attr.GRH.DGID[:]) || av.SGIDAddr[8] != 0xfe || av.SGIDAddr[23] != 1 {
+		t.Errorf("IPv6 AV %+v", av)
+	}
 }
 
 func TestEncodeSendAtomics(t *testing.T) {
