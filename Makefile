@@ -165,9 +165,13 @@ lab-bin:
 # required: a lab that could not build it there fails instead.
 SIW_KERNELS = 6.1 6.12
 SIW_SKIP = $$($(LAB) -kernel $(KERNEL) -prepare | grep -q '^siw: built' || echo '|$(SIW_TESTS)')
-lab: lab-bin
-	@$(LAB) -kernel $(KERNEL) -prepare | tee /dev/stderr | grep -q '^siw: built' || \
+define lab-prepare
+	@out=$$($(LAB) -kernel $(KERNEL) -prepare) || exit 1; printf '%s\n' "$$out"; \
+	printf '%s\n' "$$out" | grep -q '^siw: built' || \
 		case " $(SIW_KERNELS) " in *" $(KERNEL) "*) echo "siw is required on $(KERNEL), and the lab could not build it"; exit 1;; esac
+endef
+lab: lab-bin
+	$(lab-prepare)
 	$(GO) test -count=1 -p 1 -skip "$(TWO_GUEST)$(SIW_SKIP)" -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
 	$(GO) test -count=1 -p 1 -run '$(TWO_GUEST)' -exec "$(LAB) -kernel $(KERNEL) -guests 2" $(TWO_GUEST_PKGS)
 	cd examples/grpc && $(GO) test -count=1 -p 1 -exec "$(LAB) -kernel $(KERNEL)" ./...
@@ -176,6 +180,7 @@ lab: lab-bin
 # only, above; the guest runs them with the host's C library). Under TCG a
 # race build runs several times slower: the lab gets 30 minutes a package.
 lab-race: lab-bin race-cc
+	$(lab-prepare)
 	CGO_ENABLED=1 $(GO) test -race -count=1 -p 1 -timeout 40m -skip "$(TWO_GUEST)$(SIW_SKIP)" -exec "$(LAB) -kernel $(KERNEL) -timeout 30m" $(LAB_PKGS)
 
 # The same tests built for arm64 (go test cross-compiles; the lab runs them
@@ -199,8 +204,8 @@ test-kernels: unit
 	$(MAKE) lab-survey KERNEL=5.10
 
 # Every lab package on a kernel the library does not promise to support
-# (5.10): each package bounded (SURVEY_TIMEOUT in the guest, a little more
-# for go test), so that a hang ends that package and not the run; the
+# (5.10): each package bounded (SURVEY_TIMEOUT, in minutes, in the guest; 3
+# more for go test), so that a hang ends that package and not the run; the
 # result is a list, printed and written to SURVEY_OUT, not a failure.
 SURVEY_TIMEOUT ?= 8m
 SURVEY_OUT     ?= /tmp/goverbs-survey-$(KERNEL)-$(shell id -u).txt
@@ -389,7 +394,10 @@ clean:
 # MODIFIED, for -version (internal/version). make builds with -buildvcs=false,
 # so these come from git here, and stay empty where git cannot answer. The
 # archives' file times are the commit's (SOURCE_DATE_EPOCH), so that the
-# same commit gives the same bytes. test/static's TestDist checks the result.
+# same commit gives the same bytes. rxelab carries the guest's /init for
+# amd64 and arm64, built first into test/lab/initbin (build tag labinit), so
+# that it runs where no Go is installed. test/static's TestDist checks the
+# result.
 DIST       ?= dist
 DIST_ARCHS ?= amd64 arm64
 VERSION    ?= $(or $(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null),$(shell sed -n 's/^## \(v[0-9][^ ]*\).*/\1/p' CHANGELOG.md | head -n 1)-dev)
@@ -402,10 +410,13 @@ dist:
 	@set -e; v='$(VERSION)'; \
 	ldflags="-s -w -X $(VERSION_PKG).version=$$v -X $(VERSION_PKG).revision=$(REVISION) -X $(VERSION_PKG).modified=$(MODIFIED)"; \
 	mkdir -p $(DIST); rm -f $(DIST)/goverbs-*-linux-*.tar.gz $(DIST)/SHA256SUMS; \
+	for arch in amd64 arm64; do \
+		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o test/lab/initbin/init-$$arch ./test/lab/guestinit; \
+	done; \
 	for arch in $(DIST_ARCHS); do \
 		name=goverbs-$$v-linux-$$arch; rm -rf $(DIST)/$$name; mkdir $(DIST)/$$name; \
 		echo "$(DIST)/$$name.tar.gz"; \
-		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$$ldflags" -o $(DIST)/$$name/ $(DIST_PROGRAMS); \
+		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -tags labinit -ldflags "$$ldflags" -o $(DIST)/$$name/ $(DIST_PROGRAMS); \
 		cp README.md LICENSE CHANGELOG.md $(DIST)/$$name/; \
 		tar -C $(DIST) --sort=name --owner=0 --group=0 --numeric-owner --mode=go-w \
 			--mtime=@$(SOURCE_DATE_EPOCH) -cf $(DIST)/$$name.tar $$name; \

@@ -2,7 +2,7 @@
 # Every lab package on one kernel, each bounded in time, as a list rather
 # than a pass or a failure (make lab-survey; docs/testing.md §10):
 #
-#   test/lab-survey.sh KERNEL TIMEOUT OUT PKG...
+#   test/lab-survey.sh KERNEL TIMEOUT OUT PKG...    (TIMEOUT in minutes: 8m)
 #
 # GO and LAB name the go command and rxelab. Each package runs as make lab
 # runs it (one guest, the siw tests only where the lab has siw), with
@@ -14,6 +14,7 @@
 set -uo pipefail
 kernel=$1 timeout=$2 out=$3
 shift 3
+[[ $timeout =~ ^[0-9]+m$ ]] || { echo "lab-survey: TIMEOUT is minutes, such as 8m (got $timeout)" >&2; exit 2; }
 : "${GO:=go}" "${LAB:?LAB names rxelab}"
 logs=$out.d
 rm -rf "$logs" && mkdir -p "$logs" || exit 1

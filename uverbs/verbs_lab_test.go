@@ -427,11 +427,10 @@ func TestVerbsUD(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeLater(t, "AH", ah.Close)
-	// 5.10's rxe returns no AH number, and its UD WQEs carry the address
-	// vector instead (docs/kernel-behaviour.md §5); 6.1 and later number
-	// their AHs.
-	if legacy := ah.drv.Num == rxe.LegacyAHNum; legacy == kernelAtLeast(t, 6, 1) {
-		t.Errorf("AH number %#x: the address vector in each WQE is for kernels before 6.1 only", ah.drv.Num)
+	// rxe numbers its AHs from 5.16; before, UD WQEs carry the address
+	// vector instead (docs/kernel-behaviour.md §5).
+	if legacy := ah.drv.Num == rxe.LegacyAHNum; legacy == kernelAtLeast(t, 5, 16) {
+		t.Errorf("AH number %#x: the address vector in each WQE is for kernels before 5.16 only", ah.drv.Num)
 	}
 	if ah.Attr().SGIDIndex != e.gidIdx || ah.Attr().DGID != e.gid {
 		t.Errorf("AH attributes %+v: want SGID index %d, DGID %v", ah.Attr(), e.gidIdx, e.gid)

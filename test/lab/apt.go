@@ -100,32 +100,40 @@ func (s *aptState) opts() []string {
 		"-o", "Dir::Cache=" + filepath.Join(s.dir, "cache"),
 		"-o", "APT::Sandbox::User=root",
 		"-o", "Acquire::Languages=none",
+		// apt.conf's pin by release (a preference in all but name) would
+		// rank the suites of a release apart.
+		"-o", "APT::Default-Release=",
+		// A failed fetch fails apt-get update (apt 2.6 exits 0 after a
+		// transient one).
+		"-o", "APT::Update::Error-Mode=any",
 	}
 }
 
-// sourcesList is the state's sources.list: the release's suites, main only.
+// sourcesList is the state's sources.list: the release's suites, main
+// only, and of each only its Packages index (not the translations or the
+// AppStream metadata apt.conf.d may ask for).
 func (s *aptState) sourcesList() string {
 	var b strings.Builder
 	for _, su := range s.rel.suites {
-		fmt.Fprintf(&b, "deb [signed-by=%s] %s/%s %s main\n", debianKeyring, debianMirror(), su.archive, su.suite)
+		fmt.Fprintf(&b, "deb [signed-by=%s target=Packages] %s/%s %s main\n", debianKeyring, debianMirror(), su.archive, su.suite)
 	}
 	return b.String()
 }
+
+// updatedStamp is touched after each successful apt-get update of a state:
+// apt dates the list files by the archive's Last-Modified, not by when
+// they were fetched.
+func (s *aptState) updatedStamp() string { return filepath.Join(s.dir, "updated") }
 
 // listsAge returns how long ago the state's package lists were fetched, and
 // false when they never were.
 func (s *aptState) listsAge() (time.Duration, bool) {
 	m, _ := filepath.Glob(filepath.Join(s.dir, "state", "lists", "*_Packages*"))
-	var newest time.Time
-	for _, p := range m {
-		if fi, err := os.Stat(p); err == nil && fi.ModTime().After(newest) {
-			newest = fi.ModTime()
-		}
-	}
-	if newest.IsZero() {
+	fi, err := os.Stat(s.updatedStamp())
+	if len(m) == 0 || err != nil {
 		return 0, false
 	}
-	return time.Since(newest), true
+	return time.Since(fi.ModTime()), true
 }
 
 // onceErr is an action run at most once per process.
@@ -159,6 +167,15 @@ func (e *env) updateState(s *aptState) error {
 	if !fileExists(debianKeyring) {
 		return fmt.Errorf("%s is missing; install it with: apt-get install -y debian-archive-keyring", debianKeyring)
 	}
+	unlock, err := e.lockFile("apt-" + filepath.Base(s.dir))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Another process may have fetched them while this one waited.
+	if age, ok := s.listsAge(); ok && age < time.Minute {
+		return nil
+	}
 	status := filepath.Join(s.dir, "state", "status")
 	if !fileExists(status) {
 		if err := os.WriteFile(status, nil, 0o644); err != nil {
@@ -168,16 +185,18 @@ func (e *env) updateState(s *aptState) error {
 	if err := os.WriteFile(filepath.Join(s.dir, "sources.list"), []byte(s.sourcesList()), 0o644); err != nil {
 		return err
 	}
-	unlock, err := e.lockFile("apt-" + filepath.Base(s.dir))
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	e.logf("fetching the package lists of %s ...", s)
 	if err := e.apt(append(s.opts(), "update")...); err != nil {
 		return fmt.Errorf("apt-get update of %s: %w", s, err)
 	}
-	return nil
+	if m, _ := filepath.Glob(filepath.Join(s.dir, "state", "lists", "*_Packages*")); len(m) == 0 {
+		return fmt.Errorf("apt-get update of %s fetched no package lists", s)
+	}
+	now := time.Now()
+	if err := os.WriteFile(s.updatedStamp(), nil, 0o644); err != nil {
+		return err
+	}
+	return os.Chtimes(s.updatedStamp(), now, now)
 }
 
 // ready makes sure the state has package lists, fetching them when it has

@@ -95,14 +95,16 @@ func TestAptStateIsolated(t *testing.T) {
 		"Dir::Etc::preferences=/cache/apt/arm64-bookworm/preferences",
 		"Dir::Etc::preferencesparts=/cache/apt/arm64-bookworm/preferences.d",
 		"Dir::State::status=/cache/apt/arm64-bookworm/state/status",
-		"APT::Architectures=arm64"} {
+		"APT::Architectures=arm64",
+		"APT::Default-Release=",
+		"APT::Update::Error-Mode=any"} {
 		require.Contains(t, opts, o)
 	}
 	require.NotContains(t, opts, "/etc/apt")
 	t.Setenv("GOVERBS_LAB_DEBIAN_MIRROR", "http://mirror.example/")
-	require.Equal(t, "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian bookworm main\n"+
-		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian bookworm-updates main\n"+
-		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://mirror.example/debian-security bookworm-security main\n",
+	require.Equal(t, "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg target=Packages] http://mirror.example/debian bookworm main\n"+
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg target=Packages] http://mirror.example/debian bookworm-updates main\n"+
+		"deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg target=Packages] http://mirror.example/debian-security bookworm-security main\n",
 		s.sourcesList())
 	require.Equal(t, "bookworm", debianReleases[0].name, "6.1 and 6.12 come from Debian 12 first")
 }

@@ -131,7 +131,7 @@ func (e *env) apt(args ...string) error {
 		if time.Now().Add(pause).After(deadline) {
 			return fmt.Errorf("%w\nanother apt or dpkg (often apt-daily after boot) held its lock for %v; run the lab again when it has finished", err, aptLockRetry)
 		}
-		e.logf("apt-get %s: another apt or dpkg holds its lock; trying again in %v ...", args[len(aptLockWait)], pause)
+		e.logf("apt-get %s: another apt or dpkg holds its lock; trying again in %v ...", args[len(args)-1], pause)
 		time.Sleep(pause)
 		pause = min(2*pause, 30*time.Second)
 	}

@@ -86,16 +86,13 @@ func goTool() (string, error) {
 }
 
 // guestInit returns the path of the static /init binary for goarch, building
-// it once per source version.
+// it once per source version, or taking the one a release build of rxelab
+// carries (prebuiltInits).
 func (e *env) guestInit(goarch string) (string, error) {
 	final := filepath.Join(e.cache, "init", guestInitHash(goarch))
 	bin := filepath.Join(final, "init")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
-	}
-	goCmd, err := goTool()
-	if err != nil {
-		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return "", err
@@ -105,6 +102,17 @@ func (e *env) guestInit(goarch string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
+	if b := prebuiltInits[goarch]; len(b) > 0 {
+		e.logf("using the guest /init built into rxelab")
+		if err := os.WriteFile(filepath.Join(tmp, "init"), b, 0o755); err != nil {
+			return "", err
+		}
+		return placeInit(tmp, final, bin)
+	}
+	goCmd, err := goTool()
+	if err != nil {
+		return "", err
+	}
 	files, err := guestInitFiles()
 	if err != nil {
 		return "", err
@@ -130,6 +138,12 @@ func (e *env) guestInit(goarch string) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the guest /init: %v\n%s", err, out)
 	}
+	return placeInit(tmp, final, bin)
+}
+
+// placeInit moves the directory tmp, which holds init, to final, whose init
+// is bin.
+func placeInit(tmp, final, bin string) (string, error) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return "", err
 	}

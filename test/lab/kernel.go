@@ -89,17 +89,17 @@ func (e *env) kernelCandidates(s *aptState) (map[string]kernelCandidate, error) 
 func (e *env) resolveKernel(series string, arch *guestArch) (kernelCandidate, error) {
 	var newest kernelCandidate
 	var served []string
-	var errs []string
+	// A release that cannot be read fails the look-up: taking the series
+	// from a later release instead would boot another kernel (bullseye
+	// has a 6.1 too).
 	for i := range debianReleases {
 		s := e.aptState(arch.name, &debianReleases[i])
 		if err := e.ready(s); err != nil {
-			errs = append(errs, err.Error())
-			continue
+			return kernelCandidate{}, fmt.Errorf("cannot find the %s kernel of series %s: %w", arch.name, series, err)
 		}
 		cands, err := e.kernelCandidates(s)
 		if err != nil {
-			errs = append(errs, err.Error())
-			continue
+			return kernelCandidate{}, fmt.Errorf("cannot find the %s kernel of series %s: %w", arch.name, series, err)
 		}
 		if c, ok := cands[series]; ok {
 			return c, nil
@@ -113,9 +113,6 @@ func (e *env) resolveKernel(series string, arch *guestArch) (kernelCandidate, er
 	}
 	if newest.pkg != "" {
 		return newest, nil
-	}
-	if len(errs) > 0 {
-		return kernelCandidate{}, fmt.Errorf("cannot find the %s kernel of series %s: %s", arch.name, series, strings.Join(errs, "\n"))
 	}
 	return kernelCandidate{}, fmt.Errorf("no Debian release the lab reads (%s) serves an %s kernel of series %s; served: %s",
 		releaseNames(), arch.name, series, strings.Join(sortSeries(served), ", "))

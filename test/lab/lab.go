@@ -209,12 +209,14 @@ func Run(ctx context.Context, cfg Config) (int, error) {
 	}
 	siw, siwNote := "", "none: not asked for (-no-siw)"
 	if arch.name != ArchAMD64 || arch.foreign() {
-		siwNote = "none: the lab builds siw for amd64 guests only"
+		siwNote = "none: the lab builds siw for amd64 guests on an amd64 host only"
 	}
 	if withSiw {
 		var none *SiwUnavailableError
 		if siw, err = e.siwKO(k); errors.As(err, &none) {
-			e.logf("%v; booting without siw", none)
+			if !cfg.Prepare {
+				e.logf("%v; booting without siw", none)
+			}
 			siwNote = "none: " + none.Why
 		} else if err != nil {
 			return ExitLabFailure, labErr(ExitLabFailure, nil, "%v", err)

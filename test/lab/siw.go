@@ -82,6 +82,9 @@ func (e *env) siwKO(k *kernel) (string, error) {
 	if err := e.buildSiw(k, dir); err != nil {
 		var none *SiwUnavailableError
 		if errors.As(err, &none) {
+			// Written only after the lists were fetched again this run
+			// (siwInputs), so that an offline run records nothing.
+			none.Why += " (recorded in " + noneFile + ")"
 			os.WriteFile(noneFile, []byte(none.cc+"\n"+none.Why+"\n"), 0o644)
 			return "", err
 		}
@@ -91,10 +94,11 @@ func (e *env) siwKO(k *kernel) (string, error) {
 	return ko, nil
 }
 
-// SiwUnavailableError says why the lab cannot build siw.ko for a kernel: its
-// headers name a compiler that this host's apt sources do not serve (the
-// kernels of a newer Debian release, built with its newer gcc). The lab
-// then boots without siw.
+// SiwUnavailableError says why the lab cannot build siw.ko for a kernel:
+// the archive no longer serves the kernel's headers at its version (a
+// backports suite keeps only its newest kernel's), or they name a compiler
+// that this host's apt sources do not serve (the kernels of another Debian
+// release, built with its gcc). The lab then boots without siw.
 type SiwUnavailableError struct {
 	Release string // the kernel release
 	Why     string
@@ -132,6 +136,11 @@ func (e *env) compiler(cc string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("the kernel headers build with %s, which is not installed; install it with: sudo apt-get install -y %s", cc, pkg)
 	}
+	unlock, err := e.lockFile("apt")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	e.logf("installing %s %s for siw.ko ...", pkg, cand)
 	if err := e.apt("install", "-y", "--no-install-recommends", pkg); err != nil {
 		return fmt.Errorf("installing %s for siw.ko: %w", pkg, err)
@@ -246,7 +255,11 @@ func (e *env) siwInputs(k *kernel) (*siwInputs, error) {
 			// Backports suites keep the headers of their newest kernel
 			// only, while older signed images stay (trixie-backports:
 			// 6.18.15's image, no 6.18 headers).
-			return nil, &SiwUnavailableError{Release: k.release, Why: fmt.Sprintf("%s does not serve its headers, %s %s (a backports suite keeps its newest kernel's only)", st, headers, k.version)}
+			why := fmt.Sprintf("%s does not serve its headers, %s %s", st, headers, k.version)
+			if strings.HasSuffix(st.rel.name, "-backports") {
+				why += " (a backports suite keeps its newest kernel's headers only)"
+			}
+			return nil, &SiwUnavailableError{Release: k.release, Why: why}
 		}
 	}
 	series, err := kernelSeries(k.release)

@@ -236,6 +236,11 @@ func checkDistBinary(t *testing.T, path, arch string) {
 	if settings["GOOS"] != "linux" || settings["GOARCH"] != arch || settings["-trimpath"] != "true" {
 		t.Errorf("%s: built with GOOS=%s GOARCH=%s -trimpath=%s, want linux, %s, true", path, settings["GOOS"], settings["GOARCH"], settings["-trimpath"], arch)
 	}
+	// rxelab carries the guest's /init (test/lab/initbin_embed.go), so that
+	// it runs where no Go is installed.
+	if filepath.Base(path) == "rxelab" && settings["-tags"] != "labinit" {
+		t.Errorf("%s: built with -tags=%q, want labinit: the release's rxelab carries the guest /init", path, settings["-tags"])
+	}
 }
 
 // checkVersion runs path -version: one line, the program's name, version
