@@ -79,7 +79,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: lab-survey all build vet staticcheck apicheck apicheck-update dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
+.PHONY: lab-survey noelf all build vet staticcheck apicheck apicheck-update dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -114,6 +114,15 @@ nocgo:
 	@if grep -rlE --include='*.go' '^import "C"|^[[:space:]]+"C"$$' .; then \
 		echo 'cgo is not allowed: the files above import "C"'; exit 1; fi
 
+# No tracked file may be a compiled program (an ELF file): programs are
+# built (bin/, dist/), never committed. Outside a git checkout nothing is
+# tracked, and there is nothing to check.
+noelf:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+		elf=$$(git ls-files -z | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] && [ "$$(head -c4 "$$f" | od -An -c | tr -d " ")" = "177ELF" ] && echo "$$f"; done; true' sh); \
+		if [ -n "$$elf" ]; then echo "compiled programs are tracked; build them instead (git rm --cached FILE):"; echo "$$elf"; exit 1; fi; \
+	fi
+
 # The programs are static binaries without cgo (CGO_ENABLED=0 above): every
 # main package of the module and examples/grpc's, built as make builds them,
 # must record CGO_ENABLED=0 and have no ELF interpreter or dynamic section
@@ -147,7 +156,7 @@ inlining:
 
 # GOVERBS_LAB_SELFTEST=1: the lab's own tests (test/rxelab) must run, never
 # skip, so a run without root fails instead of passing without them.
-unit: nocgo vet staticcheck apicheck build static inlining race-cc
+unit: nocgo noelf vet staticcheck apicheck build static inlining race-cc
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
 	# Once more with the race detector (docs/testing.md §8); the lab's
 	# self-tests, which boot VMs, run only above.
