@@ -8,7 +8,7 @@
 # runs it (one guest, the siw tests only where the lab has siw), with
 # rxelab -timeout TIMEOUT, so that a hung guest ends its package. OUT gets
 # one line per package: ok, FAIL with the tests that failed, or TIMEOUT
-# with the tests that were running; the full output of each package is kept
+# with the test that was running; the full output of each package is kept
 # beside it in OUT.d/. The script exits 0 whatever the tests did, and
 # non-zero only when the lab itself cannot run.
 set -uo pipefail
@@ -35,8 +35,11 @@ for pkg in "$@"; do
 	status=$?
 	failed=$(sed -n 's/^ *--- FAIL: \([^ ]*\).*/\1/p' "$log" | tr '\n' ' ')
 	if grep -q 'did not finish within' "$log" || grep -q '^panic: test timed out' "$log"; then
-		running=$(awk '/^=== (RUN|CONT)/ {r[$3]=1} /^ *--- (PASS|FAIL|SKIP): / {delete r[$3]} END {for (t in r) printf "%s ", t}' "$log")
-		line="TIMEOUT (running: ${running:-?}; failed before: ${failed:-none})"
+		# go test -v prints a subtest's result when its parent ends, so
+		# the test that hung is the last one started (-p 1, no t.Parallel
+		# in the lab tests that hang).
+		running=$(sed -n 's/^=== \(RUN\|CONT\) *\([^ ]*\).*/\2/p' "$log" | tail -n 1)
+		line="TIMEOUT (last started: ${running:-?}; failed before: ${failed:-none})"
 	elif [ $status -eq 0 ]; then
 		line="ok ($(grep -c '^--- PASS' "$log") tests)"
 	else
