@@ -570,7 +570,7 @@ func (*Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH
 	if err != nil {
 		req := abi.UverbsDestroyAH{AHHandle: resp.core.AHHandle}
 		dev.Write("destroy_ah", abi.IB_USER_VERBS_CMD_DESTROY_AH, bytesOf(&req), nil)
-		return provider.AH{}, 0, fmt.Errorf("Linux %s returned no AH number, so UD sends carry the address vector, which needs the source GID: %w", kernelRelease(), err)
+		return provider.AH{}, 0, fmt.Errorf("the kernel (%s) returned no AH number, so UD sends carry the address vector, which needs the source GID: %w", kernelRelease(), err)
 	}
 	ah := provider.AH{Num: LegacyAHNum}
 	*(*abi.RxeAV)(unsafe.Pointer(&ah.Data)) = av
