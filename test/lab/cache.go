@@ -20,6 +20,13 @@ func (e *env) touchAndPrune(used ...string) {
 		_ = os.Chtimes(p, now, now)
 		keep[p] = true
 	}
+	// The foreign architecture's apt state of an earlier layout
+	// (cache/apt-ARCH, which read the host's sources); apt.go keeps its
+	// states in cache/apt.
+	old, _ := filepath.Glob(filepath.Join(e.cache, "apt-*"))
+	for _, p := range old {
+		os.RemoveAll(p)
+	}
 	for _, dir := range []string{"kernels", "init", "initramfs", "userland"} {
 		ents, _ := os.ReadDir(filepath.Join(e.cache, dir))
 		for _, ent := range ents {
