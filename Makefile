@@ -8,7 +8,8 @@
 #                      more on 6.12 with the race detector, then make
 #                      test-arm64's lab part on each of ARM64_KERNELS (6.12,
 #                      newest), then make lab-survey on 5.10
-#   make lab-survey    every lab package on KERNEL (default 5.10), each
+#   make lab-survey    every lab package on KERNEL (make lab-survey
+#                      KERNEL=5.10, as make test-kernels runs it), each
 #                      bounded in time, reported as a list of what passes and
 #                      what fails; never fails itself (docs/testing.md §10)
 #   make test-arm64    every package's tests built with GOARCH=arm64, in the
