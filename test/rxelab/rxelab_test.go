@@ -163,6 +163,9 @@ ok=
 for i in $(seq 30); do
 	if timeout 60 rping -c -a 10.79.0.1 -C 3 -v -V > "$1/rping-client" 2>&1; then ok=1; break; fi
 	echo "rping client try $i failed at $(date +%T): $(tail -1 "$1/rping-client")" >&2
+	# A server that has ended (its own timeout) is not tried again:
+	# each try would wait out TCP's SYN retries.
+	kill -0 $server 2>/dev/null || { echo "server gone at $(date +%T)" >&2; break; }
 	sleep 1
 done
 wait $server && echo "rping server status 0"
@@ -173,6 +176,9 @@ ok=
 for i in $(seq 30); do
 	if timeout 60 ib_write_bw -R -d siw1 -n 200 10.79.0.1 > "$1/bw-client" 2>&1; then ok=1; break; fi
 	echo "ib_write_bw client try $i failed at $(date +%T): $(tail -1 "$1/bw-client")" >&2
+	# A server that has ended (its own timeout) is not tried again:
+	# each try would wait out TCP's SYN retries.
+	kill -0 $server 2>/dev/null || { echo "server gone at $(date +%T)" >&2; break; }
 	sleep 1
 done
 wait $server && echo "ib_write_bw server status 0"
@@ -182,7 +188,9 @@ echo "end $(date +%T)" >&2`
 		t.Run(series, func(t *testing.T) {
 			t.Parallel()
 			tmp := t.TempDir()
-			r := runLab(t, nil, "-kernel", series, "--", "sh", "-c", script, "sh", tmp)
+			// Within go test's own limit, so that a hang ends with the
+			// lab's report and the tools' output below.
+			r := runLab(t, nil, "-kernel", series, "-timeout", "6m", "--", "sh", "-c", script, "sh", tmp)
 			file := func(name string) string {
 				b, _ := os.ReadFile(filepath.Join(tmp, name))
 				return string(b)
