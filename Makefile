@@ -90,11 +90,12 @@ build:
 vet:
 	$(GO) vet ./...
 
-# The exported API of uverbs, rdmacm, rsocket and netlinkrdma against the
+# The exported API of rdma (the root), uverbs, rdmacm, rsocket and netlinkrdma against the
 # snapshot in api/ (CONTRIBUTING.md, "The API snapshot"); apicheck-update
 # rewrites the snapshot after a deliberate change.
 apicheck:
 	GO=$(GO) ./api/api.sh check
+	GO=$(GO) ./api/api.sh selftest
 
 apicheck-update:
 	GO=$(GO) ./api/api.sh update

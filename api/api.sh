@@ -1,6 +1,6 @@
 #!/bin/sh
 # api/api.sh check|update: the exported API of the public packages against
-# the snapshot committed in api/PACKAGE.txt (make apicheck, make
+# the snapshot committed in api/PACKAGE.txt (rdma: the root package) (make apicheck, make
 # apicheck-update). A snapshot is `go doc -all` of the package with the
 # documentation taken out: the declarations of constants, variables,
 # functions, types, methods and struct fields, so that a doc comment can
@@ -8,16 +8,38 @@
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-PKGS="uverbs rdmacm rsocket netlinkrdma"
+# rdma is the module's root package.
+PKGS="rdma uverbs rdmacm rsocket netlinkrdma"
 
 surface() {
-	"$GO" doc -all "./$1" | awk '
+	dir=./$1
+	[ "$1" = rdma ] && dir=.
+	"$GO" doc -all "$dir" | awk '
 		/^(CONSTANTS|VARIABLES|FUNCTIONS|TYPES)$/ { decl = 1; print; next }
 		!decl || /^    / { next }
 		{ sub(/[ \t]*\/\/.*$/, ""); if ($0 !~ /^[ \t]*$/) print }'
 }
 
 mode=${1:-check}
+if [ "$mode" = selftest ]; then
+	# The check must see a field of WC change: a scratch copy of the tracked
+	# files passes it, and fails it with WC.VendorErr widened.
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	git ls-files -z | xargs -0 cp --parents -t "$tmp"
+	if ! (cd "$tmp" && GO="$GO" ./api/api.sh check >/dev/null 2>&1); then
+		echo "api selftest: the committed tree does not pass the check (new files not added?)" >&2
+		exit 1
+	fi
+	sed -i 's/^\tVendorErr uint32$/\tVendorErr uint64/' "$tmp/wc.go"
+	grep -q '^	VendorErr uint64$' "$tmp/wc.go" || { echo "api selftest: WC.VendorErr not found in wc.go" >&2; exit 1; }
+	if (cd "$tmp" && GO="$GO" ./api/api.sh check >/dev/null 2>&1); then
+		echo "api selftest: a changed field of rdma.WC passed the check" >&2
+		exit 1
+	fi
+	echo "api selftest: a changed field of rdma.WC fails the check"
+	exit 0
+fi
 status=0
 for p in $PKGS; do
 	case $mode in

@@ -3,15 +3,16 @@ package netlinkrdma
 import (
 	"errors"
 	"fmt"
-	"github.com/goverbs/rdma/internal/abi"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/goverbs/rdma/internal/abi"
+
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/nldev"
-	"github.com/goverbs/rdma/internal/rdmadev"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -38,13 +39,13 @@ func readSys(t *testing.T, path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// eui64 is the rdmadev.GUID rxe derives from a MAC (addrconf_addr_eui48): flip the
+// eui64 is the rdma.GUID rxe derives from a MAC (addrconf_addr_eui48): flip the
 // universal/local bit and put ff:fe in the middle.
-func eui64(mac net.HardwareAddr) rdmadev.GUID {
+func eui64(mac net.HardwareAddr) rdma.GUID {
 	b := [8]byte{mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]}
-	var g rdmadev.GUID
+	var g rdma.GUID
 	for _, c := range b {
-		g = g<<8 | rdmadev.GUID(c)
+		g = g<<8 | rdma.GUID(c)
 	}
 	return g
 }
@@ -94,7 +95,7 @@ func checkAgainstSysfs(t *testing.T, d nldev.Device) {
 			t.Errorf("%s: netdev %s ifindex %d, netlink says %d", d.Name, l.Attrs().Name, l.Attrs().Index, d.Ports[0].NetdevIndex)
 		}
 		if mac := l.Attrs().HardwareAddr; len(mac) == 6 && d.NodeGUID != eui64(mac) {
-			t.Errorf("%s: node rdmadev.GUID %s, want EUI-64 of %s = %s", d.Name, d.NodeGUID, mac, eui64(mac))
+			t.Errorf("%s: node rdma.GUID %s, want EUI-64 of %s = %s", d.Name, d.NodeGUID, mac, eui64(mac))
 		}
 	}
 }
@@ -133,7 +134,7 @@ func TestLabDevices(t *testing.T) {
 		if len(d.Ports) != 1 || d.Ports[0].Index != 1 || d.Ports[0].Netdev != w.netdev {
 			t.Errorf("%s: ports %+v, want port 1 on %s", d.Name, d.Ports, w.netdev)
 		}
-		if d.Ports[0].State != rdmadev.PortActive || d.Ports[0].PhysState != rdmadev.PhysLinkUp {
+		if d.Ports[0].State != rdma.PortActive || d.Ports[0].PhysState != rdma.PhysLinkUp {
 			t.Errorf("%s: port %s/%s, want ACTIVE/LINK_UP", d.Name, d.Ports[0].State, d.Ports[0].PhysState)
 		}
 		checkAgainstSysfs(t, d)
@@ -146,7 +147,7 @@ func TestLabDevices(t *testing.T) {
 		t.Errorf("lab devices missing from nldev.Devices(): %v", want)
 	}
 	_, err = nldev.DeviceByName("gvnosuch0")
-	if !errors.Is(err, ErrDeviceNotFound) {
+	if !errors.Is(err, nldev.ErrDeviceNotFound) {
 		t.Errorf("nldev.DeviceByName(gvnosuch0): %v, want ErrDeviceNotFound", err)
 	}
 }
@@ -300,7 +301,7 @@ func TestLabLinkAddDel(t *testing.T) {
 	if !errors.Is(err, ErrNoNetdev) || !errors.Is(err, unix.ENODEV) {
 		t.Errorf("rxe on a missing netdev: %v, want ErrNoNetdev", err)
 	}
-	if _, err := nldev.DeviceByName("gvrxe1"); !errors.Is(err, ErrDeviceNotFound) {
+	if _, err := nldev.DeviceByName("gvrxe1"); !errors.Is(err, nldev.ErrDeviceNotFound) {
 		t.Errorf("a failed LinkAdd left gvrxe1 behind: %v", err)
 	}
 
@@ -319,7 +320,7 @@ func TestLabLinkAddDel(t *testing.T) {
 		if err := LinkDel(name); err != nil {
 			t.Fatalf("LinkDel(%s): %v", name, err)
 		}
-		if _, err := nldev.DeviceByName(name); !errors.Is(err, ErrDeviceNotFound) {
+		if _, err := nldev.DeviceByName(name); !errors.Is(err, nldev.ErrDeviceNotFound) {
 			t.Errorf("%s still listed after LinkDel: %v", name, err)
 		}
 	}

@@ -20,11 +20,11 @@ type PortSpace uint16
 
 const (
 	// PortSpaceTCP is for reliable connected QPs (RDMA_PS_TCP).
-	PortSpaceTCP PortSpace = abi.RDMA_PS_TCP
+	PortSpaceTCP PortSpace = 0x106 // RDMA_PS_TCP
 	// PortSpaceUDP is for unreliable datagram QPs (RDMA_PS_UDP); connecting
 	// exchanges QP numbers and QKeys (SIDR) instead of setting up a
 	// connection.
-	PortSpaceUDP PortSpace = abi.RDMA_PS_UDP
+	PortSpaceUDP PortSpace = 0x111 // RDMA_PS_UDP
 )
 
 // String returns ps's name.

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -18,10 +18,10 @@ import (
 var ErrNoCM = fmt.Errorf("no RDMA connection manager (/dev/infiniband/rdma_cm needs the rdma_ucm module) or %w", uverbs.ErrNoDevice)
 
 // ErrClosed is returned by calls on a closed ID, Conn or Listener.
-var ErrClosed = sys.ErrClosed
+var ErrClosed = rdma.ErrClosed
 
 // OpError is the error of a failed CM command; it unwraps to the errno.
-type OpError = sys.OpError
+type OpError = rdma.OpError
 
 // Errors of connection setup; each failure event becomes an *EventError or
 // *RejectError that matches one of them with errors.Is.

@@ -15,22 +15,22 @@ type EventType uint32
 
 // CM event types (rdma-core: enum rdma_cm_event_type).
 const (
-	EventAddrResolved    EventType = abi.RDMA_CM_EVENT_ADDR_RESOLVED
-	EventAddrError       EventType = abi.RDMA_CM_EVENT_ADDR_ERROR
-	EventRouteResolved   EventType = abi.RDMA_CM_EVENT_ROUTE_RESOLVED
-	EventRouteError      EventType = abi.RDMA_CM_EVENT_ROUTE_ERROR
-	EventConnectRequest  EventType = abi.RDMA_CM_EVENT_CONNECT_REQUEST
-	EventConnectResponse EventType = abi.RDMA_CM_EVENT_CONNECT_RESPONSE
-	EventConnectError    EventType = abi.RDMA_CM_EVENT_CONNECT_ERROR
-	EventUnreachable     EventType = abi.RDMA_CM_EVENT_UNREACHABLE
-	EventRejected        EventType = abi.RDMA_CM_EVENT_REJECTED
-	EventEstablished     EventType = abi.RDMA_CM_EVENT_ESTABLISHED
-	EventDisconnected    EventType = abi.RDMA_CM_EVENT_DISCONNECTED
-	EventDeviceRemoval   EventType = abi.RDMA_CM_EVENT_DEVICE_REMOVAL
-	EventMulticastJoin   EventType = abi.RDMA_CM_EVENT_MULTICAST_JOIN
-	EventMulticastError  EventType = abi.RDMA_CM_EVENT_MULTICAST_ERROR
-	EventAddrChange      EventType = abi.RDMA_CM_EVENT_ADDR_CHANGE
-	EventTimewaitExit    EventType = abi.RDMA_CM_EVENT_TIMEWAIT_EXIT
+	EventAddrResolved    EventType = 0  // RDMA_CM_EVENT_ADDR_RESOLVED
+	EventAddrError       EventType = 1  // RDMA_CM_EVENT_ADDR_ERROR
+	EventRouteResolved   EventType = 2  // RDMA_CM_EVENT_ROUTE_RESOLVED
+	EventRouteError      EventType = 3  // RDMA_CM_EVENT_ROUTE_ERROR
+	EventConnectRequest  EventType = 4  // RDMA_CM_EVENT_CONNECT_REQUEST
+	EventConnectResponse EventType = 5  // RDMA_CM_EVENT_CONNECT_RESPONSE
+	EventConnectError    EventType = 6  // RDMA_CM_EVENT_CONNECT_ERROR
+	EventUnreachable     EventType = 7  // RDMA_CM_EVENT_UNREACHABLE
+	EventRejected        EventType = 8  // RDMA_CM_EVENT_REJECTED
+	EventEstablished     EventType = 9  // RDMA_CM_EVENT_ESTABLISHED
+	EventDisconnected    EventType = 10 // RDMA_CM_EVENT_DISCONNECTED
+	EventDeviceRemoval   EventType = 11 // RDMA_CM_EVENT_DEVICE_REMOVAL
+	EventMulticastJoin   EventType = 12 // RDMA_CM_EVENT_MULTICAST_JOIN
+	EventMulticastError  EventType = 13 // RDMA_CM_EVENT_MULTICAST_ERROR
+	EventAddrChange      EventType = 14 // RDMA_CM_EVENT_ADDR_CHANGE
+	EventTimewaitExit    EventType = 15 // RDMA_CM_EVENT_TIMEWAIT_EXIT
 )
 
 var eventNames = [...]string{

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
@@ -22,15 +23,15 @@ func (q *flushQP) Caps() provider.QPCaps                         { return provid
 func (q *flushQP) PostSend([]provider.SendWR, bool) (int, error) { return 0, nil }
 func (q *flushQP) SendQueueSize() int                            { return 4 }
 func (q *flushQP) RecvQueueSize() int                            { return 4 }
-func (q *flushQP) PostRecv([]provider.RecvWR) (int, error)       { return 0, nil }
+func (q *flushQP) PostRecv([]rdma.RecvWR) (int, error)           { return 0, nil }
 func (q *flushQP) Outstanding() (int, int)                       { return q.send, q.recv }
 func (q *flushQP) UsesLKey(uint32) (bool, int, int)              { return false, q.send, q.recv }
 func (q *flushQP) Reset(func(func()), func(func()))              {}
 func (q *flushQP) Release()                                      { q.released = true }
-func (q *flushQP) FlushRings(send, recv *[]provider.WC) {
+func (q *flushQP) FlushRings(send, recv *[]rdma.WC) {
 	q.flushed = true
 	for range q.send {
-		*send = append(*send, provider.WC{Status: WCFlushError})
+		*send = append(*send, rdma.WC{Status: WCFlushError})
 	}
 	q.send, q.recv = 0, 0
 }

@@ -38,35 +38,35 @@ type DeviceCapFlags uint64
 
 // Device capability bits, <rdma/ib_user_verbs.h>.
 const (
-	DeviceResizeMaxWR         DeviceCapFlags = abi.IB_UVERBS_DEVICE_RESIZE_MAX_WR
-	DeviceBadPKeyCntr         DeviceCapFlags = abi.IB_UVERBS_DEVICE_BAD_PKEY_CNTR
-	DeviceBadQKeyCntr         DeviceCapFlags = abi.IB_UVERBS_DEVICE_BAD_QKEY_CNTR
-	DeviceRawMulti            DeviceCapFlags = abi.IB_UVERBS_DEVICE_RAW_MULTI
-	DeviceAutoPathMig         DeviceCapFlags = abi.IB_UVERBS_DEVICE_AUTO_PATH_MIG
-	DeviceChangePhyPort       DeviceCapFlags = abi.IB_UVERBS_DEVICE_CHANGE_PHY_PORT
-	DeviceUDAVPortEnforce     DeviceCapFlags = abi.IB_UVERBS_DEVICE_UD_AV_PORT_ENFORCE
-	DeviceCurrQPStateMod      DeviceCapFlags = abi.IB_UVERBS_DEVICE_CURR_QP_STATE_MOD
-	DeviceShutdownPort        DeviceCapFlags = abi.IB_UVERBS_DEVICE_SHUTDOWN_PORT
-	DeviceInitType            DeviceCapFlags = 1 << 9 // IB_UVERBS_DEVICE_INIT_TYPE, "not in use" in the UAPI header
-	DevicePortActiveEvent     DeviceCapFlags = abi.IB_UVERBS_DEVICE_PORT_ACTIVE_EVENT
-	DeviceSysImageGUID        DeviceCapFlags = abi.IB_UVERBS_DEVICE_SYS_IMAGE_GUID
-	DeviceRCRNRNAKGen         DeviceCapFlags = abi.IB_UVERBS_DEVICE_RC_RNR_NAK_GEN
-	DeviceSRQResize           DeviceCapFlags = abi.IB_UVERBS_DEVICE_SRQ_RESIZE
-	DeviceNNotifyCQ           DeviceCapFlags = abi.IB_UVERBS_DEVICE_N_NOTIFY_CQ
-	DeviceMemWindow           DeviceCapFlags = abi.IB_UVERBS_DEVICE_MEM_WINDOW
-	DeviceUDIPCsum            DeviceCapFlags = abi.IB_UVERBS_DEVICE_UD_IP_CSUM
-	DeviceXRC                 DeviceCapFlags = abi.IB_UVERBS_DEVICE_XRC
-	DeviceMemMgtExtensions    DeviceCapFlags = abi.IB_UVERBS_DEVICE_MEM_MGT_EXTENSIONS
-	DeviceMemWindowType2A     DeviceCapFlags = abi.IB_UVERBS_DEVICE_MEM_WINDOW_TYPE_2A
-	DeviceMemWindowType2B     DeviceCapFlags = abi.IB_UVERBS_DEVICE_MEM_WINDOW_TYPE_2B
-	DeviceRCIPCsum            DeviceCapFlags = abi.IB_UVERBS_DEVICE_RC_IP_CSUM
-	DeviceRawIPCsum           DeviceCapFlags = abi.IB_UVERBS_DEVICE_RAW_IP_CSUM
-	DeviceManagedFlowSteering DeviceCapFlags = abi.IB_UVERBS_DEVICE_MANAGED_FLOW_STEERING
-	DeviceRawScatterFCS       DeviceCapFlags = abi.IB_UVERBS_DEVICE_RAW_SCATTER_FCS
-	DevicePCIWriteEndPadding  DeviceCapFlags = abi.IB_UVERBS_DEVICE_PCI_WRITE_END_PADDING
-	DeviceFlushGlobal         DeviceCapFlags = 1 << 38 // IB_UVERBS_DEVICE_FLUSH_GLOBAL, kernel 6.2+ headers
-	DeviceFlushPersistent     DeviceCapFlags = 1 << 39 // IB_UVERBS_DEVICE_FLUSH_PERSISTENT, kernel 6.2+ headers
-	DeviceAtomicWrite         DeviceCapFlags = 1 << 40 // IB_UVERBS_DEVICE_ATOMIC_WRITE, kernel 6.2+ headers
+	DeviceResizeMaxWR         DeviceCapFlags = 0x1          // IB_UVERBS_DEVICE_RESIZE_MAX_WR
+	DeviceBadPKeyCntr         DeviceCapFlags = 0x2          // IB_UVERBS_DEVICE_BAD_PKEY_CNTR
+	DeviceBadQKeyCntr         DeviceCapFlags = 0x4          // IB_UVERBS_DEVICE_BAD_QKEY_CNTR
+	DeviceRawMulti            DeviceCapFlags = 0x8          // IB_UVERBS_DEVICE_RAW_MULTI
+	DeviceAutoPathMig         DeviceCapFlags = 0x10         // IB_UVERBS_DEVICE_AUTO_PATH_MIG
+	DeviceChangePhyPort       DeviceCapFlags = 0x20         // IB_UVERBS_DEVICE_CHANGE_PHY_PORT
+	DeviceUDAVPortEnforce     DeviceCapFlags = 0x40         // IB_UVERBS_DEVICE_UD_AV_PORT_ENFORCE
+	DeviceCurrQPStateMod      DeviceCapFlags = 0x80         // IB_UVERBS_DEVICE_CURR_QP_STATE_MOD
+	DeviceShutdownPort        DeviceCapFlags = 0x100        // IB_UVERBS_DEVICE_SHUTDOWN_PORT
+	DeviceInitType            DeviceCapFlags = 1 << 9       // IB_UVERBS_DEVICE_INIT_TYPE, "not in use" in the UAPI header
+	DevicePortActiveEvent     DeviceCapFlags = 0x400        // IB_UVERBS_DEVICE_PORT_ACTIVE_EVENT
+	DeviceSysImageGUID        DeviceCapFlags = 0x800        // IB_UVERBS_DEVICE_SYS_IMAGE_GUID
+	DeviceRCRNRNAKGen         DeviceCapFlags = 0x1000       // IB_UVERBS_DEVICE_RC_RNR_NAK_GEN
+	DeviceSRQResize           DeviceCapFlags = 0x2000       // IB_UVERBS_DEVICE_SRQ_RESIZE
+	DeviceNNotifyCQ           DeviceCapFlags = 0x4000       // IB_UVERBS_DEVICE_N_NOTIFY_CQ
+	DeviceMemWindow           DeviceCapFlags = 0x20000      // IB_UVERBS_DEVICE_MEM_WINDOW
+	DeviceUDIPCsum            DeviceCapFlags = 0x40000      // IB_UVERBS_DEVICE_UD_IP_CSUM
+	DeviceXRC                 DeviceCapFlags = 0x100000     // IB_UVERBS_DEVICE_XRC
+	DeviceMemMgtExtensions    DeviceCapFlags = 0x200000     // IB_UVERBS_DEVICE_MEM_MGT_EXTENSIONS
+	DeviceMemWindowType2A     DeviceCapFlags = 0x800000     // IB_UVERBS_DEVICE_MEM_WINDOW_TYPE_2A
+	DeviceMemWindowType2B     DeviceCapFlags = 0x1000000    // IB_UVERBS_DEVICE_MEM_WINDOW_TYPE_2B
+	DeviceRCIPCsum            DeviceCapFlags = 0x2000000    // IB_UVERBS_DEVICE_RC_IP_CSUM
+	DeviceRawIPCsum           DeviceCapFlags = 0x4000000    // IB_UVERBS_DEVICE_RAW_IP_CSUM
+	DeviceManagedFlowSteering DeviceCapFlags = 0x20000000   // IB_UVERBS_DEVICE_MANAGED_FLOW_STEERING
+	DeviceRawScatterFCS       DeviceCapFlags = 0x400000000  // IB_UVERBS_DEVICE_RAW_SCATTER_FCS
+	DevicePCIWriteEndPadding  DeviceCapFlags = 0x1000000000 // IB_UVERBS_DEVICE_PCI_WRITE_END_PADDING
+	DeviceFlushGlobal         DeviceCapFlags = 1 << 38      // IB_UVERBS_DEVICE_FLUSH_GLOBAL, kernel 6.2+ headers
+	DeviceFlushPersistent     DeviceCapFlags = 1 << 39      // IB_UVERBS_DEVICE_FLUSH_PERSISTENT, kernel 6.2+ headers
+	DeviceAtomicWrite         DeviceCapFlags = 1 << 40      // IB_UVERBS_DEVICE_ATOMIC_WRITE, kernel 6.2+ headers
 )
 
 // deviceCapNames are rdma-core's names (as ibv_devinfo prints them), in bit

@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // ErrNoDevice is returned when the machine has no RDMA device at all.
@@ -19,16 +19,16 @@ var ErrNoDevice = errors.New("no RDMA device: create a soft-RoCE device with `rd
 // the ioctl ABI answers EPROTONOSUPPORT for an unknown object, method or
 // mandatory attribute and ENOTTY when it is absent altogether
 // (kernel: core/uverbs_ioctl.c). The errno stays reachable with errors.Is.
-var ErrNotSupported = provider.ErrNotSupported
+var ErrNotSupported = rdma.ErrNotSupported
 
 // ErrClosed is returned by any call on a closed Device (or on an object whose
 // Device was closed).
-var ErrClosed = sys.ErrClosed
+var ErrClosed = rdma.ErrClosed
 
 // OpError is the error of a failed kernel command. Op names the command in the
 // kernel's terms ("get_context", "query_port", ...), Err is usually a
 // unix.Errno, so errors.Is(err, unix.EINVAL) works.
-type OpError = sys.OpError
+type OpError = rdma.OpError
 
 // DeviceNotFoundError is returned when a device is asked for by a name that
 // does not exist.

@@ -70,9 +70,9 @@ func GIDFromIP(ip netip.Addr) GID {
 type GIDType uint32
 
 const (
-	GIDTypeIB     GIDType = abi.IB_UVERBS_GID_TYPE_IB      // InfiniBand
-	GIDTypeRoCEv1 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V1 // RoCE v1: Ethernet, ethertype 0x8915
-	GIDTypeRoCEv2 GIDType = abi.IB_UVERBS_GID_TYPE_ROCE_V2 // RoCE v2: UDP/IP, port 4791; the only type rxe has
+	GIDTypeIB     GIDType = 0x0 // IB_UVERBS_GID_TYPE_IB; InfiniBand
+	GIDTypeRoCEv1 GIDType = 0x1 // IB_UVERBS_GID_TYPE_ROCE_V1; RoCE v1: Ethernet, ethertype 0x8915
+	GIDTypeRoCEv2 GIDType = 0x2 // IB_UVERBS_GID_TYPE_ROCE_V2; RoCE v2: UDP/IP, port 4791; the only type rxe has
 )
 
 // String returns t's name.

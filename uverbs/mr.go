@@ -20,20 +20,20 @@ import (
 type Access uint32
 
 const (
-	AccessLocalWrite   Access = abi.IB_UVERBS_ACCESS_LOCAL_WRITE   // the local HCA may write (receives, READ and atomic results)
-	AccessRemoteWrite  Access = abi.IB_UVERBS_ACCESS_REMOTE_WRITE  // peers may RDMA WRITE; needs AccessLocalWrite
-	AccessRemoteRead   Access = abi.IB_UVERBS_ACCESS_REMOTE_READ   // peers may RDMA READ
-	AccessRemoteAtomic Access = abi.IB_UVERBS_ACCESS_REMOTE_ATOMIC // peers may do atomics; needs AccessLocalWrite
-	AccessMWBind       Access = abi.IB_UVERBS_ACCESS_MW_BIND       // memory windows may be bound to the MR (IBV_ACCESS_MW_BIND)
-	AccessZeroBased    Access = abi.IB_UVERBS_ACCESS_ZERO_BASED    // remote addresses count from the MR's start (IBV_ACCESS_ZERO_BASED)
-	AccessOnDemand     Access = abi.IB_UVERBS_ACCESS_ON_DEMAND     // not supported by rxe before 6.14
-	AccessHugeTLB      Access = abi.IB_UVERBS_ACCESS_HUGETLB       // the memory is huge pages (IBV_ACCESS_HUGETLB)
+	AccessLocalWrite   Access = 0x1  // IB_UVERBS_ACCESS_LOCAL_WRITE; the local HCA may write (receives, READ and atomic results)
+	AccessRemoteWrite  Access = 0x2  // IB_UVERBS_ACCESS_REMOTE_WRITE; peers may RDMA WRITE; needs AccessLocalWrite
+	AccessRemoteRead   Access = 0x4  // IB_UVERBS_ACCESS_REMOTE_READ; peers may RDMA READ
+	AccessRemoteAtomic Access = 0x8  // IB_UVERBS_ACCESS_REMOTE_ATOMIC; peers may do atomics; needs AccessLocalWrite
+	AccessMWBind       Access = 0x10 // IB_UVERBS_ACCESS_MW_BIND; memory windows may be bound to the MR (IBV_ACCESS_MW_BIND)
+	AccessZeroBased    Access = 0x20 // IB_UVERBS_ACCESS_ZERO_BASED; remote addresses count from the MR's start (IBV_ACCESS_ZERO_BASED)
+	AccessOnDemand     Access = 0x40 // IB_UVERBS_ACCESS_ON_DEMAND; not supported by rxe before 6.14
+	AccessHugeTLB      Access = 0x80 // IB_UVERBS_ACCESS_HUGETLB; the memory is huge pages (IBV_ACCESS_HUGETLB)
 	// The FLUSH rights exist from kernel 6.2 (rxe: 6.12 here).
 	AccessFlushGlobal     Access = 1 << 8 // peers may FLUSH to global visibility (IBV_ACCESS_FLUSH_GLOBAL)
 	AccessFlushPersistent Access = 1 << 9 // peers may FLUSH to persistence (IBV_ACCESS_FLUSH_PERSISTENT)
 	// AccessRelaxedOrdering is an optional right: the kernel ignores it on
 	// devices that do not support it.
-	AccessRelaxedOrdering Access = abi.IB_UVERBS_ACCESS_RELAXED_ORDERING
+	AccessRelaxedOrdering Access = 0x100000 // IB_UVERBS_ACCESS_RELAXED_ORDERING
 )
 
 var accessNames = []struct {

@@ -2,8 +2,6 @@ package uverbs
 
 import (
 	"strconv"
-
-	"github.com/goverbs/rdma/internal/abi"
 )
 
 // MTU is an IB path/port MTU enum (IB_MTU_256 = 1 ... IB_MTU_4096 = 5).
@@ -131,10 +129,10 @@ type PortCapFlags uint32
 
 // Port capability flags (rdma-core: enum ibv_port_cap_flags).
 const (
-	PortCapSM           PortCapFlags = abi.IB_UVERBS_PCF_SM
-	PortCapSysImageGUID PortCapFlags = abi.IB_UVERBS_PCF_SYS_IMAGE_GUID_SUP
-	PortCapCMSupported  PortCapFlags = abi.IB_UVERBS_PCF_CM_SUP
-	PortCapIPBasedGIDs  PortCapFlags = abi.IB_UVERBS_PCF_IP_BASED_GIDS
+	PortCapSM           PortCapFlags = 0x2       // IB_UVERBS_PCF_SM
+	PortCapSysImageGUID PortCapFlags = 0x800     // IB_UVERBS_PCF_SYS_IMAGE_GUID_SUP
+	PortCapCMSupported  PortCapFlags = 0x10000   // IB_UVERBS_PCF_CM_SUP
+	PortCapIPBasedGIDs  PortCapFlags = 0x4000000 // IB_UVERBS_PCF_IP_BASED_GIDS
 )
 
 // PortFlags are the uverbs port flags (IB_UVERBS_QPF_GRH_REQUIRED).
@@ -142,7 +140,7 @@ type PortFlags uint8
 
 // PortGRHRequired: every address handle and connected QP on this port needs a
 // global route header. True for RoCE, hence for rxe.
-const PortGRHRequired PortFlags = abi.IB_UVERBS_QPF_GRH_REQUIRED
+const PortGRHRequired PortFlags = 0x1 // IB_UVERBS_QPF_GRH_REQUIRED
 
 // PortAttr are a port's attributes (rdma-core: struct ibv_port_attr).
 type PortAttr struct {

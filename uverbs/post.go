@@ -5,44 +5,45 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // SGE is a scatter/gather entry: Length bytes at address Addr inside the
 // memory region whose local key is LKey (rdma-core: struct ibv_sge).
 // MR.SGE builds one.
-type SGE = provider.SGE
+type SGE = rdma.SGE
 
 // WROpcode is the operation of a send work request (enum ib_wr_opcode;
 // rdma-core: enum ibv_wr_opcode). String gives rdma-core's
 // ibv_wr_opcode_str text ("rdma-write").
-type WROpcode = provider.WROpcode
+type WROpcode = rdma.WROpcode
 
 const (
-	OpWrite          = provider.OpWrite          // IBV_WR_RDMA_WRITE
-	OpWriteImm       = provider.OpWriteImm       // IBV_WR_RDMA_WRITE_WITH_IMM: also consumes a receive at the peer
-	OpSend           = provider.OpSend           // IBV_WR_SEND
-	OpSendImm        = provider.OpSendImm        // IBV_WR_SEND_WITH_IMM
-	OpRead           = provider.OpRead           // IBV_WR_RDMA_READ
-	OpAtomicCmpSwap  = provider.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
-	OpAtomicFetchAdd = provider.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpWrite          = rdma.OpWrite          // IBV_WR_RDMA_WRITE
+	OpWriteImm       = rdma.OpWriteImm       // IBV_WR_RDMA_WRITE_WITH_IMM: also consumes a receive at the peer
+	OpSend           = rdma.OpSend           // IBV_WR_SEND
+	OpSendImm        = rdma.OpSendImm        // IBV_WR_SEND_WITH_IMM
+	OpRead           = rdma.OpRead           // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  = rdma.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd = rdma.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
 )
 
 // SendFlags modify a send work request (enum ib_send_flags; rdma-core: enum
 // ibv_send_flags).
-type SendFlags = provider.SendFlags
+type SendFlags = rdma.SendFlags
 
 const (
 	// SendFence waits for earlier RDMA READ and atomic requests to complete
 	// before this one starts.
-	SendFence = provider.SendFence
+	SendFence = rdma.SendFence
 	// SendSignaled makes the request produce a completion when it
 	// succeeds (failures always do). Every send queue slot is released only
 	// when the kernel retires the request, signaled or not.
-	SendSignaled = provider.SendSignaled
+	SendSignaled = rdma.SendSignaled
 	// SendSolicited sets the solicited-event bit: a peer CQ armed with
 	// ReqNotify(true) is notified.
-	SendSolicited = provider.SendSolicited
+	SendSolicited = rdma.SendSolicited
 	// SendInline copies the bytes the SGEs point at into the work request
 	// at post time (up to QP.Cap().MaxInline in total); the memory may be
 	// reused as soon as PostSend returns. The copy reads it through the SGE
@@ -50,7 +51,7 @@ const (
 	// of the QP's PD (its LKey is ignored); other addresses are refused
 	// with ErrInvalidWR rather than risk a fault. Valid for SEND and RDMA
 	// WRITE.
-	SendInline = provider.SendInline
+	SendInline = rdma.SendInline
 )
 
 // SendWR is a send work request (rdma-core: struct ibv_send_wr).
@@ -84,7 +85,7 @@ type SendWR struct {
 // and SGEs. On a UD QP the first 40 bytes of what it receives are a GRH
 // area (for IPv4: 20 zero bytes, then the IPv4 header), so the buffers need
 // 40 bytes more than the largest message.
-type RecvWR = provider.RecvWR
+type RecvWR = rdma.RecvWR
 
 // Errors of PostSend and PostRecv, all refused before anything is written
 // to the ring. Test with errors.Is; they also match unix.EINVAL (or
@@ -97,18 +98,18 @@ var (
 	// ErrQueueFull: the queue has no room for all the work requests of the
 	// call. Poll the CQ: send slots are freed when the kernel retires work
 	// requests, receive slots when messages arrive.
-	ErrQueueFull = provider.ErrQueueFull
+	ErrQueueFull = rdma.ErrQueueFull
 	// ErrInvalidWR is matched by every validation error below.
-	ErrInvalidWR          = provider.ErrInvalidWR
-	ErrTooManySGEs        = provider.ErrTooManySGEs
-	ErrInlineTooLong      = provider.ErrInlineTooLong
-	ErrInlineNotAllowed   = provider.ErrInlineNotAllowed
-	ErrAtomicAlignment    = provider.ErrAtomicAlignment
-	ErrAtomicLength       = provider.ErrAtomicLength
-	ErrOpcodeNotSupported = provider.ErrOpcodeNotSupported
-	ErrBadSendFlags       = provider.ErrBadSendFlags
-	ErrLengthOverflow     = provider.ErrLengthOverflow
-	ErrUDAddress          = provider.ErrUDAddress
+	ErrInvalidWR          = rdma.ErrInvalidWR
+	ErrTooManySGEs        = rdma.ErrTooManySGEs
+	ErrInlineTooLong      = rdma.ErrInlineTooLong
+	ErrInlineNotAllowed   = rdma.ErrInlineNotAllowed
+	ErrAtomicAlignment    = rdma.ErrAtomicAlignment
+	ErrAtomicLength       = rdma.ErrAtomicLength
+	ErrOpcodeNotSupported = rdma.ErrOpcodeNotSupported
+	ErrBadSendFlags       = rdma.ErrBadSendFlags
+	ErrLengthOverflow     = rdma.ErrLengthOverflow
+	ErrUDAddress          = rdma.ErrUDAddress
 	// ErrQPState: the QP's state does not allow posting: receives need
 	// INIT or later, sends RTS or later (the kernel refuses the doorbell
 	// before RTS, docs/abi.md §3.7).

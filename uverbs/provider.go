@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
@@ -25,13 +26,13 @@ import (
 // whose elements carry their owner in a flag (docs/siw.md §3, §9). Control
 // commands (PD, MR, QP state changes) are driver-agnostic.
 //
-// What callers pass and get back is the providers' shared vocabulary,
-// uverbs/internal/provider: SGE, RecvWR, WC and their values are aliases of
-// its types, and SendWR has provider.SendWR's layout with a *AH in place of
-// a *provider.AH (an AH starts with one), so this file converts a send list
-// for the providers without a copy (sendWR, sendWRs; docs/architecture.md
-// §3). The driver packages import provider and nothing of each other or of
-// uverbs.
+// What callers pass and get back is the vocabulary of the root package
+// rdma, which the providers speak too: SGE, RecvWR, WC and their values
+// are its types. SendWR has provider.SendWR's layout with a *AH in place
+// of a *provider.AH (an AH starts with one), so this file converts a send
+// list for the providers without a copy (sendWR, sendWRs;
+// docs/architecture.md §3). The driver packages import rdma and provider
+// and nothing of each other or of uverbs.
 //
 // This file is the dispatch: every path that differs by provider is here
 // (GET_CONTEXT, create, post, poll, arm, resize, reset, the lkey scans of
@@ -885,7 +886,7 @@ func (qp *QP) sendError(op string, wrs []SendWR, i int, err error) error {
 // error, which matches ErrInvalidWR and the error of the same check on any
 // device (errors.Is).
 func providerPostError(op string, i int, id uint64, n, maxPost int, err error) error {
-	if errors.Is(err, provider.ErrQueueFull) && errors.Unwrap(err) == nil { // the plain sentinel: the ring is full
+	if errors.Is(err, rdma.ErrQueueFull) && errors.Unwrap(err) == nil { // the plain sentinel: the ring is full
 		err = fmt.Errorf("%w: %d work requests, room for %d of %d", ErrQueueFull, n, i, maxPost)
 	}
 	return &PostError{Op: op, Index: i, ID: id, Err: err}

@@ -16,9 +16,9 @@ import (
 type QPType uint8
 
 const (
-	RC QPType = abi.IB_UVERBS_QPT_RC // reliable connected
-	UC QPType = abi.IB_UVERBS_QPT_UC // unreliable connected
-	UD QPType = abi.IB_UVERBS_QPT_UD // unreliable datagram
+	RC QPType = 0x2 // IB_UVERBS_QPT_RC; reliable connected
+	UC QPType = 0x3 // IB_UVERBS_QPT_UC; unreliable connected
+	UD QPType = 0x4 // IB_UVERBS_QPT_UD; unreliable datagram
 )
 
 // String returns t's name.

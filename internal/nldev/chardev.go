@@ -2,8 +2,9 @@ package nldev
 
 import (
 	"fmt"
+
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/internal/rdmadev"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +21,7 @@ type Chardev struct {
 	ABI uint64
 	// DriverID is the enum rdma_driver_id of the device ("uverbs" only;
 	// 14 for rxe). It is what rdma-core matches a provider by.
-	DriverID rdmadev.DriverID
+	DriverID rdma.DriverID
 }
 
 // Path returns the device node, "/dev/infiniband/" + Name.
@@ -125,7 +126,7 @@ func parseChardev(payload []byte) (Chardev, error) {
 	}
 	cd.Name = a.str(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME)
 	cd.Major, cd.Minor = decodeHugeDev(dev)
-	cd.DriverID = rdmadev.DriverID(id)
+	cd.DriverID = rdma.DriverID(id)
 	return cd, nil
 }
 

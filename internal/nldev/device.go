@@ -3,8 +3,9 @@ package nldev
 import (
 	"cmp"
 	"fmt"
-	"github.com/goverbs/rdma/internal/rdmadev"
 	"slices"
+
+	"github.com/goverbs/rdma"
 
 	"golang.org/x/sys/unix"
 
@@ -15,25 +16,25 @@ import (
 type Device struct {
 	Index           uint32 // kernel device index (RDMA_NLDEV_ATTR_DEV_INDEX)
 	Name            string // e.g. "rxe0"
-	NodeGUID        rdmadev.GUID
-	SysImageGUID    rdmadev.GUID
-	FirmwareVersion string           // empty when the driver has none
-	NodeType        rdmadev.NodeType // RDMA_NODE_*: 1 is a channel adapter (CA), which rxe is
-	Protocol        string           // "roce", "ib", "iw", ...
+	NodeGUID        rdma.GUID
+	SysImageGUID    rdma.GUID
+	FirmwareVersion string        // empty when the driver has none
+	NodeType        rdma.NodeType // RDMA_NODE_*: 1 is a channel adapter (CA), which rxe is
+	Protocol        string        // "roce", "ib", "iw", ...
 	// Driver names the kernel driver: "rxe" for Soft-RoCE, the lower-case
 	// rdma_driver_id name for other known drivers, "driver-<id>" for
 	// unknown ones. It is empty when the device has no uverbs char device
 	// (ib_uverbs not available).
 	Driver   string
-	DriverID rdmadev.DriverID // enum rdma_driver_id; 14 is rxe
-	Ports    []Port           // by port number, starting at 1
+	DriverID rdma.DriverID // enum rdma_driver_id; 14 is rxe
+	Ports    []Port        // by port number, starting at 1
 }
 
 // Port is one port of an RDMA device.
 type Port struct {
 	Index       uint32 // port number, from 1
-	State       rdmadev.PortState
-	PhysState   rdmadev.PhysState
+	State       rdma.PortState
+	PhysState   rdma.PhysState
 	Netdev      string // RoCE/iWARP netdev, e.g. "eth0"; empty for InfiniBand
 	NetdevIndex uint32 // ifindex of Netdev
 }
@@ -190,7 +191,7 @@ func parseDevice(payload []byte) (Device, error) {
 	d.Name = a.str(abi.RDMA_NLDEV_ATTR_DEV_NAME)
 	d.FirmwareVersion = a.str(abi.RDMA_NLDEV_ATTR_FW_VERSION)
 	d.Protocol = a.str(abi.RDMA_NLDEV_ATTR_DEV_PROTOCOL)
-	d.NodeGUID, d.SysImageGUID, d.NodeType = rdmadev.GUID(nodeGUID), rdmadev.GUID(sysGUID), rdmadev.NodeType(nodeType)
+	d.NodeGUID, d.SysImageGUID, d.NodeType = rdma.GUID(nodeGUID), rdma.GUID(sysGUID), rdma.NodeType(nodeType)
 	return d, nil
 }
 
@@ -222,7 +223,7 @@ func parsePort(payload []byte) (Port, uint32, error) {
 	if p.NetdevIndex, err = a.u32(abi.RDMA_NLDEV_ATTR_NDEV_INDEX); err != nil {
 		return Port{}, 0, err
 	}
-	p.State, p.PhysState = rdmadev.PortState(state), rdmadev.PhysState(phys)
+	p.State, p.PhysState = rdma.PortState(state), rdma.PhysState(phys)
 	p.Netdev = a.str(abi.RDMA_NLDEV_ATTR_NDEV_NAME)
 	return p, devIndex, nil
 }

@@ -1,16 +1,17 @@
 package nldev
 
 import (
-	"github.com/goverbs/rdma/internal/rdmadev"
+	"github.com/goverbs/rdma"
 
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/goverbs/rdma/internal/abi"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goverbs/rdma/internal/abi"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -44,8 +45,8 @@ type fakeDev struct {
 	name     string
 	netdev   string
 	driverID uint32
-	state    rdmadev.PortState
-	phys     rdmadev.PhysState
+	state    rdma.PortState
+	phys     rdma.PhysState
 	hidden   int // GET dumps that still omit this device
 }
 
@@ -80,7 +81,7 @@ func (k *fakeKernel) client() *client {
 
 func (k *fakeKernel) add(name, netdev string, driverID uint32) {
 	k.devs = append(k.devs, fakeDev{index: k.nextIndex, name: name, netdev: netdev, driverID: driverID,
-		state: rdmadev.PortActive, phys: rdmadev.PhysLinkUp})
+		state: rdma.PortActive, phys: rdma.PhysLinkUp})
 	k.nextIndex++
 }
 
@@ -269,7 +270,7 @@ func TestDevices(t *testing.T) {
 	k.add("rxe0", "lo", 14)
 	k.add("mlx5_0", "eth0", 1)
 	k.add("odd0", "veth1", 77)
-	k.devs[1].state, k.devs[1].phys = rdmadev.PortDown, rdmadev.PhysDisabled
+	k.devs[1].state, k.devs[1].phys = rdma.PortDown, rdma.PhysDisabled
 	// List out of index order: the result is sorted.
 	k.devs[0], k.devs[2] = k.devs[2], k.devs[0]
 
@@ -282,14 +283,14 @@ func TestDevices(t *testing.T) {
 	}
 	want := []struct {
 		name, driver, netdev string
-		id                   rdmadev.DriverID
+		id                   rdma.DriverID
 		ifindex              uint32
-		state                rdmadev.PortState
-		phys                 rdmadev.PhysState
+		state                rdma.PortState
+		phys                 rdma.PhysState
 	}{
-		{"rxe0", "rxe", "lo", 14, 1, rdmadev.PortActive, rdmadev.PhysLinkUp},
-		{"mlx5_0", "mlx5", "eth0", 1, 2, rdmadev.PortDown, rdmadev.PhysDisabled},
-		{"odd0", "driver-77", "veth1", 77, 6, rdmadev.PortActive, rdmadev.PhysLinkUp},
+		{"rxe0", "rxe", "lo", 14, 1, rdma.PortActive, rdma.PhysLinkUp},
+		{"mlx5_0", "mlx5", "eth0", 1, 2, rdma.PortDown, rdma.PhysDisabled},
+		{"odd0", "driver-77", "veth1", 77, 6, rdma.PortActive, rdma.PhysLinkUp},
 	}
 	for i, w := range want {
 		d := devs[i]
@@ -297,7 +298,7 @@ func TestDevices(t *testing.T) {
 			t.Errorf("device %d: %+v, want %s driver %s (%d)", i, d, w.name, w.driver, w.id)
 		}
 		if d.NodeGUID.String() != "5054:00ff:fe12:3456" || d.Protocol != "roce" || d.NodeType != 1 {
-			t.Errorf("device %d: rdmadev.GUID %s protocol %q node type %d", i, d.NodeGUID, d.Protocol, d.NodeType)
+			t.Errorf("device %d: rdma.GUID %s protocol %q node type %d", i, d.NodeGUID, d.Protocol, d.NodeType)
 		}
 		wp := Port{Index: 1, State: w.state, PhysState: w.phys, Netdev: w.netdev, NetdevIndex: w.ifindex}
 		if len(d.Ports) != 1 || d.Ports[0] != wp {

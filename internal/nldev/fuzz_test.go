@@ -3,8 +3,8 @@ package nldev
 import (
 	"testing"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/internal/rdmadev"
 )
 
 // Replies from the kernel are parsed without trusting their lengths: no
@@ -12,7 +12,7 @@ import (
 
 func fuzzSeeds(f *testing.F) {
 	f.Add(deviceReply(1, "rxe0", true))
-	f.Add(portReply(3, 1, rdmadev.PortActive, rdmadev.PhysLinkUp, "veth0", 12))
+	f.Add(portReply(3, 1, rdma.PortActive, rdma.PhysLinkUp, "veth0", 12))
 	f.Add(encodeAttrs(tStr(abi.RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0"), tU64(abi.RDMA_NLDEV_ATTR_CHARDEV_ABI, 2)))
 	f.Add([]byte{4, 0, 1, 0})
 	f.Add([]byte{0xff, 0xff, 1, 0, 0})

@@ -1,16 +1,17 @@
 package nldev
 
 import (
-	"github.com/goverbs/rdma/internal/rdmadev"
+	"github.com/goverbs/rdma"
 
 	"encoding/binary"
-	"github.com/goverbs/rdma/internal/abi"
 	"testing"
+
+	"github.com/goverbs/rdma/internal/abi"
 
 	"golang.org/x/sys/unix"
 )
 
-// rxe0 on a netdev with MAC 52:54:00:12:34:56: node rdmadev.GUID EUI-64
+// rxe0 on a netdev with MAC 52:54:00:12:34:56: node rdma.GUID EUI-64
 // 50:54:00:ff:fe:12:34:56, which the kernel sends as be64_to_cpu() of it.
 const rxeGUID = 0x505400fffe123456
 
@@ -90,7 +91,7 @@ func TestParseMalformed(t *testing.T) {
 	if _, err := parseDevice(short); err == nil {
 		t.Error("2-byte DEV_INDEX accepted")
 	}
-	// A u64 rdmadev.GUID carrying 4 bytes.
+	// A u64 rdma.GUID carrying 4 bytes.
 	short = encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 1), tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
 		tU32(abi.RDMA_NLDEV_ATTR_NODE_GUID, 5))
 	if _, err := parseDevice(short); err == nil {
@@ -138,7 +139,7 @@ func TestParseAttrsFlagsAndPad(t *testing.T) {
 	}
 }
 
-func portReply(dev, port uint32, state rdmadev.PortState, phys rdmadev.PhysState, netdev string, ifindex uint32) []byte {
+func portReply(dev, port uint32, state rdma.PortState, phys rdma.PhysState, netdev string, ifindex uint32) []byte {
 	as := []tattr{
 		tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, dev),
 		tStr(abi.RDMA_NLDEV_ATTR_DEV_NAME, "rxe0"),
@@ -153,17 +154,17 @@ func portReply(dev, port uint32, state rdmadev.PortState, phys rdmadev.PhysState
 }
 
 func TestParsePort(t *testing.T) {
-	p, dev, err := parsePort(portReply(3, 1, rdmadev.PortActive, rdmadev.PhysLinkUp, "veth0", 12))
+	p, dev, err := parsePort(portReply(3, 1, rdma.PortActive, rdma.PhysLinkUp, "veth0", 12))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Port{Index: 1, State: rdmadev.PortActive, PhysState: rdmadev.PhysLinkUp, Netdev: "veth0", NetdevIndex: 12}
+	want := Port{Index: 1, State: rdma.PortActive, PhysState: rdma.PhysLinkUp, Netdev: "veth0", NetdevIndex: 12}
 	if dev != 3 || p != want {
 		t.Errorf("got dev %d %+v, want dev 3 %+v", dev, p, want)
 	}
 	// The kernel omits the netdev when it lives in another namespace.
-	p, _, err = parsePort(portReply(3, 1, rdmadev.PortDown, rdmadev.PhysDisabled, "", 0))
-	if err != nil || p.Netdev != "" || p.NetdevIndex != 0 || p.State != rdmadev.PortDown {
+	p, _, err = parsePort(portReply(3, 1, rdma.PortDown, rdma.PhysDisabled, "", 0))
+	if err != nil || p.Netdev != "" || p.NetdevIndex != 0 || p.State != rdma.PortDown {
 		t.Errorf("port without netdev: %+v %v", p, err)
 	}
 	if _, _, err := parsePort(encodeAttrs(tU32(abi.RDMA_NLDEV_ATTR_DEV_INDEX, 3))); err == nil {

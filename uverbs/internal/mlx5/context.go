@@ -7,9 +7,9 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
-	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // Context is what ALLOC_UCONTEXT (GET_CONTEXT with mlx5's driver data)
@@ -98,11 +98,11 @@ func UARMmapOffset(i, pageSize int) int64 {
 // errors.
 func NewContext(r *abi.Mlx5AllocUcontextResp, name string, pageSize, lowLat int, mmap func(off int64, n int, what string) (*sys.Mapping, error), newLock func() sync.Locker) (*Context, error) {
 	if r.CQEVersion > 1 {
-		return nil, fmt.Errorf("mlx5 device %s uses CQE version %d; versions 0 and 1 are implemented: %w", name, r.CQEVersion, provider.ErrNotSupported)
+		return nil, fmt.Errorf("mlx5 device %s uses CQE version %d; versions 0 and 1 are implemented: %w", name, r.CQEVersion, rdma.ErrNotSupported)
 	}
 	pages, perPage := UARPages(r)
 	if pages == 0 || r.BfRegSize == 0 || r.BfRegSize%128 != 0 {
-		return nil, fmt.Errorf("mlx5 device %s gave %d bfregs of %d bytes (%d UARs a page); this package needs the kernel to allocate the bfregs with the context (without dynamic UARs): %w", name, r.TotBfregs, r.BfRegSize, r.NumUarsPerPage, provider.ErrNotSupported)
+		return nil, fmt.Errorf("mlx5 device %s gave %d bfregs of %d bytes (%d UARs a page); this package needs the kernel to allocate the bfregs with the context (without dynamic UARs): %w", name, r.TotBfregs, r.BfRegSize, r.NumUarsPerPage, rdma.ErrNotSupported)
 	}
 	mc := NewContextState(DeviceLimits{
 		MaxSQDescSize: int(r.MaxSQDescSz),
@@ -146,7 +146,7 @@ func NewContextState(lim DeviceLimits, v int) *Context {
 // newLock's.
 func (mc *Context) LayBFRegs(pages [][]byte, perPage, size, lowLatFrom int, newLock func() sync.Locker) error {
 	if len(pages) == 0 || len(pages[0]) < adapterPageSize {
-		return fmt.Errorf("mlx5: no UAR page to arm CQs through: %w", provider.ErrNotSupported)
+		return fmt.Errorf("mlx5: no UAR page to arm CQs through: %w", rdma.ErrNotSupported)
 	}
 	mc.CQUAR = pages[0][:adapterPageSize]
 	mc.BFRegs = make([]BFReg, len(pages)*perPage*bfregsPerUAR)
@@ -155,7 +155,7 @@ func (mc *Context) LayBFRegs(pages [][]byte, perPage, size, lowLatFrom int, newL
 		off := adapterPageSize*sub + BFRegOffset + slot*size
 		reg := pages[page]
 		if off+size > len(reg) {
-			return fmt.Errorf("mlx5 bfreg %d at %#x+%d lies outside its %d-byte UAR page: %w", n, off, size, len(reg), provider.ErrNotSupported)
+			return fmt.Errorf("mlx5 bfreg %d at %#x+%d lies outside its %d-byte UAR page: %w", n, off, size, len(reg), rdma.ErrNotSupported)
 		}
 		// bfreg 0 is shared by every QP that gets it and takes only the
 		// 8-byte doorbell (Dedicated false); libmlx5 gives it no halves

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
-	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // The context's driver data and UAR layout, field by field against
@@ -111,7 +111,7 @@ func TestBFRegLayout(t *testing.T) {
 			t.Errorf("bfreg %d: locked %v, want %v", n, shared, !lowLat)
 		}
 	}
-	if err := (&Context{}).LayBFRegs([][]byte{make([]byte, 4096)}, 2, 512, 12, newMutex); !errors.Is(err, provider.ErrNotSupported) {
+	if err := (&Context{}).LayBFRegs([][]byte{make([]byte, 4096)}, 2, 512, 12, newMutex); !errors.Is(err, rdma.ErrNotSupported) {
 		t.Errorf("bfregs past the page: %v, want ErrNotSupported", err)
 	}
 }

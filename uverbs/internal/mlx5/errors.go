@@ -4,14 +4,14 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/goverbs/rdma/uverbs/internal/provider"
+	"github.com/goverbs/rdma"
 )
 
 // ErrInvalidWR matches every work-request validation error below, which also
 // match the errno libmlx5 returns for the same request (errors.Is with
 // syscall.EINVAL, ENOMEM or EOPNOTSUPP).
-// They match provider.ErrInvalidWR too, and the provider error of the same
-// check (ErrBadOpcode matches provider.ErrOpcodeNotSupported), so that a
+// They match rdma.ErrInvalidWR too, and the provider error of the same
+// check (ErrBadOpcode matches rdma.ErrOpcodeNotSupported), so that a
 // caller tests one set of errors whatever the device.
 var ErrInvalidWR error = &wrError{"mlx5: invalid work request", syscall.EINVAL, nil}
 
@@ -24,7 +24,7 @@ type wrError struct {
 func (e *wrError) Error() string { return e.msg }
 
 func (e *wrError) Is(target error) bool {
-	return target == ErrInvalidWR || target == provider.ErrInvalidWR || target == e.errno || (e.same != nil && target == e.same)
+	return target == ErrInvalidWR || target == rdma.ErrInvalidWR || target == e.errno || (e.same != nil && target == e.same)
 }
 
 // Errno is the error number libmlx5 returns for the same refusal.
@@ -36,21 +36,21 @@ func (e *wrError) Errno() syscall.Errno { return e.errno }
 var (
 	ErrQueueFull = error(&queueFull{})
 
-	ErrBadOpcode = error(&wrError{"mlx5: opcode not supported on this QP type (RC: all of SEND, SEND WITH IMM, RDMA WRITE (WITH IMM), RDMA READ, atomics; UC: SEND and RDMA WRITE, with or without IMM; UD: SEND, SEND WITH IMM)", syscall.EINVAL, provider.ErrOpcodeNotSupported})
+	ErrBadOpcode = error(&wrError{"mlx5: opcode not supported on this QP type (RC: all of SEND, SEND WITH IMM, RDMA WRITE (WITH IMM), RDMA READ, atomics; UC: SEND and RDMA WRITE, with or without IMM; UD: SEND, SEND WITH IMM)", syscall.EINVAL, rdma.ErrOpcodeNotSupported})
 
-	ErrTooManySGEs = error(&wrError{"mlx5: work request has more scatter/gather entries than the queue allows (max_send_sge / max_recv_sge from QP creation)", syscall.ENOMEM, provider.ErrTooManySGEs})
+	ErrTooManySGEs = error(&wrError{"mlx5: work request has more scatter/gather entries than the queue allows (max_send_sge / max_recv_sge from QP creation)", syscall.ENOMEM, rdma.ErrTooManySGEs})
 
-	ErrTooManyRecvSGEs = error(&wrError{"mlx5: receive work request has more scatter/gather entries than the queue allows (max_recv_sge from QP or SRQ creation)", syscall.EINVAL, provider.ErrTooManySGEs})
+	ErrTooManyRecvSGEs = error(&wrError{"mlx5: receive work request has more scatter/gather entries than the queue allows (max_recv_sge from QP or SRQ creation)", syscall.EINVAL, rdma.ErrTooManySGEs})
 
-	ErrInlineTooLong = error(&wrError{"mlx5: inline data is longer than the QP's max_inline_data; send it without the inline flag or create the QP with a larger max_inline_data", syscall.ENOMEM, provider.ErrInlineTooLong})
+	ErrInlineTooLong = error(&wrError{"mlx5: inline data is longer than the QP's max_inline_data; send it without the inline flag or create the QP with a larger max_inline_data", syscall.ENOMEM, rdma.ErrInlineTooLong})
 
-	ErrInlineNotAllowed = error(&wrError{"mlx5: the inline flag is valid only for SEND and RDMA WRITE work requests", syscall.EINVAL, provider.ErrInlineNotAllowed})
+	ErrInlineNotAllowed = error(&wrError{"mlx5: the inline flag is valid only for SEND and RDMA WRITE work requests", syscall.EINVAL, rdma.ErrInlineNotAllowed})
 
-	ErrAtomicsDisabled = error(&wrError{"mlx5: atomic operations are not enabled on this QP (the device reported no atomic capability)", syscall.EOPNOTSUPP, provider.ErrOpcodeNotSupported})
+	ErrAtomicsDisabled = error(&wrError{"mlx5: atomic operations are not enabled on this QP (the device reported no atomic capability)", syscall.EOPNOTSUPP, rdma.ErrOpcodeNotSupported})
 
-	ErrBadSendFlags = error(&wrError{"mlx5: unknown send flags (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)", syscall.EINVAL, provider.ErrBadSendFlags})
+	ErrBadSendFlags = error(&wrError{"mlx5: unknown send flags (valid: FENCE 1, SIGNALED 2, SOLICITED 4, INLINE 8)", syscall.EINVAL, rdma.ErrBadSendFlags})
 
-	ErrUDAddress = error(&wrError{"mlx5: UD sends need an address vector (an AH); connected (RC/UC) QPs take none", syscall.EINVAL, provider.ErrUDAddress})
+	ErrUDAddress = error(&wrError{"mlx5: UD sends need an address vector (an AH); connected (RC/UC) QPs take none", syscall.EINVAL, rdma.ErrUDAddress})
 )
 
 type queueFull struct{}
@@ -60,7 +60,7 @@ func (*queueFull) Error() string {
 }
 
 func (*queueFull) Is(target error) bool {
-	return target == syscall.ENOMEM || target == provider.ErrQueueFull
+	return target == syscall.ENOMEM || target == rdma.ErrQueueFull
 }
 
 // Errno is libmlx5's errno for a full queue.

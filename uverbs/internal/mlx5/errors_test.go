@@ -6,41 +6,41 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/goverbs/rdma/uverbs/internal/provider"
+	"github.com/goverbs/rdma"
 )
 
 // Every refusal of the encoder matches the provider error of the same
-// check and provider.ErrInvalidWR through errors.Is, keeps libmlx5's errno,
-// and says mlx5 in its text; a full queue matches provider.ErrQueueFull and
+// check and rdma.ErrInvalidWR through errors.Is, keeps libmlx5's errno,
+// and says mlx5 in its text; a full queue matches rdma.ErrQueueFull and
 // ENOMEM and is no ErrInvalidWR.
 func TestErrorsMatchProvider(t *testing.T) {
 	for _, tc := range []struct {
 		err, same error
 		errno     syscall.Errno
 	}{
-		{ErrBadOpcode, provider.ErrOpcodeNotSupported, syscall.EINVAL},
-		{ErrAtomicsDisabled, provider.ErrOpcodeNotSupported, syscall.EOPNOTSUPP},
-		{ErrBadSendFlags, provider.ErrBadSendFlags, syscall.EINVAL},
-		{ErrTooManySGEs, provider.ErrTooManySGEs, syscall.ENOMEM},
-		{ErrTooManyRecvSGEs, provider.ErrTooManySGEs, syscall.EINVAL},
-		{ErrInlineTooLong, provider.ErrInlineTooLong, syscall.ENOMEM},
-		{ErrInlineNotAllowed, provider.ErrInlineNotAllowed, syscall.EINVAL},
-		{ErrUDAddress, provider.ErrUDAddress, syscall.EINVAL},
-		{ErrInvalidWR, provider.ErrInvalidWR, syscall.EINVAL},
+		{ErrBadOpcode, rdma.ErrOpcodeNotSupported, syscall.EINVAL},
+		{ErrAtomicsDisabled, rdma.ErrOpcodeNotSupported, syscall.EOPNOTSUPP},
+		{ErrBadSendFlags, rdma.ErrBadSendFlags, syscall.EINVAL},
+		{ErrTooManySGEs, rdma.ErrTooManySGEs, syscall.ENOMEM},
+		{ErrTooManyRecvSGEs, rdma.ErrTooManySGEs, syscall.EINVAL},
+		{ErrInlineTooLong, rdma.ErrInlineTooLong, syscall.ENOMEM},
+		{ErrInlineNotAllowed, rdma.ErrInlineNotAllowed, syscall.EINVAL},
+		{ErrUDAddress, rdma.ErrUDAddress, syscall.EINVAL},
+		{ErrInvalidWR, rdma.ErrInvalidWR, syscall.EINVAL},
 	} {
 		err := fmt.Errorf("%w: detail", tc.err)
-		if !errors.Is(err, tc.same) || !errors.Is(err, provider.ErrInvalidWR) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, tc.errno) {
+		if !errors.Is(err, tc.same) || !errors.Is(err, rdma.ErrInvalidWR) || !errors.Is(err, ErrInvalidWR) || !errors.Is(err, tc.errno) {
 			t.Errorf("%v: want it to match %v, both ErrInvalidWRs and %v", tc.err, tc.same, tc.errno)
 		}
-		if errors.Is(err, provider.ErrQueueFull) {
+		if errors.Is(err, rdma.ErrQueueFull) {
 			t.Errorf("%v matches ErrQueueFull", tc.err)
 		}
 	}
-	if errors.Is(ErrBadSendFlags, provider.ErrTooManySGEs) {
+	if errors.Is(ErrBadSendFlags, rdma.ErrTooManySGEs) {
 		t.Error("a refusal matches the provider error of another check")
 	}
 	full := fmt.Errorf("%w: detail", ErrQueueFull)
-	if !errors.Is(full, provider.ErrQueueFull) || !errors.Is(full, syscall.ENOMEM) || errors.Is(full, provider.ErrInvalidWR) {
-		t.Errorf("a full queue: %v, want provider.ErrQueueFull and ENOMEM, not ErrInvalidWR", full)
+	if !errors.Is(full, rdma.ErrQueueFull) || !errors.Is(full, syscall.ENOMEM) || errors.Is(full, rdma.ErrInvalidWR) {
+		t.Errorf("a full queue: %v, want rdma.ErrQueueFull and ENOMEM, not ErrInvalidWR", full)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -87,7 +88,7 @@ func (m *CQState) Depth() int { return len(m.Mem.Ring)/CQESize - 1 }
 
 // Poll decodes up to len(wcs) completions into wcs. The caller holds the
 // CQ's lock.
-func (m *CQState) Poll(wcs []provider.WC) (int, error) {
+func (m *CQState) Poll(wcs []rdma.WC) (int, error) {
 	if m.SRQs {
 		m.ctx.SRQMu.Lock()
 		defer m.ctx.SRQMu.Unlock()
@@ -107,8 +108,8 @@ func PollError(err error) error {
 // Pull moves every completion in the ring to pending, skipping entries
 // that name no queue of the CQ (a QP closed before). The caller holds the
 // CQ's lock.
-func (m *CQState) Pull(pending *[]provider.WC) {
-	var w [1]provider.WC
+func (m *CQState) Pull(pending *[]rdma.WC) {
+	var w [1]rdma.WC
 	for {
 		n, err := m.Poll(w[:])
 		if n == 1 {
@@ -296,7 +297,7 @@ func (m *QPState) RecvQueueSize() int {
 // mlx5_post_recv), which it must have; on an error it returns the index
 // of the refused request. The caller holds the QP's receive lock; as for
 // a send, the CQ's lock is not taken.
-func (m *QPState) PostRecv(wrs []provider.RecvWR) (int, error) {
+func (m *QPState) PostRecv(wrs []rdma.RecvWR) (int, error) {
 	if i, err := checkRecvs(wrs, m.RQ.MaxSGE()); err != nil {
 		return i, err
 	}
@@ -305,7 +306,7 @@ func (m *QPState) PostRecv(wrs []provider.RecvWR) (int, error) {
 
 // checkRecvs checks every receive as the other providers do
 // (provider.CheckRecv), so that all refuse bad input with the same errors.
-func checkRecvs(wrs []provider.RecvWR, maxSGE int) (int, error) {
+func checkRecvs(wrs []rdma.RecvWR, maxSGE int) (int, error) {
 	for i := range wrs {
 		// One SGE within the limit cannot fail (its length is one u32).
 		if n := len(wrs[i].SGEs); n <= 1 && n <= maxSGE {
@@ -429,7 +430,7 @@ func createSRQ(dev provider.Device, mc *Context, op string, core abi.UverbsCreat
 // PostRecv validates and posts receives (srq.c mlx5_post_srq_recv); on an
 // error it returns the index of the refused request. The caller holds the
 // SRQ's lock.
-func (m *SRQState) PostRecv(wrs []provider.RecvWR) (int, error) {
+func (m *SRQState) PostRecv(wrs []rdma.RecvWR) (int, error) {
 	if i, err := checkRecvs(wrs, m.Q.Config().MaxSGE); err != nil {
 		return i, err
 	}
@@ -489,7 +490,7 @@ func createAH(dev provider.Device, op string, core abi.UverbsCreateAH, a *AHAttr
 	}
 	if link.Ethernet && resp.drv.ResponseLength == 0 {
 		destroy()
-		return AddressVector{}, 0, fmt.Errorf("the kernel did not return the destination MAC address in CREATE_AH (older mlx5 kernels leave it to the library, which this package does not do): %w", provider.ErrNotSupported)
+		return AddressVector{}, 0, fmt.Errorf("the kernel did not return the destination MAC address in CREATE_AH (older mlx5 kernels leave it to the library, which this package does not do): %w", rdma.ErrNotSupported)
 	}
 	av, err := BuildAV(a, link, resp.drv.DMAC, random)
 	if err != nil {

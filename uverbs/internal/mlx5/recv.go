@@ -6,12 +6,12 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/mmio"
-	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // RecvWR is a receive work request.
-type RecvWR = provider.RecvWR
+type RecvWR = rdma.RecvWR
 
 // RQConfig describes a QP's receive queue as RQSize computes it.
 type RQConfig struct {

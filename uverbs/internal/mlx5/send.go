@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
@@ -14,25 +15,25 @@ import (
 // The vocabulary is the providers' (uverbs/internal/provider): opcodes
 // and flags with the libibverbs values (enum ibv_wr_opcode, ibv_send_flags).
 type (
-	SendOpcode = provider.WROpcode
-	SendFlags  = provider.SendFlags
+	SendOpcode = rdma.WROpcode
+	SendFlags  = rdma.SendFlags
 	QPType     = provider.QPType
-	SGE        = provider.SGE
+	SGE        = rdma.SGE
 )
 
 const (
-	OpRDMAWrite         = provider.OpWrite
-	OpRDMAWriteWithImm  = provider.OpWriteImm
-	OpSend              = provider.OpSend
-	OpSendWithImm       = provider.OpSendImm
-	OpRDMARead          = provider.OpRead
-	OpAtomicCmpAndSwp   = provider.OpAtomicCmpSwap
-	OpAtomicFetchAndAdd = provider.OpAtomicFetchAdd
+	OpRDMAWrite         = rdma.OpWrite
+	OpRDMAWriteWithImm  = rdma.OpWriteImm
+	OpSend              = rdma.OpSend
+	OpSendWithImm       = rdma.OpSendImm
+	OpRDMARead          = rdma.OpRead
+	OpAtomicCmpAndSwp   = rdma.OpAtomicCmpSwap
+	OpAtomicFetchAndAdd = rdma.OpAtomicFetchAdd
 
-	SendFence     = provider.SendFence
-	SendSignaled  = provider.SendSignaled
-	SendSolicited = provider.SendSolicited
-	SendInline    = provider.SendInline
+	SendFence     = rdma.SendFence
+	SendSignaled  = rdma.SendSignaled
+	SendSolicited = rdma.SendSolicited
+	SendInline    = rdma.SendInline
 
 	sendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline
 

@@ -3,6 +3,7 @@ package mlx5
 import (
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
@@ -10,7 +11,7 @@ import (
 // caller's completions where they lie: SendWR has provider.SendWR's
 // layout, with the AH's address vector where the provider's request points
 // at its AH (provider.AH.Data comes first and holds the 48-byte
-// mlx5_wqe_av), and WC has provider.WC's. Checked here at compile time: a
+// mlx5_wqe_av), and WC has rdma.WC's. Checked here at compile time: a
 // negative array length does not compile.
 var (
 	_ [unsafe.Sizeof(SendWR{}) - unsafe.Sizeof(provider.SendWR{})]byte
@@ -40,18 +41,18 @@ var (
 	_ [unsafe.Offsetof(SendWR{}.RemoteQKey) - unsafe.Offsetof(provider.SendWR{}.RemoteQKey)]byte
 	_ [unsafe.Offsetof(provider.SendWR{}.RemoteQKey) - unsafe.Offsetof(SendWR{}.RemoteQKey)]byte
 
-	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(provider.WC{})]byte
-	_ [unsafe.Sizeof(provider.WC{}) - unsafe.Sizeof(WC{})]byte
-	_ [unsafe.Offsetof(WC{}.ImmData) - unsafe.Offsetof(provider.WC{}.Imm)]byte
-	_ [unsafe.Offsetof(provider.WC{}.Imm) - unsafe.Offsetof(WC{}.ImmData)]byte
-	_ [unsafe.Offsetof(WC{}.QPNum) - unsafe.Offsetof(provider.WC{}.QPN)]byte
-	_ [unsafe.Offsetof(provider.WC{}.QPN) - unsafe.Offsetof(WC{}.QPNum)]byte
-	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(provider.WC{}.Flags)]byte
-	_ [unsafe.Offsetof(provider.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
-	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(provider.WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(provider.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(WC{}.Port) - unsafe.Offsetof(provider.WC{}.Port)]byte
-	_ [unsafe.Offsetof(provider.WC{}.Port) - unsafe.Offsetof(WC{}.Port)]byte
+	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(rdma.WC{})]byte
+	_ [unsafe.Sizeof(rdma.WC{}) - unsafe.Sizeof(WC{})]byte
+	_ [unsafe.Offsetof(WC{}.ImmData) - unsafe.Offsetof(rdma.WC{}.Imm)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.Imm) - unsafe.Offsetof(WC{}.ImmData)]byte
+	_ [unsafe.Offsetof(WC{}.QPNum) - unsafe.Offsetof(rdma.WC{}.QPN)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.QPN) - unsafe.Offsetof(WC{}.QPNum)]byte
+	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(rdma.WC{}.Flags)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
+	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(rdma.WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(WC{}.Port) - unsafe.Offsetof(rdma.WC{}.Port)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.Port) - unsafe.Offsetof(WC{}.Port)]byte
 )
 
 // SendWRs is a send list as the encoder reads it. The opcodes and flags
@@ -61,7 +62,7 @@ func SendWRs(wrs []provider.SendWR) []SendWR {
 }
 
 // WCs is a completion slice as the decoder fills it (the status, opcode
-// and flag values are libibverbs', which provider.WC carries).
-func WCs(wcs []provider.WC) []WC {
+// and flag values are libibverbs', which rdma.WC carries).
+func WCs(wcs []rdma.WC) []WC {
 	return unsafe.Slice((*WC)(unsafe.Pointer(unsafe.SliceData(wcs))), len(wcs))
 }

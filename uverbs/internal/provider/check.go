@@ -3,6 +3,8 @@ package provider
 import (
 	"fmt"
 	"math"
+
+	"github.com/goverbs/rdma"
 )
 
 // The checks of a post that do not depend on the driver: the opcodes each
@@ -14,20 +16,20 @@ import (
 // (mlx5: atomics without the capability), with its own errors.
 
 // opcodeSupported reports whether a QP of type t takes op.
-func opcodeSupported(t QPType, op WROpcode) bool {
+func opcodeSupported(t QPType, op rdma.WROpcode) bool {
 	switch t {
 	case QPTypeRC:
 		return op <= OpSendInv || op == OpFlush || op == OpAtomicWrite
 	case QPTypeUC:
-		return op <= OpSendImm || op == OpBindMW || op == OpSendInv
+		return op <= rdma.OpSendImm || op == OpBindMW || op == OpSendInv
 	case QPTypeUD:
-		return op == OpSend || op == OpSendImm
+		return op == rdma.OpSend || op == rdma.OpSendImm
 	}
 	return false
 }
 
-func isAtomic(op WROpcode) bool {
-	return op == OpAtomicCmpSwap || op == OpAtomicFetchAdd
+func isAtomic(op rdma.WROpcode) bool {
+	return op == rdma.OpAtomicCmpSwap || op == rdma.OpAtomicFetchAdd
 }
 
 // PlainSend reports whether CheckSend accepts a request without looking
@@ -38,12 +40,12 @@ func isAtomic(op WROpcode) bool {
 // SendInline left out of flags, and PlainInline too. Both are small
 // enough to be inlined, so the common request skips the call; every other
 // request (UC ones too) goes to CheckSend.
-func PlainSend(op WROpcode, flags SendFlags, nsge int, ud UDAddr, lim *SendLimits) bool {
-	if flags&^(SendFence|SendSignaled|SendSolicited) != 0 || nsge > 1 || nsge > lim.MaxSGE || op > OpRead {
+func PlainSend(op rdma.WROpcode, flags rdma.SendFlags, nsge int, ud UDAddr, lim *SendLimits) bool {
+	if flags&^(rdma.SendFence|rdma.SendSignaled|rdma.SendSolicited) != 0 || nsge > 1 || nsge > lim.MaxSGE || op > rdma.OpRead {
 		return false
 	}
 	if lim.QPType == QPTypeUD {
-		return (op == OpSend || op == OpSendImm) && ud.AHNum != 0
+		return (op == rdma.OpSend || op == rdma.OpSendImm) && ud.AHNum != 0
 	}
 	return lim.QPType == QPTypeRC && ud == UDAddr{}
 }
@@ -51,26 +53,26 @@ func PlainSend(op WROpcode, flags SendFlags, nsge int, ud UDAddr, lim *SendLimit
 // PlainInline reports whether CheckSend's inline checks pass for a
 // request PlainSend passed with SendInline left out of its flags: not a
 // READ, and the one SGE's bytes, if any, within max_inline_data.
-func PlainInline(op WROpcode, sges []SGE, lim *SendLimits) bool {
-	return op != OpRead && (len(sges) == 0 || int64(sges[0].Length) <= int64(lim.MaxInline))
+func PlainInline(op rdma.WROpcode, sges []rdma.SGE, lim *SendLimits) bool {
+	return op != rdma.OpRead && (len(sges) == 0 || int64(sges[0].Length) <= int64(lim.MaxInline))
 }
 
 // CheckSend checks a send work request's fields against the QP's limits
 // before anything is written, so that a post refuses bad input at once
 // with a clear error rather than a failed completion.
-func CheckSend(op WROpcode, flags SendFlags, sges []SGE, remoteAddr uint64, ud UDAddr, lim *SendLimits) error {
+func CheckSend(op rdma.WROpcode, flags rdma.SendFlags, sges []rdma.SGE, remoteAddr uint64, ud UDAddr, lim *SendLimits) error {
 	if !opcodeSupported(lim.QPType, op) {
-		return fmt.Errorf("%w: opcode %d on a %v QP", ErrOpcodeNotSupported, op, lim.QPType)
+		return fmt.Errorf("%w: opcode %d on a %v QP", rdma.ErrOpcodeNotSupported, op, lim.QPType)
 	}
 	switch op {
 	case OpBindMW, OpFlush, OpAtomicWrite:
 		return fmt.Errorf("%w: opcode %d", ErrOpcodeNotImplemented, op)
 	}
 	if flags&^SendFlagsKnown != 0 {
-		return fmt.Errorf("%w: %#x", ErrBadSendFlags, uint32(flags&^SendFlagsKnown))
+		return fmt.Errorf("%w: %#x", rdma.ErrBadSendFlags, uint32(flags&^SendFlagsKnown))
 	}
 	if len(sges) > lim.MaxSGE {
-		return fmt.Errorf("%w: %d SGEs, max_send_sge is %d", ErrTooManySGEs, len(sges), lim.MaxSGE)
+		return fmt.Errorf("%w: %d SGEs, max_send_sge is %d", rdma.ErrTooManySGEs, len(sges), lim.MaxSGE)
 	}
 	// Sum in 64 bits so that many large SGEs cannot wrap around (rdma-core
 	// 665294c5a / 1e8ed0aff).
@@ -79,48 +81,48 @@ func CheckSend(op WROpcode, flags SendFlags, sges []SGE, remoteAddr uint64, ud U
 		length += uint64(sges[i].Length)
 	}
 	if length > math.MaxUint32 {
-		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
+		return fmt.Errorf("%w: %d bytes", rdma.ErrLengthOverflow, length)
 	}
 	if isAtomic(op) {
 		if remoteAddr&7 != 0 {
-			return fmt.Errorf("%w: remote address %#x", ErrAtomicAlignment, remoteAddr)
+			return fmt.Errorf("%w: remote address %#x", rdma.ErrAtomicAlignment, remoteAddr)
 		}
 		if length < 8 {
-			return fmt.Errorf("%w: local SGEs total %d bytes", ErrAtomicLength, length)
+			return fmt.Errorf("%w: local SGEs total %d bytes", rdma.ErrAtomicLength, length)
 		}
 	}
-	if flags&SendInline != 0 {
+	if flags&rdma.SendInline != 0 {
 		switch op {
-		case OpWrite, OpWriteImm, OpSend, OpSendImm, OpSendInv:
+		case rdma.OpWrite, rdma.OpWriteImm, rdma.OpSend, rdma.OpSendImm, OpSendInv:
 		default:
-			return fmt.Errorf("%w: opcode %d", ErrInlineNotAllowed, op)
+			return fmt.Errorf("%w: opcode %d", rdma.ErrInlineNotAllowed, op)
 		}
 		if length > uint64(lim.MaxInline) {
-			return fmt.Errorf("%w: %d bytes, max_inline_data is %d", ErrInlineTooLong, length, lim.MaxInline)
+			return fmt.Errorf("%w: %d bytes, max_inline_data is %d", rdma.ErrInlineTooLong, length, lim.MaxInline)
 		}
 	}
 	if lim.QPType == QPTypeUD {
 		if ud.AHNum == 0 {
-			return fmt.Errorf("%w: UD send to QPN %#x without an AH", ErrUDAddress, ud.RemoteQPN)
+			return fmt.Errorf("%w: UD send to QPN %#x without an AH", rdma.ErrUDAddress, ud.RemoteQPN)
 		}
 	} else if ud != (UDAddr{}) {
-		return fmt.Errorf("%w: UD address %+v on a %v QP", ErrUDAddress, ud, lim.QPType)
+		return fmt.Errorf("%w: UD address %+v on a %v QP", rdma.ErrUDAddress, ud, lim.QPType)
 	}
 	return nil
 }
 
 // CheckRecv checks a receive's SGE list against the queue's max_recv_sge
 // (or the SRQ's max_sge) and that its total length fits in 32 bits.
-func CheckRecv(sges []SGE, maxSGE int) error {
+func CheckRecv(sges []rdma.SGE, maxSGE int) error {
 	if len(sges) > maxSGE {
-		return fmt.Errorf("%w: %d SGEs, max_recv_sge is %d", ErrTooManySGEs, len(sges), maxSGE)
+		return fmt.Errorf("%w: %d SGEs, max_recv_sge is %d", rdma.ErrTooManySGEs, len(sges), maxSGE)
 	}
 	var length uint64
 	for i := range sges {
 		length += uint64(sges[i].Length)
 	}
 	if length > math.MaxUint32 {
-		return fmt.Errorf("%w: %d bytes", ErrLengthOverflow, length)
+		return fmt.Errorf("%w: %d bytes", rdma.ErrLengthOverflow, length)
 	}
 	return nil
 }

@@ -1,10 +1,10 @@
-// Package provider is the vocabulary every user-space data path of uverbs
-// speaks: the work requests a caller posts (SGE, SendWR, RecvWR), the
-// completions it polls (WC with its status, opcode and flags), the opcode
-// and flag values (libibverbs' enum ibv_wr_opcode and ibv_send_flags, which
-// equal the kernel's enum ib_wr_opcode and ib_send_flags), the checks
-// every ibv_post_send and ibv_post_recv makes whatever the driver
-// (CheckSend, PlainSend, CheckRecv), and the errors of a refused post.
+// Package provider is what every user-space data path of uverbs shares
+// beyond the public vocabulary of the root package rdma (the work requests
+// a caller posts, the completions it polls, the opcode and flag values and
+// the errors of a refused post): the send request as the providers read it
+// (SendWR, with its AH), the opcodes and flags no caller may post yet, and
+// the checks every ibv_post_send and ibv_post_recv makes whatever the
+// driver (CheckSend, PlainSend, CheckRecv).
 //
 // It also names what a provider and uverbs need of each other: Device
 // (write() commands with driver data, mmap on the device's descriptor, a
@@ -18,10 +18,10 @@
 // poll of rxe and mlx5 out behind a type assertion to their concrete
 // types, so that those hot paths make no interface call.
 //
-// Package uverbs aliases the vocabulary in its public API (uverbs.WC is
-// provider.WC). Each driver package (uverbs/internal/rxe,
-// uverbs/internal/mlx5, uverbs/internal/siw) imports this one and translates the vocabulary
-// into its own ring format; no driver package imports another, and none
-// imports uverbs. A driver's own refusals are errors of its own that match
-// the errors here through errors.Is.
+// Package uverbs names the vocabulary in its public API (uverbs.WC is
+// rdma.WC). Each driver package (uverbs/internal/rxe,
+// uverbs/internal/mlx5, uverbs/internal/siw) imports rdma and this one and
+// translates the vocabulary into its own ring format; no driver package
+// imports another, and none imports uverbs. A driver's own refusals are
+// errors of its own that match rdma's through errors.Is.
 package provider

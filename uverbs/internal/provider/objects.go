@@ -3,6 +3,7 @@ package provider
 import (
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 )
 
@@ -99,10 +100,10 @@ type CQ interface {
 	Depth() int
 	// Poll moves up to len(wcs) completions into wcs; an error says that
 	// an entry could not be used (it was consumed).
-	Poll(wcs []WC) (int, error)
+	Poll(wcs []rdma.WC) (int, error)
 	// Pull moves every completion in the ring to pending, skipping those
 	// it cannot use.
-	Pull(pending *[]WC)
+	Pull(pending *[]rdma.WC)
 	// Arm arms the CQ; solicitedOnly as ibv_req_notify_cq. mlx5 and siw
 	// arm in user space and never fail; rxe issues REQ_NOTIFY_CQ.
 	Arm(solicitedOnly bool) error
@@ -154,7 +155,7 @@ type QP interface {
 	// PostRecv checks and posts wrs (provider.CheckRecv); on an error
 	// nothing was posted and the index of the refused request is
 	// returned.
-	PostRecv(wrs []RecvWR) (int, error)
+	PostRecv(wrs []rdma.RecvWR) (int, error)
 	// Outstanding counts the requests the CQs have not completed.
 	Outstanding() (send, recv int)
 	// UsesLKey reports whether an outstanding request may name lkey.
@@ -186,7 +187,7 @@ type FlushOnDestroy interface {
 	// a completion (unsignaled successes). What stays counted
 	// (QP.Outstanding) had a completion the kernel could not write (the CQ
 	// was full): lost.
-	FlushRings(send, recv *[]WC)
+	FlushRings(send, recv *[]rdma.WC)
 }
 
 // SRQ is a provider's shared receive queue. Every method but Release runs
@@ -197,7 +198,7 @@ type SRQ interface {
 	// QueueSize is the receives it holds at most.
 	QueueSize() int
 	// PostRecv is QP.PostRecv for the SRQ.
-	PostRecv(wrs []RecvWR) (int, error)
+	PostRecv(wrs []rdma.RecvWR) (int, error)
 	// Posted counts the posted receives and reports whether one names
 	// lkey.
 	Posted(lkey uint32) (n int, usesLKey bool)

@@ -2,80 +2,29 @@ package provider
 
 import (
 	"fmt"
-	"strconv"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/sys"
 )
 
-// SGE is a scatter/gather entry: Length bytes at address Addr inside the
-// memory region whose local key is LKey (rdma-core: struct ibv_sge).
-type SGE struct {
-	Addr   uint64
-	Length uint32
-	LKey   uint32
-}
-
-// RecvWR is a receive work request (rdma-core: struct ibv_recv_wr).
-type RecvWR struct {
-	ID   uint64
-	SGEs []SGE
-}
-
-// WROpcode is the operation of a send work request (enum ib_wr_opcode;
-// rdma-core: enum ibv_wr_opcode; the kernel's IB_UVERBS_WR_* have the
-// same values).
-type WROpcode uint32
-
+// Opcodes the kernel defines beyond the public ones (rdma.WROpcode): the
+// providers refuse them or take them only from this module's own callers.
 const (
-	OpWrite          WROpcode = 0  // IBV_WR_RDMA_WRITE
-	OpWriteImm       WROpcode = 1  // IBV_WR_RDMA_WRITE_WITH_IMM
-	OpSend           WROpcode = 2  // IBV_WR_SEND
-	OpSendImm        WROpcode = 3  // IBV_WR_SEND_WITH_IMM
-	OpRead           WROpcode = 4  // IBV_WR_RDMA_READ
-	OpAtomicCmpSwap  WROpcode = 5  // IBV_WR_ATOMIC_CMP_AND_SWP
-	OpAtomicFetchAdd WROpcode = 6  // IBV_WR_ATOMIC_FETCH_AND_ADD
-	OpLocalInv       WROpcode = 7  // IBV_WR_LOCAL_INV
-	OpBindMW         WROpcode = 8  // IBV_WR_BIND_MW
-	OpSendInv        WROpcode = 9  // IBV_WR_SEND_WITH_INV
-	OpFlush          WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
-	OpAtomicWrite    WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+	OpLocalInv    rdma.WROpcode = 7  // IBV_WR_LOCAL_INV
+	OpBindMW      rdma.WROpcode = 8  // IBV_WR_BIND_MW
+	OpSendInv     rdma.WROpcode = 9  // IBV_WR_SEND_WITH_INV
+	OpFlush       rdma.WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
+	OpAtomicWrite rdma.WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
 )
 
-// String returns rdma-core's ibv_wr_opcode_str text ("rdma-write").
-func (o WROpcode) String() string {
-	switch o {
-	case OpWrite:
-		return "rdma-write"
-	case OpWriteImm:
-		return "rdma-write-with-imm"
-	case OpSend:
-		return "send"
-	case OpSendImm:
-		return "send-with-imm"
-	case OpRead:
-		return "rdma-read"
-	case OpAtomicCmpSwap:
-		return "atomic-cmp-and-swp"
-	case OpAtomicFetchAdd:
-		return "atomic-fetch-and-add"
-	}
-	return "opcode " + strconv.Itoa(int(o))
-}
-
-// SendFlags modify a send work request (enum ib_send_flags; rdma-core:
-// enum ibv_send_flags).
-type SendFlags uint32
-
 const (
-	SendFence     SendFlags = 1
-	SendSignaled  SendFlags = 2
-	SendSolicited SendFlags = 4
-	SendInline    SendFlags = 8
-	SendIPCsum    SendFlags = 16
+	// SendIPCsum asks the device to compute the IP checksum (IBV_SEND_IP_CSUM,
+	// raw packet QPs).
+	SendIPCsum rdma.SendFlags = 16
 
 	// SendFlagsKnown are the flags CheckSend accepts.
-	SendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline | SendIPCsum
+	SendFlagsKnown = rdma.SendFence | rdma.SendSignaled | rdma.SendSolicited | rdma.SendInline | SendIPCsum
 )
 
 // QPType is a QP transport type with the kernel's values (enum ib_qp_type,
@@ -126,9 +75,9 @@ type AH struct {
 // its own AH type (which starts with an AH) in place of AH.
 type SendWR struct {
 	ID    uint64
-	Op    WROpcode
-	Flags SendFlags
-	SGEs  []SGE
+	Op    rdma.WROpcode
+	Flags rdma.SendFlags
+	SGEs  []rdma.SGE
 	// Imm is the union ex of ibv_send_wr: the immediate data of the
 	// *_WITH_IMM opcodes in host order, the rkey to invalidate of
 	// LOCAL_INV and SEND_WITH_INV.

@@ -4,9 +4,9 @@ import (
 	"math/bits"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/mmio"
-	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
 // Work-completion flags (enum ib_wc_flags / IB_WC_*).
@@ -190,26 +190,26 @@ func (q *CQ) Take(wcs []WC) int {
 	return n
 }
 
-// WC has provider.WC's field order and types, so a poll decodes into the
+// WC has rdma.WC's field order and types, so a poll decodes into the
 // caller's completions directly (WCs). Checked here at compile time: a
 // negative array length does not compile.
 var (
-	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(provider.WC{})]byte
-	_ [unsafe.Sizeof(provider.WC{}) - unsafe.Sizeof(WC{})]byte
-	_ [unsafe.Offsetof(WC{}.ImmData) - unsafe.Offsetof(provider.WC{}.Imm)]byte
-	_ [unsafe.Offsetof(provider.WC{}.Imm) - unsafe.Offsetof(WC{}.ImmData)]byte
-	_ [unsafe.Offsetof(WC{}.QPNum) - unsafe.Offsetof(provider.WC{}.QPN)]byte
-	_ [unsafe.Offsetof(provider.WC{}.QPN) - unsafe.Offsetof(WC{}.QPNum)]byte
-	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(provider.WC{}.Flags)]byte
-	_ [unsafe.Offsetof(provider.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
-	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(provider.WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(provider.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
-	_ [unsafe.Offsetof(WC{}.PortNum) - unsafe.Offsetof(provider.WC{}.Port)]byte
-	_ [unsafe.Offsetof(provider.WC{}.Port) - unsafe.Offsetof(WC{}.PortNum)]byte
+	_ [unsafe.Sizeof(WC{}) - unsafe.Sizeof(rdma.WC{})]byte
+	_ [unsafe.Sizeof(rdma.WC{}) - unsafe.Sizeof(WC{})]byte
+	_ [unsafe.Offsetof(WC{}.ImmData) - unsafe.Offsetof(rdma.WC{}.Imm)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.Imm) - unsafe.Offsetof(WC{}.ImmData)]byte
+	_ [unsafe.Offsetof(WC{}.QPNum) - unsafe.Offsetof(rdma.WC{}.QPN)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.QPN) - unsafe.Offsetof(WC{}.QPNum)]byte
+	_ [unsafe.Offsetof(WC{}.Flags) - unsafe.Offsetof(rdma.WC{}.Flags)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.Flags) - unsafe.Offsetof(WC{}.Flags)]byte
+	_ [unsafe.Offsetof(WC{}.PKeyIndex) - unsafe.Offsetof(rdma.WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.PKeyIndex) - unsafe.Offsetof(WC{}.PKeyIndex)]byte
+	_ [unsafe.Offsetof(WC{}.PortNum) - unsafe.Offsetof(rdma.WC{}.Port)]byte
+	_ [unsafe.Offsetof(rdma.WC{}.Port) - unsafe.Offsetof(WC{}.PortNum)]byte
 )
 
 // WCs is a completion slice as the decoder fills it: the status, opcode
-// and flags are the kernel's values, which provider.WC carries.
-func WCs(wcs []provider.WC) []WC {
+// and flags are the kernel's values, which rdma.WC carries.
+func WCs(wcs []rdma.WC) []WC {
 	return unsafe.Slice((*WC)(unsafe.Pointer(unsafe.SliceData(wcs))), len(wcs))
 }

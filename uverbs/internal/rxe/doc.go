@@ -1,8 +1,8 @@
 // Package rxe is the data path of the soft-RoCE (rdma_rxe) provider: the
 // codec for the rings the kernel shares with user space, with no system
-// calls on the data path. It speaks the providers' vocabulary
-// (uverbs/internal/provider): it encodes provider.SendWR and RecvWR, and
-// decodes into provider.WC's layout (WCs). Its objects (objects.go:
+// calls on the data path. It speaks the providers' vocabulary (the root
+// package rdma and uverbs/internal/provider): it encodes provider.SendWR
+// and rdma.RecvWR, and decodes into rdma.WC's layout (WCs). Its objects (objects.go:
 // Open, and the Context whose CQState, QPState and SRQState implement
 // provider's CQ, QP and SRQ) issue the create commands, map the kernel's
 // rings at the offsets of their mmap information and write the prebuilt

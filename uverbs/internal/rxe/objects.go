@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -158,13 +159,13 @@ func (s *CQState) Depth() int { return s.Capacity() }
 
 // Poll decodes up to len(wcs) completions into wcs. It never fails: an
 // rxe completion is the core's struct ib_uverbs_wc.
-func (s *CQState) Poll(wcs []provider.WC) (int, error) {
+func (s *CQState) Poll(wcs []rdma.WC) (int, error) {
 	return s.CQ.Poll(WCs(wcs)), nil
 }
 
 // Pull moves every completion in the ring to pending.
-func (s *CQState) Pull(pending *[]provider.WC) {
-	var w [1]provider.WC
+func (s *CQState) Pull(pending *[]rdma.WC) {
+	var w [1]rdma.WC
 	for !s.Empty() {
 		DecodeCQE(s.Peek(), &WCs(w[:])[0])
 		s.Consume()
@@ -377,14 +378,14 @@ func (s *QPState) Doorbell() error {
 
 // PostRecv checks wrs and writes them into the receive ring (PostRecvs);
 // uverbs calls it only on a QP with a receive ring (RecvQueueSize).
-func (s *QPState) PostRecv(wrs []provider.RecvWR) (int, error) { return PostRecvs(&s.RQ, wrs) }
+func (s *QPState) PostRecv(wrs []rdma.RecvWR) (int, error) { return PostRecvs(&s.RQ, wrs) }
 
 // PostRecvs checks every receive of wrs against q's SGE limit and the room
 // for all of them, then writes them and publishes them with one
 // producer_index store; receives need no doorbell. On an error nothing
 // was written, and the index of the refused request is returned (of the
 // first that did not fit, for a full ring).
-func PostRecvs(q *RQ, wrs []provider.RecvWR) (int, error) {
+func PostRecvs(q *RQ, wrs []rdma.RecvWR) (int, error) {
 	maxSGE := q.MaxSGE()
 	for i := range wrs {
 		// One SGE within the limit cannot fail (its length is one u32):
@@ -498,7 +499,7 @@ func (s *SRQState) MaxSGE() int { return s.RQ.MaxSGE() }
 func (s *SRQState) QueueSize() int { return s.RQ.Capacity() }
 
 // PostRecv checks wrs and writes them into the ring (PostRecvs).
-func (s *SRQState) PostRecv(wrs []provider.RecvWR) (int, error) { return PostRecvs(s.RQ, wrs) }
+func (s *SRQState) PostRecv(wrs []rdma.RecvWR) (int, error) { return PostRecvs(s.RQ, wrs) }
 
 // Posted counts the receives the kernel has not consumed, and reports
 // whether one names lkey.

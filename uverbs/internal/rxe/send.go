@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
@@ -17,10 +18,10 @@ var native = binary.LittleEndian
 // work request, its opcodes and flags, with the values rxe reads from
 // struct rxe_send_wr (enum ib_wr_opcode, IB_SEND_*).
 type (
-	SendOpcode = provider.WROpcode
-	SendFlags  = provider.SendFlags
+	SendOpcode = rdma.WROpcode
+	SendFlags  = rdma.SendFlags
 	QPType     = provider.QPType
-	SGE        = provider.SGE
+	SGE        = rdma.SGE
 	UDAddr     = provider.UDAddr
 	SendLimits = provider.SendLimits
 	// SendWQE is a send work request, the input of EncodeSend: the
@@ -36,23 +37,23 @@ type (
 )
 
 const (
-	OpRDMAWrite         = provider.OpWrite
-	OpRDMAWriteWithImm  = provider.OpWriteImm
-	OpSend              = provider.OpSend
-	OpSendWithImm       = provider.OpSendImm
-	OpRDMARead          = provider.OpRead
-	OpAtomicCmpAndSwp   = provider.OpAtomicCmpSwap
-	OpAtomicFetchAndAdd = provider.OpAtomicFetchAdd
+	OpRDMAWrite         = rdma.OpWrite
+	OpRDMAWriteWithImm  = rdma.OpWriteImm
+	OpSend              = rdma.OpSend
+	OpSendWithImm       = rdma.OpSendImm
+	OpRDMARead          = rdma.OpRead
+	OpAtomicCmpAndSwp   = rdma.OpAtomicCmpSwap
+	OpAtomicFetchAndAdd = rdma.OpAtomicFetchAdd
 	OpLocalInv          = provider.OpLocalInv
 	OpBindMW            = provider.OpBindMW
 	OpSendWithInv       = provider.OpSendInv
 	OpFlush             = provider.OpFlush
 	OpAtomicWrite       = provider.OpAtomicWrite
 
-	SendFence     = provider.SendFence
-	SendSignaled  = provider.SendSignaled
-	SendSolicited = provider.SendSolicited
-	SendInline    = provider.SendInline
+	SendFence     = rdma.SendFence
+	SendSignaled  = rdma.SendSignaled
+	SendSolicited = rdma.SendSolicited
+	SendInline    = rdma.SendInline
 	SendIPCsum    = provider.SendIPCsum
 
 	QPTypeRC = provider.QPTypeRC

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -136,7 +137,7 @@ func (s *cqState) Depth() int { return s.q.Size() }
 
 // Poll decodes up to len(wcs) completions and retires the requests they
 // complete.
-func (s *cqState) Poll(wcs []provider.WC) (int, error) {
+func (s *cqState) Poll(wcs []rdma.WC) (int, error) {
 	n := s.q.Poll(wcs)
 	for i := range wcs[:n] {
 		s.retire(&wcs[i])
@@ -147,7 +148,7 @@ func (s *cqState) Poll(wcs []provider.WC) (int, error) {
 // retire counts wc as its QP's or SRQ's. A flushed completion carries the
 // opcode of its request, so the opcode tells a receive from a send
 // (docs/siw.md §6).
-func (s *cqState) retire(wc *provider.WC) {
+func (s *cqState) retire(wc *rdma.WC) {
 	q := s.qps[wc.QPN]
 	if q == nil {
 		return // the QP was closed
@@ -164,8 +165,8 @@ func (s *cqState) retire(wc *provider.WC) {
 }
 
 // Pull moves every completion in the ring to pending.
-func (s *cqState) Pull(pending *[]provider.WC) {
-	var w [1]provider.WC
+func (s *cqState) Pull(pending *[]rdma.WC) {
+	var w [1]rdma.WC
 	for s.q.Poll(w[:]) == 1 {
 		s.retire(&w[0])
 		*pending = append(*pending, w[0])
@@ -397,7 +398,7 @@ func (q *qpState) toError() error {
 // it that are not READs (transmitted in order) but no READ, which may
 // still await its response. Sends are counted as retired up to the first
 // one not done. Called under the CQ's lock.
-func (q *qpState) retireSend(wc *provider.WC) {
+func (q *qpState) retireSend(wc *rdma.WC) {
 	sent, r := q.sent.Load(), q.retired.Load()
 	read := wc.Opcode == WCOpRDMARead
 	k := r
@@ -423,7 +424,7 @@ func (q *qpState) retireSend(wc *provider.WC) {
 
 // PostRecv checks and writes wrs into the receive ring; no system call
 // (docs/siw.md §7).
-func (q *qpState) PostRecv(wrs []provider.RecvWR) (int, error) {
+func (q *qpState) PostRecv(wrs []rdma.RecvWR) (int, error) {
 	i, err := postRecvs(q.rq, wrs)
 	q.recvPosted.Add(uint32(i))
 	return i, err
@@ -431,7 +432,7 @@ func (q *qpState) PostRecv(wrs []provider.RecvWR) (int, error) {
 
 // postRecvs checks every receive and the room, then writes them; it
 // returns how many it wrote.
-func postRecvs(rq *RQ, wrs []provider.RecvWR) (int, error) {
+func postRecvs(rq *RQ, wrs []rdma.RecvWR) (int, error) {
 	for i := range wrs {
 		if err := rq.CheckRecv(&wrs[i]); err != nil {
 			return i, err
@@ -493,7 +494,7 @@ func (q *qpState) UsesLKey(lkey uint32) (used bool, send, recv int) {
 // could not write, since siw_sqe_complete (siw_qp.c) drops it with
 // -ENOMEM when the CQ is full, and stays counted, so that QP.Close reports
 // it lost.
-func (q *qpState) FlushRings(send, recv *[]provider.WC) {
+func (q *qpState) FlushRings(send, recv *[]rdma.WC) {
 	sq := q.sq
 	// The records of the sends the kernel took come before those of the
 	// ones still in the ring (both in posting order); counted first, since
@@ -526,8 +527,8 @@ func (q *qpState) FlushRings(send, recv *[]provider.WC) {
 // flushedWC is the completion siw writes for a flushed request (siw_qp.c
 // siw_sqe_complete, siw_rqe_complete with SIW_WC_WR_FLUSH_ERR), decoded as
 // decodeCQE does.
-func flushedWC(id uint64, op WCOpcode, qpn uint32) provider.WC {
-	return provider.WC{ID: id, Status: WCFlushError, Opcode: op, VendorErr: abi.SIW_WC_WR_FLUSH_ERR, QPN: qpn}
+func flushedWC(id uint64, op WCOpcode, qpn uint32) rdma.WC {
+	return rdma.WC{ID: id, Status: WCFlushError, Opcode: op, VendorErr: abi.SIW_WC_WR_FLUSH_ERR, QPN: qpn}
 }
 
 // Reset keeps the rings' counters: the kernel keeps its own across a
@@ -595,7 +596,7 @@ func (s *srqState) MaxSGE() int { return s.rq.MaxSGE() }
 func (s *srqState) QueueSize() int { return s.rq.Size() }
 
 // PostRecv checks and writes wrs into the ring.
-func (s *srqState) PostRecv(wrs []provider.RecvWR) (int, error) {
+func (s *srqState) PostRecv(wrs []rdma.RecvWR) (int, error) {
 	i, err := postRecvs(s.rq, wrs)
 	s.posted.Add(uint32(i))
 	return i, err
@@ -614,5 +615,5 @@ func (s *srqState) Release() { s.m.Unmap() }
 
 // CreateAH refuses: siw has no UD QPs, which are what AHs are for.
 func (c *Context) CreateAH(dev provider.Device, op string, core abi.UverbsCreateAH, a provider.AHParams) (provider.AH, uint32, error) {
-	return provider.AH{}, 0, fmt.Errorf("siw (device %s) is iWARP and has only RC QPs, so it has no address handles: %w", dev.Name(), provider.ErrNotSupported)
+	return provider.AH{}, 0, fmt.Errorf("siw (device %s) is iWARP and has only RC QPs, so it has no address handles: %w", dev.Name(), rdma.ErrNotSupported)
 }

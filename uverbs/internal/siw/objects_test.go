@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -70,9 +71,9 @@ func testQP(t *testing.T, srq *srqState) (*qpState, *cqState, *fakeRing, *fakeRi
 	return q, c, sr, rr, cr, dev
 }
 
-func poll(t *testing.T, c *cqState, want int) []provider.WC {
+func poll(t *testing.T, c *cqState, want int) []rdma.WC {
 	t.Helper()
-	wcs := make([]provider.WC, 8)
+	wcs := make([]rdma.WC, 8)
 	n, err := c.Poll(wcs)
 	if n != want || err != nil {
 		t.Fatalf("polled %d completions (%v), want %d", n, err, want)
@@ -153,7 +154,7 @@ func TestFlushRings(t *testing.T) {
 	cr.produce(cqe{id: 10, flags: abi.SIW_WQE_VALID, opcode: abi.SIW_OP_RECEIVE, qpID: testQPN})
 	poll(t, c, 1)
 
-	var send, recv []provider.WC
+	var send, recv []rdma.WC
 	q.FlushRings(&send, &recv)
 	want := []struct {
 		id uint64
@@ -200,7 +201,7 @@ func TestFlushRingsKeepsLostSignaledSends(t *testing.T) {
 	for range 3 { // sends 1 to 3 taken; 2's completion dropped (no CQE)
 		sr.take()
 	}
-	var send, recv []provider.WC
+	var send, recv []rdma.WC
 	q.FlushRings(&send, &recv)
 	if len(send) != 1 || send[0].ID != 4 || send[0].Status != WCFlushError {
 		t.Fatalf("send completions %+v, want send 4 flushed", send)
@@ -222,7 +223,7 @@ func TestPostSendRefusals(t *testing.T) {
 		t.Fatalf("5 sends into a ring of 4: %d, %v; want ErrQueueFull at 4", i, err)
 	}
 	if i, err := q.PostSend([]SendWR{{ID: 1, Op: OpWrite}, {ID: 2, Op: OpSendImm}}, true); !errors.Is(err, ErrNoImmediate) || i != 1 ||
-		!errors.Is(err, provider.ErrNotSupported) || !errors.Is(err, provider.ErrInvalidWR) {
+		!errors.Is(err, rdma.ErrNotSupported) || !errors.Is(err, rdma.ErrInvalidWR) {
 		t.Fatalf("SEND_WITH_IMM: %d, %v; want ErrNoImmediate at 1, matching the provider errors", i, err)
 	}
 	if s, _ := q.Outstanding(); s != 0 {
@@ -267,7 +268,7 @@ func TestPostPollAllocs(t *testing.T) {
 	buf := make([]byte, 64)
 	send := []SendWR{{ID: 1, Op: OpSend, Flags: SendSignaled, SGEs: []SGE{{Addr: addrOf(buf), Length: 8, LKey: 1}}}}
 	recv := []RecvWR{{ID: 2, SGEs: []SGE{{Addr: addrOf(buf), Length: 64, LKey: 1}}}}
-	wcs := make([]provider.WC, 2)
+	wcs := make([]rdma.WC, 2)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := q.PostSend(send, true); err != nil {
 			t.Fatal(err)
@@ -386,7 +387,7 @@ func TestUnsignaledRecordFull(t *testing.T) {
 		}
 	}
 	i, err := q.PostSend(wrs[:1], false)
-	if i != 0 || !errors.Is(err, ErrQueueFull) || !errors.Is(err, provider.ErrQueueFull) ||
+	if i != 0 || !errors.Is(err, ErrQueueFull) || !errors.Is(err, rdma.ErrQueueFull) ||
 		!strings.Contains(err.Error(), "signal a send at least every 4 requests") || !strings.Contains(err.Error(), "siw0") {
 		t.Fatalf("a ninth unsignaled send: %d, %v; want ErrQueueFull at 0 saying to signal a send every 4 requests", i, err)
 	}

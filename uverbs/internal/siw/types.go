@@ -3,27 +3,28 @@ package siw
 import (
 	"unsafe"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 
-// The work requests and completions are the provider vocabulary uverbs
-// speaks (uverbs/internal/provider), so that a caller's requests are read
+// The work requests and completions are the vocabulary uverbs speaks (the
+// root package rdma, and provider's SendWR), so that a caller's requests are read
 // where they lie and completions are decoded straight into the caller's
 // slice. struct siw_sge has SGE's layout (checked at compile time below),
 // so an SGE list is copied into a ring element as it is.
 type (
-	SGE       = provider.SGE
+	SGE       = rdma.SGE
 	SendWR    = provider.SendWR
-	RecvWR    = provider.RecvWR
+	RecvWR    = rdma.RecvWR
 	AH        = provider.AH
-	WC        = provider.WC
-	WROpcode  = provider.WROpcode
-	SendFlags = provider.SendFlags
+	WC        = rdma.WC
+	WROpcode  = rdma.WROpcode
+	SendFlags = rdma.SendFlags
 	QPType    = provider.QPType
-	WCStatus  = provider.WCStatus
-	WCOpcode  = provider.WCOpcode
-	WCFlags   = provider.WCFlags
+	WCStatus  = rdma.WCStatus
+	WCOpcode  = rdma.WCOpcode
+	WCFlags   = rdma.WCFlags
 )
 
 var (
@@ -39,26 +40,26 @@ var (
 // caller gives them; the encoder maps them to enum siw_opcode (docs/siw.md
 // §5).
 const (
-	OpWrite          = provider.OpWrite          // IBV_WR_RDMA_WRITE
-	OpWriteImm       = provider.OpWriteImm       // IBV_WR_RDMA_WRITE_WITH_IMM
-	OpSend           = provider.OpSend           // IBV_WR_SEND
-	OpSendImm        = provider.OpSendImm        // IBV_WR_SEND_WITH_IMM
-	OpRead           = provider.OpRead           // IBV_WR_RDMA_READ
-	OpAtomicCmpSwap  = provider.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
-	OpAtomicFetchAdd = provider.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
-	OpLocalInv       = provider.OpLocalInv       // IBV_WR_LOCAL_INV
-	OpBindMW         = provider.OpBindMW         // IBV_WR_BIND_MW
-	OpSendInv        = provider.OpSendInv        // IBV_WR_SEND_WITH_INV
-	OpFlush          = provider.OpFlush          // IBV_WR_FLUSH (kernel 6.2+)
-	OpAtomicWrite    = provider.OpAtomicWrite    // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+	OpWrite          = rdma.OpWrite           // IBV_WR_RDMA_WRITE
+	OpWriteImm       = rdma.OpWriteImm        // IBV_WR_RDMA_WRITE_WITH_IMM
+	OpSend           = rdma.OpSend            // IBV_WR_SEND
+	OpSendImm        = rdma.OpSendImm         // IBV_WR_SEND_WITH_IMM
+	OpRead           = rdma.OpRead            // IBV_WR_RDMA_READ
+	OpAtomicCmpSwap  = rdma.OpAtomicCmpSwap   // IBV_WR_ATOMIC_CMP_AND_SWP
+	OpAtomicFetchAdd = rdma.OpAtomicFetchAdd  // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpLocalInv       = provider.OpLocalInv    // IBV_WR_LOCAL_INV
+	OpBindMW         = provider.OpBindMW      // IBV_WR_BIND_MW
+	OpSendInv        = provider.OpSendInv     // IBV_WR_SEND_WITH_INV
+	OpFlush          = provider.OpFlush       // IBV_WR_FLUSH (kernel 6.2+)
+	OpAtomicWrite    = provider.OpAtomicWrite // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
 )
 
 // IB_SEND_* flags (enum ib_send_flags).
 const (
-	SendFence     = provider.SendFence
-	SendSignaled  = provider.SendSignaled
-	SendSolicited = provider.SendSolicited
-	SendInline    = provider.SendInline
+	SendFence     = rdma.SendFence
+	SendSignaled  = rdma.SendSignaled
+	SendSolicited = rdma.SendSolicited
+	SendInline    = rdma.SendInline
 	SendIPCsum    = provider.SendIPCsum
 
 	SendFlagsKnown = SendFence | SendSignaled | SendSolicited | SendInline | SendIPCsum
@@ -85,29 +86,29 @@ const (
 // 0 on siw (no immediate data, RC only, the CQE has no port); VendorErr is
 // siw's own status (enum siw_wc_status) when Status is not success.
 const (
-	WCSuccess                   = provider.WCSuccess
-	WCLocalLengthError          = provider.WCLocalLengthError
-	WCLocalQPOpError            = provider.WCLocalQPOpError
-	WCLocalProtectionError      = provider.WCLocalProtectionError
-	WCFlushError                = provider.WCFlushError
-	WCBadResponseError          = provider.WCBadResponseError
-	WCLocalAccessError          = provider.WCLocalAccessError
-	WCRemoteInvalidRequestError = provider.WCRemoteInvalidRequestError
-	WCRemoteAccessError         = provider.WCRemoteAccessError
-	WCGeneralError              = provider.WCGeneralError
+	WCSuccess                   = rdma.WCSuccess
+	WCLocalLengthError          = rdma.WCLocalLengthError
+	WCLocalQPOpError            = rdma.WCLocalQPOpError
+	WCLocalProtectionError      = rdma.WCLocalProtectionError
+	WCFlushError                = rdma.WCFlushError
+	WCBadResponseError          = rdma.WCBadResponseError
+	WCLocalAccessError          = rdma.WCLocalAccessError
+	WCRemoteInvalidRequestError = rdma.WCRemoteInvalidRequestError
+	WCRemoteAccessError         = rdma.WCRemoteAccessError
+	WCGeneralError              = rdma.WCGeneralError
 
-	WCOpSend      = provider.WCOpSend
-	WCOpRDMAWrite = provider.WCOpRDMAWrite
-	WCOpRDMARead  = provider.WCOpRDMARead
-	WCOpCompSwap  = provider.WCOpCompSwap
-	WCOpFetchAdd  = provider.WCOpFetchAdd
-	WCOpLocalInv  = provider.WCOpLocalInv
-	WCOpRecv      = provider.WCOpRecv
+	WCOpSend      = rdma.WCOpSend
+	WCOpRDMAWrite = rdma.WCOpRDMAWrite
+	WCOpRDMARead  = rdma.WCOpRDMARead
+	WCOpCompSwap  = rdma.WCOpCompSwap
+	WCOpFetchAdd  = rdma.WCOpFetchAdd
+	WCOpLocalInv  = rdma.WCOpLocalInv
+	WCOpRecv      = rdma.WCOpRecv
 	// WCOpUnknown is the opcode of a completion whose siw opcode has no
 	// completion opcode; it is no ib_wc_opcode value.
 	WCOpUnknown WCOpcode = 0xff
 
-	WCWithInvalidate = provider.WCWithInvalidate
+	WCWithInvalidate = rdma.WCWithInvalidate
 )
 
 // Sizes of the ring elements (include/uapi/rdma/siw-abi.h).

@@ -1,4 +1,4 @@
-package rdmadev
+package rdma
 
 import "strconv"
 
