@@ -100,12 +100,12 @@ func fakeQP(tb testing.TB, single bool) (qp *QP, kernelConsumeAll func()) {
 // kernel retire the ring when it is full.
 func stage(tb testing.TB, qp *QP, wr []SendWR, consume func()) {
 	qp.sendMu.Lock()
-	_, err := qp.stageSend("post_send", wr)
+	err := qp.stageSend("post_send", wr)
 	qp.sendMu.Unlock()
 	if errors.Is(err, ErrQueueFull) {
 		consume()
 		qp.sendMu.Lock()
-		_, err = qp.stageSend("post_send", wr)
+		err = qp.stageSend("post_send", wr)
 		qp.sendMu.Unlock()
 	}
 	if err != nil {

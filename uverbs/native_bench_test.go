@@ -245,7 +245,7 @@ func nativeWRs(buf *Buffer) (write, list, inl []SendWR, recv, recvList []RecvWR)
 
 func (r *nativeRig) send(tb testing.TB, qp *QP, wrs []SendWR, k *fakeConsumer) {
 	qp.sendMu.Lock()
-	_, err := qp.stageSend("post_send", wrs)
+	err := qp.stageSend("post_send", wrs)
 	qp.sendMu.Unlock()
 	if err != nil {
 		tb.Fatal(err)
@@ -293,7 +293,7 @@ func TestInlineSourceAfterBufferClose(t *testing.T) {
 	}
 	post := func(wrs []SendWR) error {
 		r.qp.sendMu.Lock()
-		_, err := r.qp.stageSend("post_send", wrs)
+		err := r.qp.stageSend("post_send", wrs)
 		r.qp.sendMu.Unlock()
 		r.sqK.consume()
 		return err

@@ -418,19 +418,30 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 	// No defer, which would cost every post its set-up: stageSend checks
 	// the list before it writes and cannot panic on it unless the caller
 	// changes wrs while the call runs (as PostRecv). rxe first: stageSend
-	// writes its common list and leaves the doorbell to this call. The
-	// common list of another provider (stageSend's fast path there) is
-	// written here, where the provider rings the doorbell: a call less per
-	// post; plainSends has checked it, so the provider checks only the room
-	// (on mlx5, called directly: mlx5.SQ.PostPlain).
+	// writes the list into the ring, and the doorbell (a system call) is
+	// rung after the unlock, as rdma-core's rxe_post_send rings it
+	// (providers/rxe/rxe.c: post_send_db after the sq lock is released),
+	// when this call moved the producer index. The ring orders the
+	// requests of concurrent posts; a doorbell only makes the kernel run
+	// what the ring holds (docs/abi.md §3.7), so which poster rings first
+	// does not matter. The common list of another provider (stageSend's
+	// fast path there) is written here, where the provider rings the
+	// doorbell: a call less per post; plainSends has checked it, so the
+	// provider checks only the room (on mlx5, called directly:
+	// mlx5.SQ.PostPlain; its doorbell is a device register, not a system
+	// call).
 	var err error
 	if r, ok := qp.drv.(*rxe.QPState); ok {
-		var owed bool
-		if owed, err = qp.stageSend(op, wrs); owed {
+		before := r.SQ.Next()
+		err = qp.stageSend(op, wrs)
+		owed := r.SQ.Next() != before
+		qp.sendMu.Unlock()
+		if owed {
 			if derr := r.Doorbell(); derr != nil {
 				err = qp.sendError(op, wrs, len(wrs), derr)
 			}
 		}
+		return err
 	} else if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) == QPStateRTS && qp.plainSends(wrs) == len(wrs) {
 		var i int
 		var perr error
@@ -443,7 +454,7 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 			err = qp.sendError(op, wrs, i, perr)
 		}
 	} else {
-		_, err = qp.stageSend(op, wrs)
+		err = qp.stageSend(op, wrs)
 	}
 	qp.sendMu.Unlock()
 	return err
@@ -455,16 +466,16 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 // QP in RTS, requests plainSends passes) of an rxe QP with room for it is
 // written here, writeSends' work written out: a call less per post
 // (docs/perf-history.md, "rxe post and poll: what each change bought"
-// item 32); owed then says that the caller rings the doorbell
-// (rxe.QPState.Doorbell). Every other list goes to the provider's PostSend
-// (writeSends), which rings the doorbell itself.
-func (qp *QP) stageSend(op string, wrs []SendWR) (owed bool, err error) {
+// item 32). Every other list goes through writeSends. On rxe the caller
+// rings the doorbell (rxe.QPState.Doorbell) after releasing sendMu; every
+// other provider rings its own.
+func (qp *QP) stageSend(op string, wrs []SendWR) error {
 	if qp.closed || len(wrs) == 0 || QPState(qp.state.Load()) < QPStateRTS || qp.plainSends(wrs) < len(wrs) {
-		return false, qp.stageSendSlow(op, wrs)
+		return qp.stageSendSlow(op, wrs)
 	}
 	r, ok := qp.drv.(*rxe.QPState)
 	if !ok || r.SQ.Free() < len(wrs) { // a full ring: the provider reports it
-		return false, qp.writeSends(op, wrs)
+		return qp.writeSends(op, wrs)
 	}
 	sq := &r.SQ
 	for i := range wrs {
@@ -472,16 +483,24 @@ func (qp *QP) stageSend(op string, wrs []SendWR) (owed bool, err error) {
 		sq.Stage()
 	}
 	sq.Commit() // one producer_index store for the batch
-	return true, nil
+	return nil
 }
 
 // writeSends writes checked requests through the provider, which encodes
-// them and rings the doorbell (rxe: POST_SEND; mlx5: qp.c
-// _mlx5_post_send, post_send_db), the CQ's lock not taken, as polls share
-// only what the provider orders.
+// them and, except on rxe, rings the doorbell (mlx5: qp.c
+// _mlx5_post_send, post_send_db; siw: its POST_SEND, under the lock as
+// rdma-core's siw_post_send rings it); rxe's is PostSend's, after the
+// unlock. The CQ's lock is not taken, as polls share only what the
+// provider orders.
 func (qp *QP) writeSends(op string, wrs []SendWR) error {
 	if qp.postRefusedInError() {
 		return qp.errPostInError(op, wrs[0].ID)
+	}
+	if r, ok := qp.drv.(*rxe.QPState); ok {
+		if i, err := r.Write(sendWRs(wrs)); err != nil {
+			return qp.sendError(op, wrs, i, err)
+		}
+		return nil
 	}
 	if i, err := qp.drv.PostSend(sendWRs(wrs), false); err != nil {
 		return qp.sendError(op, wrs, i, err)

@@ -344,10 +344,25 @@ func (s *QPState) RecvQueueSize() int {
 	return s.RQ.Capacity()
 }
 
-// PostSend writes wrs into the send ring if it has room for all, publishes
-// them with one producer_index store, and rings the doorbell. rxe checks
-// nothing beyond provider.CheckSend, which the caller made.
+// PostSend writes wrs into the send ring (Write) and rings the doorbell.
+// uverbs calls Write under the send queue's lock and rings the doorbell
+// after releasing it, as rdma-core's rxe_post_send does.
 func (s *QPState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
+	n, err := s.Write(wrs)
+	if err != nil {
+		return n, err
+	}
+	if err := s.Doorbell(); err != nil {
+		return len(wrs), err
+	}
+	return len(wrs), nil
+}
+
+// Write writes wrs into the send ring if it has room for all and publishes
+// them with one producer_index store; the kernel runs them at the next
+// doorbell. rxe checks nothing beyond provider.CheckSend, which the caller
+// made.
+func (s *QPState) Write(wrs []provider.SendWR) (int, error) {
 	q := &s.SQ
 	if free := q.Free(); free < len(wrs) {
 		return free, ErrQueueFull
@@ -361,9 +376,6 @@ func (s *QPState) PostSend(wrs []provider.SendWR, _ bool) (int, error) {
 		q.Stage()
 	}
 	q.Commit()
-	if err := s.Doorbell(); err != nil {
-		return len(wrs), err
-	}
 	return len(wrs), nil
 }
 

@@ -155,6 +155,11 @@ func (p *Producer) Stage() {
 	p.next = n
 }
 
+// Next is the private producer index: it moves only as slots are staged
+// or published, so a caller that holds the ring's lock sees from it whether
+// its call added entries.
+func (p *Producer) Next() uint32 { return p.next }
+
 // Commit publishes the staged slots: a store-release of the private
 // producer index (rdma-core advance_producer, once per batch; docs/abi.md
 // §3.5).
