@@ -35,7 +35,9 @@ type CQInit struct {
 	// after the last has returned as seen through the caller's own
 	// synchronisation (a mutex, a channel), keep the promise. Overlapping
 	// calls corrupt the ring; race builds (go test -race) panic on those
-	// they catch, naming this option.
+	// they catch, naming this option, and the race detector reports
+	// calls from two goroutines that the caller's synchronisation does
+	// not order, even calls that never overlap.
 	//
 	// rdma-core: a CQ created in a parent domain with a thread domain
 	// (ibv_alloc_td, ibv_alloc_parent_domain, ibv_create_cq_ex), whose

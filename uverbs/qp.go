@@ -67,7 +67,10 @@ type QPInit struct {
 	// does), and Buffer.Close does not wait for an inline post that is
 	// copying out of the Buffer: close them only once no work request
 	// needs them. Overlapping calls corrupt the rings; race builds (go
-	// test -race) panic on those they catch, naming this option.
+	// test -race) panic on those they catch, naming this option, and
+	// the race detector reports calls from two goroutines that the
+	// caller's synchronisation does not order, even calls that never
+	// overlap.
 	// rdmacm.ID.CreateQP refuses it: the CM moves its QP to the error
 	// state from a goroutine of its own when the peer disconnects.
 	//

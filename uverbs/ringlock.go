@@ -2,6 +2,7 @@ package uverbs
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/goverbs/rdma/internal/mmio"
@@ -21,15 +22,22 @@ import (
 //
 // single, set at creation before the queue is shared (CQInit, QPInit and
 // SRQInit SingleGoroutine), elides it: the caller has promised that one
-// goroutine at a time uses the queue, as an rdma-core application does when
+// goroutine at a time uses the queue, its calls ordered by the caller's
+// own synchronisation, as an rdma-core application does when
 // it creates the queue in a thread domain (ibv_alloc_td, ibv_alloc_parent_domain;
 // libmlx5 then takes no lock, as with MLX5_SINGLE_THREADED=1). Lock and
 // Unlock then do nothing, except in race builds (raceBuild), where they set
 // and clear held, and a Lock that finds it set panics naming the queue:
 // two goroutines used it at once. single names the queue for that message.
 type ringLock struct {
-	held   atomic.Uint32 // 1 while held
-	single string        // not empty: the lock is elided (SingleGoroutine)
+	held atomic.Uint32 // 1 while held
+	// turns is written plainly by each Lock of an elided lock in race
+	// builds, so that the race detector reports two goroutines that use
+	// the queue with nothing ordering their calls, even calls that never
+	// overlap (enterSingle).
+	turns  uint64
+	single string     // not empty: the lock is elided (SingleGoroutine)
+	mu     sync.Mutex // the lock in builds with the ringmutex tag (ringMutex)
 }
 
 // Lock takes the lock.
@@ -38,6 +46,10 @@ func (l *ringLock) Lock() {
 		if raceBuild {
 			l.enterSingle()
 		}
+		return
+	}
+	if ringMutex {
+		l.mu.Lock()
 		return
 	}
 	if !l.held.CompareAndSwap(0, 1) {
@@ -59,6 +71,10 @@ func (l *ringLock) spin() {
 // Unlock releases the lock: every write of the section is visible to the
 // next holder before it sees the lock free (a sync/atomic store).
 func (l *ringLock) Unlock() {
+	if ringMutex && l.single == "" {
+		l.mu.Unlock()
+		return
+	}
 	if l.single == "" || raceBuild {
 		l.held.Store(0)
 	}
@@ -80,14 +96,24 @@ func (l *ringLock) waitRelease() {
 	if l.single != "" {
 		return
 	}
+	if ringMutex {
+		//lint:ignore SA2001 an empty section: it only waits for the holder
+		l.mu.Lock()
+		l.mu.Unlock()
+		return
+	}
 	for l.held.Load() != 0 {
 		runtime.Gosched()
 	}
 }
 
-// enterSingle is Lock of an elided lock in race builds: it reports two
-// goroutines in the queue at once.
+// enterSingle is Lock of an elided lock in race builds. Its plain write
+// comes first: the race detector reports it unless the caller's own
+// synchronisation orders this call after the last one from another
+// goroutine (held's atomics, below, would order them and hide the
+// misuse). Then two goroutines in the queue at once panic.
 func (l *ringLock) enterSingle() {
+	l.turns++
 	if l.held.Swap(1) != 0 {
 		panic("uverbs: two goroutines used " + l.single + " at once, but it was created with SingleGoroutine, " +
 			"which promises one goroutine at a time: serialise its calls, or create it without SingleGoroutine")

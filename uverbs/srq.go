@@ -31,7 +31,9 @@ type SRQInit struct {
 	// does not look for posted receives that name the MR (ibv_dereg_mr
 	// never does): close it only once no receive needs it. Overlapping
 	// calls corrupt the ring; race builds (go test -race) panic on those
-	// they catch, naming this option.
+	// they catch, naming this option, and the race detector reports
+	// calls from two goroutines that the caller's synchronisation does
+	// not order, even calls that never overlap.
 	//
 	// rdma-core: an SRQ created in a parent domain with a thread domain
 	// (ibv_alloc_td, ibv_alloc_parent_domain), whose lock libmlx5 then
