@@ -134,10 +134,10 @@ func checkGlobalABI() error {
 }
 
 // checkDriverABI refuses a device whose driver ABI differs from the one its
-// provider's layouts follow (driverABIs, provider.go).
+// provider's layouts follow (providers, provider.go).
 func checkDriverABI(d *DeviceInfo) error {
-	if want, ok := driverABIs[d.DriverID]; ok && d.ABIVersion != want {
-		return fmt.Errorf("device %s: %v driver ABI %d is not supported (want %d)", d.Name, d.DriverID, d.ABIVersion, want)
+	if p, ok := providers[d.DriverID]; ok && d.ABIVersion != p.ABI {
+		return fmt.Errorf("device %s: %v driver ABI %d is not supported (want %d)", d.Name, d.DriverID, d.ABIVersion, p.ABI)
 	}
 	return nil
 }

@@ -58,6 +58,8 @@ type deviceProvider struct {
 	// drv is the provider's context: the driver's in providers, else
 	// controlOnly. Every open Device has one.
 	drv provider.Context
+	// kind is the driver's entry in providers (zero for controlOnly).
+	kind provider.Driver
 }
 
 // SendWR has provider.SendWR's layout, with a *AH where the provider's
@@ -640,7 +642,8 @@ func (qp *QP) providerReset() {
 // provider (mlx5 maps its UAR pages after it), or without any on a device
 // whose driver has no data path here (controlOnly).
 func (c *Device) openContext() error {
-	open := providers[c.dev.DriverID]
+	c.kind = providers[c.dev.DriverID]
+	open := c.kind.Open
 	if open == nil {
 		open = openControlOnly(c)
 	}
@@ -663,26 +666,17 @@ func (srq *SRQ) release() {
 	srq.drv = nil
 }
 
-// driverABIs are the driver ABI versions (a uverbs device's abi_version)
-// whose command and ring layouts the providers follow: rxe's
-// RXE_UVERBS_ABI_VERSION (kernel: sw/rxe/rxe.h), the one libmlx5 accepts
-// (rdma-core: providers/mlx5/mlx5-abi.h MLX5_UVERBS_MIN/MAX_ABI_VERSION),
-// siw's SIW_ABI_VERSION (rdma/siw-abi.h).
-var driverABIs = map[DriverID]int{
-	DriverRXE:  2,
-	DriverMLX5: abi.MLX5_IB_UVERBS_ABI_VERSION,
-	DriverSIW:  abi.SIW_ABI_VERSION,
-}
-
-// The providers, by driver: their context, made in GET_CONTEXT, creates
-// their objects, which this package holds as provider.CQ, QP and SRQ
-// values (CQ.drv, QP.drv, SRQ.drv) and calls under the locks their methods
-// name. Adding one is a package implementing those interfaces and a line
-// here (CONTRIBUTING.md, "Adding a provider").
-var providers = map[DriverID]provider.Open{
-	DriverRXE:  rxe.Open,
-	DriverMLX5: mlx5.Open,
-	DriverSIW:  siw.Open,
+// The providers, by driver, each registered once: its driver ABI version
+// (a device of another is refused: checkDriverABI), its Open, whose
+// context, made in GET_CONTEXT, creates its objects, which this package
+// holds as provider.CQ, QP and SRQ values (CQ.drv, QP.drv, SRQ.drv) and
+// calls under the locks their methods name, and what the driver cannot
+// promise (provider.Driver). Adding one is a package implementing those
+// interfaces and a line here (CONTRIBUTING.md, "Adding a provider").
+var providers = map[DriverID]provider.Driver{
+	DriverRXE:  rxe.Driver,
+	DriverMLX5: mlx5.Driver,
+	DriverSIW:  siw.Driver,
 }
 
 // controlOnly is the context of a device whose driver has no provider
@@ -1051,34 +1045,41 @@ func (c *Device) regMRData() (in, out int) {
 	return 0, 0
 }
 
-// postRefusedInError reports whether posting to a QP of the device in the
-// error state must be refused: siw neither flushes work posted in the
-// error state nor, after some moves to it, what its send ring holds
-// (docs/siw.md §8), so such work would never complete, against the
-// promise that posted work always comes back as a completion. It is
-// called on the slow paths only: the fast ones take a QP in RTS.
-func (qp *QP) postRefusedInError() bool { return qp.siwInError() }
+// postRefusedInError reports whether posting to the QP must be refused:
+// it is in the error state on a driver whose error state is final
+// (provider.Driver.ErrorIsFinal: siw neither flushes work posted then nor,
+// after some moves to it, what its send ring holds; docs/siw.md §8), so
+// such work would never complete, against the promise that posted work
+// always comes back as a completion. It is called on the slow paths only:
+// the fast ones take a QP in RTS.
+func (qp *QP) postRefusedInError() bool { return qp.inFinalError() }
 
-// siwInError reports whether the QP is a siw QP in the error state, which
-// siw never leaves: siw_qp_modify (kernel: siw_qp.c) changes nothing from
-// ERROR, a move to RESET included.
-func (qp *QP) siwInError() bool {
-	return qp.ctx.dev.DriverID == DriverSIW && QPState(qp.state.Load()) == QPStateError
+// inFinalError reports whether the QP is in the error state on a driver
+// that never moves a QP out of it (provider.Driver.ErrorIsFinal).
+func (qp *QP) inFinalError() bool {
+	return qp.ctx.kind.ErrorIsFinal && QPState(qp.state.Load()) == QPStateError
 }
 
 // errPostInError is the error of a post refused by postRefusedInError.
 func (qp *QP) errPostInError(op string, id uint64) error {
-	return &PostError{Op: op, ID: id, Err: fmt.Errorf("%w: QP %#x of %s is in the error state, and siw completes nothing posted then (it flushes only when the QP changes state): poll the completions and close the QP", ErrQPState, qp.qpn, qp.ctx.dev.Name)}
+	return &PostError{Op: op, ID: id, Err: fmt.Errorf("%w: QP %#x of %s is in the error state, and %s completes nothing posted then (it flushes only when the QP changes state): poll the completions and close the QP", ErrQPState, qp.qpn, qp.ctx.dev.Name, qp.ctx.dev.DriverID)}
+}
+
+// errLeaveFinalError is the error of a move out of a final error state
+// (inFinalError), which the kernel would ignore.
+func (qp *QP) errLeaveFinalError(op string, to QPState) error {
+	return &OpError{Op: op, Err: fmt.Errorf("QP %#x of %s is in the error state and %s keeps it there: it ignores every move out of ERROR (kernel: siw_qp.c siw_qp_modify), so %v would be recorded on a dead QP; create a new QP: %w",
+		qp.qpn, qp.ctx.dev.Name, qp.ctx.dev.DriverID, to, ErrQPState)}
 }
 
 // queriedState is the state QUERY_QP reported, as the QP's record takes
-// it. siw in kernel 6.1 does not report the state: siw_query_qp leaves
-// qp_state 0, RESET (kernel 6.1: siw_verbs.c; 6.12 fills it). So on siw a
-// RESET from the kernel keeps the record, which is RESET itself when the
-// QP is (the kernel moves a siw QP to RTS, ERROR or CLOSING, never to
-// RESET, by itself).
+// it. A driver whose QUERY_QP may omit the state
+// (provider.Driver.QueryMayOmitState: siw in kernel 6.1 leaves qp_state 0,
+// RESET; siw_verbs.c siw_query_qp, 6.12 fills it) has a RESET from the
+// kernel keep the record, which is RESET itself when the QP is (the kernel
+// moves a siw QP to RTS, ERROR or CLOSING, never to RESET, by itself).
 func (qp *QP) queriedState(s QPState) QPState {
-	if s == QPStateReset && qp.ctx.dev.DriverID == DriverSIW {
+	if s == QPStateReset && qp.ctx.kind.QueryMayOmitState {
 		return QPState(qp.state.Load())
 	}
 	return s

@@ -294,9 +294,8 @@ func (qp *QP) Modify(attr *QPAttr, mask QPAttrMask) error {
 // Close draining a QP already marked closed.
 func (qp *QP) modifyLocked(attr *QPAttr, mask QPAttrMask) error {
 	const op = "modify_qp"
-	if mask&QPAttrState != 0 && attr.State != QPStateError && qp.siwInError() {
-		return &OpError{Op: op, Err: fmt.Errorf("QP %#x of %s is in the error state and siw keeps it there: it ignores every move out of ERROR (kernel: siw_qp.c siw_qp_modify), so %v would be recorded on a dead QP; create a new QP: %w",
-			qp.qpn, qp.ctx.dev.Name, attr.State, ErrQPState)}
+	if mask&QPAttrState != 0 && attr.State != QPStateError && qp.inFinalError() {
+		return qp.errLeaveFinalError(op, attr.State)
 	}
 	var cmd abi.UverbsModifyQP
 	attr.encode(&cmd, mask)

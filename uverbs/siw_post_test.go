@@ -49,7 +49,7 @@ func TestProviderPostErrorsOfSiw(t *testing.T) {
 // such a Modify is refused before any command, saying to create a new
 // QP, and the record stays ERROR.
 func TestSiwModifyOutOfError(t *testing.T) {
-	qp := &QP{ctx: &Device{dev: DeviceInfo{Name: "siw0", DriverID: DriverSIW}}, qpn: 0x11}
+	qp := &QP{ctx: &Device{dev: DeviceInfo{Name: "siw0", DriverID: DriverSIW}, deviceProvider: deviceProvider{kind: providers[DriverSIW]}}, qpn: 0x11}
 	qp.state.Store(uint32(QPStateError))
 	for _, s := range []QPState{QPStateReset, QPStateInit, QPStateRTR, QPStateRTS} {
 		err := qp.modifyLocked(&QPAttr{State: s}, QPAttrState)

@@ -510,6 +510,10 @@ var (
 // provider.AHParams: the address vector depends on it (BuildAV).
 func (*Context) AHPortInfo() {}
 
+// Driver registers the provider, at the driver ABI libmlx5 accepts
+// (rdma-core: providers/mlx5/mlx5-abi.h MLX5_UVERBS_MIN/MAX_ABI_VERSION).
+var Driver = provider.Driver{ABI: abi.MLX5_IB_UVERBS_ABI_VERSION, Open: Open}
+
 // Open issues GET_CONTEXT with mlx5's driver data (struct
 // mlx5_ib_alloc_ucontext_req_v2, AllocUcontextReq) and maps the UAR pages
 // (NewContext); it is the provider's provider.Open.

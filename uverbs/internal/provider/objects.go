@@ -17,6 +17,26 @@ import (
 // (RegMRData, ModifySRQData), and so is a need for what only some
 // providers read (AHPortInfo): uverbs asks for it with a type assertion.
 
+// Driver is a provider as uverbs registers it: one value per driver
+// package (rxe.Driver, mlx5.Driver, siw.Driver), one line each in uverbs'
+// providers table.
+type Driver struct {
+	// ABI is the driver ABI version (a uverbs device's abi_version) whose
+	// command and ring layouts the provider follows; uverbs refuses a
+	// device of the driver with another.
+	ABI int
+	// Open opens the provider's context on a device.
+	Open Open
+	// ErrorIsFinal: the driver's QPs never leave the error state, and work
+	// posted to a QP in it never completes, so uverbs refuses both rather
+	// than break the promise that posted work comes back as a completion
+	// (siw).
+	ErrorIsFinal bool
+	// QueryMayOmitState: QUERY_QP may answer RESET for a QP in another
+	// state, and uverbs then keeps the state it recorded (siw).
+	QueryMayOmitState bool
+}
+
 // Open issues GET_CONTEXT with the provider's driver data and sets up what
 // the provider needs for the device's lifetime (mapped registers, limits).
 // It copies the core response into *core as soon as the command succeeds,

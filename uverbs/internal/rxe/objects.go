@@ -44,6 +44,10 @@ var (
 	_ provider.SRQResizer    = (*SRQState)(nil)
 )
 
+// Driver registers the provider: rxe's RXE_UVERBS_ABI_VERSION is 2
+// (kernel: sw/rxe/rxe.h).
+var Driver = provider.Driver{ABI: 2, Open: Open}
+
 // Open issues GET_CONTEXT, which rxe takes without driver data (kernel:
 // sw/rxe/rxe_verbs.c rxe_alloc_ucontext reads none); it is the provider's
 // provider.Open.

@@ -49,6 +49,14 @@ var (
 	_ provider.FlushOnDestroy = (*qpState)(nil)
 )
 
+// Driver registers the provider (SIW_ABI_VERSION, rdma/siw-abi.h). siw
+// never moves a QP out of ERROR, a move to RESET included, and completes
+// nothing posted while it is there: it flushes only when the QP changes
+// state (kernel: siw_qp.c siw_qp_modify; docs/siw.md §8). QUERY_QP of
+// 6.1 leaves qp_state 0, RESET, whatever the state (kernel 6.1:
+// siw_verbs.c siw_query_qp; 6.12 fills it).
+var Driver = provider.Driver{ABI: abi.SIW_ABI_VERSION, Open: Open, ErrorIsFinal: true, QueryMayOmitState: true}
+
 // Open issues GET_CONTEXT with room for struct siw_uresp_alloc_ctx, without
 // which siw fails the command with EINVAL (kernel: siw_verbs.c
 // siw_alloc_ucontext; docs/siw.md §1); it is the provider's provider.Open.
