@@ -130,7 +130,7 @@ func ahFromKernel(a *abi.UverbsAHAttr) uverbs.AHAttr {
 	return uverbs.AHAttr{
 		DGID:         uverbs.GID(a.GRH.DGID),
 		FlowLabel:    a.GRH.FlowLabel,
-		SGIDIndex:    a.GRH.SGIDIndex,
+		SGIDIndex:    int(a.GRH.SGIDIndex),
 		HopLimit:     a.GRH.HopLimit,
 		TrafficClass: a.GRH.TrafficClass,
 		SL:           a.SL,

@@ -32,9 +32,6 @@ type Options struct {
 	// request); default 64, negative for none (rsocket's RDMA_INLINE 0).
 	// The device may give more.
 	Inline int
-	// IOMapSize is rsocket's RDMA_IOMAPSIZE (slots for riomap). Direct
-	// placement is not offered: any value but 0 is refused with ErrIOMap.
-	IOMapSize int
 	// KeepAlive, if positive, is the period of keepalives on an idle
 	// connection: a 0-byte RDMA WRITE the peer's device acknowledges and its
 	// program never sees, as rsocket sends with SO_KEEPALIVE and
@@ -98,8 +95,6 @@ func (o *Options) settings() (settings, error) {
 		s.CloseTimeout = 10 * time.Second
 	}
 	switch {
-	case s.IOMapSize != 0:
-		return s, ErrIOMap
 	case s.SendBuffer < 0 || s.SendBuffer > maxBuffer:
 		return s, fmt.Errorf("SendBuffer %d: give 0 for the default or up to %d bytes", s.SendBuffer, maxBuffer)
 	case s.RecvBuffer < 0 || s.RecvBuffer > maxBuffer:

@@ -50,6 +50,9 @@ func (pd *PD) CreateAH(attr AHAttr) (*AH, error) {
 	if attr.Port == 0 {
 		attr.Port = 1
 	}
+	if err := attr.check(); err != nil {
+		return nil, &OpError{Op: op, Err: err}
+	}
 	c := pd.ctx
 	r, err := c.objects(op)
 	if err != nil {
@@ -95,7 +98,7 @@ func (pd *PD) CreateAHForIP(port uint8, ip netip.Addr) (*AH, error) {
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
-	return pd.CreateAH(AHAttr{DGID: GIDFromIP(ip), SGIDIndex: uint8(idx), HopLimit: 64, Port: port})
+	return pd.CreateAH(AHAttr{DGID: GIDFromIP(ip), SGIDIndex: idx, HopLimit: 64, Port: port})
 }
 
 // sourceGIDIndex picks the GID index to send to ip from.
@@ -225,7 +228,7 @@ func (pd *PD) CreateAHFromWC(port uint8, wc *WC, grh []byte) (*AH, error) {
 	if err != nil {
 		return nil, &OpError{Op: op, Err: err}
 	}
-	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: uint8(idx), HopLimit: 64, Port: port})
+	return pd.CreateAH(AHAttr{DGID: GIDFromIP(src), SGIDIndex: idx, HopLimit: 64, Port: port})
 }
 
 // requireAH refuses address handles on an iWARP device (siw): iWARP has

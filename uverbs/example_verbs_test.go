@@ -122,7 +122,7 @@ func Example_rdmaWrite() {
 			log.Fatal(err)
 		}
 		if err := qp.ToRTR(uverbs.RTRAttr{DestQPN: peer.QPN(), MinRNRTimer: 12,
-			AH: uverbs.AHAttr{DGID: uverbs.GIDFromIP(ip), SGIDIndex: uint8(gidIndex)}}); err != nil {
+			AH: uverbs.AHAttr{DGID: uverbs.GIDFromIP(ip), SGIDIndex: gidIndex}}); err != nil {
 			log.Fatal(err)
 		}
 		if err := qp.ToRTS(uverbs.RTSAttr{Timeout: 14, RetryCount: 7, RNRRetry: 7}); err != nil {

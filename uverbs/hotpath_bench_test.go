@@ -44,7 +44,8 @@ func fakeRing(tb testing.TB, log2, slots uint32) (buf []byte, prod, cons *atomic
 
 // benchSingle, set by GOVERBS_BENCH_SINGLE=1 in the environment, makes the
 // benchmarks' queues SingleGoroutine ones, their ring locks elided (as
-// the second run of BENCHMARKS.md, "Ring locks", asks).
+// the second run of docs/perf-history.md, "Ring locks: plain by default,
+// elided by declaration", asks).
 var benchSingle = os.Getenv("GOVERBS_BENCH_SINGLE") == "1"
 
 // singleGoroutine elides the locks, as CreateCQ, CreateQP and CreateSRQ do

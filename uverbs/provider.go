@@ -1001,7 +1001,7 @@ func (ah *AH) create(op string, c *Device, req *abi.UverbsCreateAH) error {
 	a := &ah.attr
 	p := provider.AHParams{
 		DLID: a.DLID, SL: a.SL, SrcPathBits: a.SrcPathBits, StaticRate: a.StaticRate, IsGlobal: a.global(),
-		DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: a.SGIDIndex, HopLimit: a.HopLimit, TrafficClass: a.TrafficClass,
+		DGID: a.DGID, FlowLabel: a.FlowLabel, SGIDIndex: uint8(a.SGIDIndex), HopLimit: a.HopLimit, TrafficClass: a.TrafficClass,
 	}
 	if _, ok := c.drv.(provider.AHPortInfo); ok {
 		if err := c.ahPortInfo(a, &p); err != nil {
@@ -1026,7 +1026,7 @@ func (c *Device) ahPortInfo(a *AHAttr, p *provider.AHParams) error {
 	}
 	p.Ethernet, p.GRHRequired = pa.LinkLayer == LinkLayerEthernet, pa.GRHRequired()
 	if p.Ethernet && a.global() {
-		g, err := c.QueryGID(a.Port, int(a.SGIDIndex))
+		g, err := c.QueryGID(a.Port, a.SGIDIndex)
 		if err != nil {
 			return fmt.Errorf("querying the type of source GID %d of port %d for the address vector: %w", a.SGIDIndex, a.Port, err)
 		}

@@ -94,13 +94,13 @@ func (m QPAttrMask) String() string {
 // where a UD work request goes (CreateAH). On RoCE every address is global:
 // DGID is the peer's GID (its IP address, IPv4 as ::ffff:a.b.c.d) and
 // SGIDIndex the index of the local RoCE v2 GID to send from
-// (Device.GIDIndexForIP).
+// (Device.GIDIndexForIP), within 0 to MaxSGIDIndex.
 //
 // rdma-core: struct ibv_ah_attr with its struct ibv_global_route.
 type AHAttr struct {
 	DGID         GID
 	FlowLabel    uint32
-	SGIDIndex    uint8
+	SGIDIndex    int
 	HopLimit     uint8 // for RoCE v2 the kernel uses the route's hop limit
 	TrafficClass uint8
 	SL           uint8
@@ -108,6 +108,18 @@ type AHAttr struct {
 	DLID         uint16
 	SrcPathBits  uint8
 	StaticRate   uint8
+}
+
+// MaxSGIDIndex is the largest GID index an address vector can carry: the
+// kernel's sgid_index is one byte (struct ib_uverbs_global_route).
+const MaxSGIDIndex = 255
+
+// check refuses what the kernel's encoding cannot carry.
+func (a *AHAttr) check() error {
+	if a.SGIDIndex < 0 || a.SGIDIndex > MaxSGIDIndex {
+		return fmt.Errorf("SGIDIndex %d: an address vector's GID index is 0 to %d: %w", a.SGIDIndex, MaxSGIDIndex, unix.EINVAL)
+	}
+	return nil
 }
 
 // global reports whether the address has a GRH (is_global): it does exactly
@@ -119,7 +131,7 @@ func (a *AHAttr) toDest() abi.UverbsQPDest {
 		DGID:         a.DGID,
 		FlowLabel:    a.FlowLabel,
 		DLID:         a.DLID,
-		SGIDIndex:    a.SGIDIndex,
+		SGIDIndex:    uint8(a.SGIDIndex),
 		HopLimit:     a.HopLimit,
 		TrafficClass: a.TrafficClass,
 		SL:           a.SL,
@@ -137,7 +149,7 @@ func ahFromDest(d *abi.UverbsQPDest) AHAttr {
 	return AHAttr{
 		DGID:         d.DGID,
 		FlowLabel:    d.FlowLabel,
-		SGIDIndex:    d.SGIDIndex,
+		SGIDIndex:    int(d.SGIDIndex),
 		HopLimit:     d.HopLimit,
 		TrafficClass: d.TrafficClass,
 		SL:           d.SL,
@@ -156,7 +168,7 @@ func (a *AHAttr) toAHAttr() abi.UverbsAHAttr {
 		GRH: abi.UverbsGlobalRoute{
 			DGID:         a.DGID,
 			FlowLabel:    a.FlowLabel,
-			SGIDIndex:    a.SGIDIndex,
+			SGIDIndex:    uint8(a.SGIDIndex),
 			HopLimit:     a.HopLimit,
 			TrafficClass: a.TrafficClass,
 		},
@@ -296,6 +308,11 @@ func (qp *QP) modifyLocked(attr *QPAttr, mask QPAttrMask) error {
 	const op = "modify_qp"
 	if mask&QPAttrState != 0 && attr.State != QPStateError && qp.inFinalError() {
 		return qp.errLeaveFinalError(op, attr.State)
+	}
+	if mask&QPAttrAV != 0 {
+		if err := attr.AH.check(); err != nil {
+			return &OpError{Op: op, Err: err}
+		}
 	}
 	var cmd abi.UverbsModifyQP
 	attr.encode(&cmd, mask)

@@ -29,7 +29,7 @@ type verbsEnv struct {
 	t      testing.TB
 	ctx    *Device
 	pd     *PD
-	gidIdx uint8
+	gidIdx int
 	gid    GID
 	iwarp  bool // the device is iWARP (siw): no QP connects out of band
 }
@@ -94,7 +94,7 @@ func newVerbsEnvOn(t testing.TB, d testutil.LabDevice) *verbsEnv {
 		t.Fatal(err)
 	}
 	closeLater(t, "PD", pd.Close)
-	return &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: uint8(idx), gid: GIDFromIP(lo)}
+	return &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: idx, gid: GIDFromIP(lo)}
 }
 
 func closeLater(t testing.TB, what string, f func() error) {
@@ -1233,7 +1233,7 @@ func TestVerbsConcurrentPostPollClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.gidIdx, e.gid = uint8(idx), GIDFromIP(netip.MustParseAddr("127.0.0.1"))
+	e.gidIdx, e.gid = idx, GIDFromIP(netip.MustParseAddr("127.0.0.1"))
 	if e.pd, err = c.AllocPD(); err != nil {
 		t.Fatal(err)
 	}

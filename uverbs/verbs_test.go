@@ -340,3 +340,18 @@ func TestNilObjects(t *testing.T) {
 		t.Error("CreateQP on a nil PD succeeded")
 	}
 }
+
+// An address vector's GID index is an int like Device.QueryGID's, refused
+// outside the byte the kernel carries instead of being truncated.
+func TestAHAttrGIDIndexRange(t *testing.T) {
+	for _, idx := range []int{0, 1, MaxSGIDIndex} {
+		if err := (&AHAttr{SGIDIndex: idx}).check(); err != nil {
+			t.Errorf("SGIDIndex %d: %v", idx, err)
+		}
+	}
+	for _, idx := range []int{-1, MaxSGIDIndex + 1, 1 << 20} {
+		if err := (&AHAttr{SGIDIndex: idx}).check(); !errors.Is(err, unix.EINVAL) {
+			t.Errorf("SGIDIndex %d: %v, want EINVAL", idx, err)
+		}
+	}
+}

@@ -50,7 +50,7 @@ func TestVethDeviceOpcodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeLater(t, "PD", pd.Close)
-	e := &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: uint8(idx), gid: GIDFromIP(ip)}
+	e := &verbsEnv{t: t, ctx: c, pd: pd, gidIdx: idx, gid: GIDFromIP(ip)}
 
 	const size = 64 << 10
 	abuf, amr := e.memory(size)

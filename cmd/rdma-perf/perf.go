@@ -450,7 +450,7 @@ func (s *session) connect() error {
 		p := st.peer
 		av := uverbs.AHAttr{DLID: p.LID, Port: uint8(s.o.ibPort)}
 		if s.port.LinkLayer == uverbs.LinkLayerEthernet || !p.GID.IsZero() {
-			av.DGID, av.SGIDIndex, av.HopLimit = p.GID, uint8(max(s.gidIdx, 0)), 0xff
+			av.DGID, av.SGIDIndex, av.HopLimit = p.GID, max(s.gidIdx, 0), 0xff
 		}
 		if err := st.qp.ToRTR(uverbs.RTRAttr{PathMTU: s.mtu, DestQPN: p.QPN, RQPSN: p.PSN,
 			MaxDestRDAtomic: uint8(min(int(st.me.OutReads), 255)), MinRNRTimer: minRNRTimer, AH: av}); err != nil {

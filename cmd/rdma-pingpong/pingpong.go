@@ -232,7 +232,7 @@ func (s *session) connect(me, peer dest) error {
 	// rdma-core sends with a hop limit of 1; rxe uses the route's for RoCE v2.
 	av := uverbs.AHAttr{DLID: peer.LID, SL: uint8(o.sl), Port: uint8(o.ibPort)}
 	if peer.hasInterfaceID() {
-		av.DGID, av.SGIDIndex, av.HopLimit = peer.GID, uint8(s.sgid), 1
+		av.DGID, av.SGIDIndex, av.HopLimit = peer.GID, s.sgid, 1
 	}
 
 	if o.qpType == uverbs.UD {
