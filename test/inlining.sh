@@ -9,7 +9,6 @@ GO=${GO:-go}
 want='
 github.com/goverbs/rdma/uverbs (*ringLock).Lock
 github.com/goverbs/rdma/uverbs (*ringLock).Unlock
-github.com/goverbs/rdma/uverbs (*ringLock).storeUnlock
 github.com/goverbs/rdma/uverbs (*SendWR).ahNum
 github.com/goverbs/rdma/uverbs sendWR
 github.com/goverbs/rdma/uverbs sendWRs

@@ -114,7 +114,7 @@ func (c *Device) CreateCQ(init CQInit) (*CQ, error) {
 	}
 	cq := &CQ{ctx: c, h: newHandle(), ch: init.Channel}
 	if init.SingleGoroutine {
-		cq.mu.single = "a CQ"
+		cq.mu.elide("a CQ")
 	}
 	fail := func(err error) (*CQ, error) {
 		if init.Channel != nil {

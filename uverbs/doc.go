@@ -90,7 +90,7 @@
 // creating a CQ, QP or SRQ on them fails with ErrNotSupported.
 //
 // Posts, polls and arms are safe from any goroutine: each ring has its
-// own lock, a plain spin lock (docs/architecture.md §3). A program that
+// own lock, a sync.Mutex (docs/architecture.md §3). A program that
 // uses a queue from one goroutine at a time may say so at creation
 // (CQInit, QPInit and SRQInit SingleGoroutine), and that queue then takes
 // no lock, as an rdma-core queue created in a thread domain does.

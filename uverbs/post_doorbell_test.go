@@ -20,22 +20,10 @@ type lockWatchingDoorbell struct {
 
 func (d *lockWatchingDoorbell) Doorbell(string, unsafe.Pointer, uintptr) error {
 	d.rung.Add(1)
-	if heldNow(&d.qp.sendMu) {
+	if d.qp.sendMu.heldNow() {
 		d.locked.Add(1)
 	}
 	return nil
-}
-
-// heldNow reports whether someone holds l, whichever lock it is built as.
-func heldNow(l *ringLock) bool {
-	if ringMutex {
-		if l.mu.TryLock() {
-			l.mu.Unlock()
-			return false
-		}
-		return true
-	}
-	return l.held.Load() != 0
 }
 
 // watchedQP is fakeQP with a doorbell that watches the send lock.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/mmio"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/mlx5"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
@@ -124,7 +125,8 @@ func (cq *CQ) Poll(wcs []WC) (int, error) {
 			return 0, nil
 		}
 		n := r.Take(rxe.WCs(wcs))
-		cq.mu.storeUnlock(r.IndexStore())
+		mmio.StoreRelease32(r.IndexStore())
+		cq.mu.Unlock()
 		return n, nil
 	}
 	// The same on mlx5, with no SRQ to complete (its lock is the slow

@@ -187,7 +187,8 @@ func (pd *PD) CreateQP(init QPInit) (*QP, error) {
 
 	qp := &QP{ctx: c, pd: pd, h: newHandle(), typ: init.Type, sendCQ: init.SendCQ, recvCQ: init.RecvCQ, srq: init.SRQ}
 	if init.SingleGoroutine {
-		qp.sendMu.single, qp.recvMu.single = "a QP's send queue", "a QP's receive queue"
+		qp.sendMu.elide("a QP's send queue")
+		qp.recvMu.elide("a QP's receive queue")
 	}
 	req := abi.UverbsCreateQP{
 		UserHandle:    qp.h,
@@ -309,7 +310,7 @@ func (qp *QP) outstanding() (send, recv int) {
 // not retired names lkey in its SGE list, and how many requests are
 // outstanding. It only reads the rings, so it is safe while Close drains.
 func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
-	if qp.sendMu.single != "" {
+	if qp.sendMu.elided {
 		return false, 0, 0 // not looked at: another goroutine may be posting (QPInit.SingleGoroutine)
 	}
 	qp.sendMu.Lock()
@@ -325,7 +326,7 @@ func (qp *QP) usesLKey(lkey uint32) (used bool, send, recv int) {
 // that posts, and a stale lkey in them only leaves it unrecorded as a user
 // of a later MR, which never looks at it either.
 func (qp *QP) releaseLKey(lkey uint32) (used bool, send, recv int) {
-	if qp.sendMu.single != "" {
+	if qp.sendMu.elided {
 		return false, 0, 0
 	}
 	qp.sendMu.Lock()

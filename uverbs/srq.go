@@ -97,7 +97,7 @@ func (pd *PD) CreateSRQ(init SRQInit) (*SRQ, error) {
 	}
 	srq := &SRQ{ctx: c, pd: pd, h: newHandle()}
 	if init.SingleGoroutine {
-		srq.mu.single = "an SRQ"
+		srq.mu.elide("an SRQ")
 	}
 	req := abi.UverbsCreateSRQ{
 		UserHandle: srq.h,
@@ -131,7 +131,7 @@ func (srq *SRQ) PD() *PD { return srq.pd }
 // usesLKey reports whether a posted receive the kernel has not consumed
 // names lkey, and how many receives are posted.
 func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
-	if srq.mu.single != "" {
+	if srq.mu.elided {
 		return false, 0 // not looked at: another goroutine may be posting (SRQInit.SingleGoroutine)
 	}
 	srq.mu.Lock()
@@ -143,7 +143,7 @@ func (srq *SRQ) usesLKey(lkey uint32) (used bool, n int) {
 // removes lkey from the SRQ's cache (mrusers.go). A SingleGoroutine SRQ is
 // left alone, as QP.releaseLKey says.
 func (srq *SRQ) releaseLKey(lkey uint32) (used bool, n int) {
-	if srq.mu.single != "" {
+	if srq.mu.elided {
 		return false, 0
 	}
 	srq.mu.Lock()

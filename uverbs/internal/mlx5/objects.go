@@ -533,7 +533,7 @@ func Open(dev provider.Device, op string, core *abi.UverbsGetContextResp) (provi
 	}
 	*core = resp.core
 	mmap := func(off int64, n int, what string) (*sys.Mapping, error) { return dev.Mmap(op, off, n, what) }
-	newLock := func() sync.Locker { return new(provider.SpinLock) }
+	newLock := func() sync.Locker { return new(sync.Mutex) } // a shared BlueFlame register's lock (libmlx5: mlx5_bf.lock)
 	mc, err := NewContext(&resp.drv, dev.Name(), pageSize, int(req.drv.NumLowLatencyBfregs), mmap, newLock)
 	if err != nil {
 		return nil, err

@@ -223,7 +223,7 @@ func (c *Consumer) publish() { mmio.StoreRelease32(c.cons, c.next) }
 
 // IndexStore returns the word and the value publish stores, for the caller
 // of CQ.Take, which makes the store itself after it, just before it
-// releases its lock (uverbs ringLock.storeUnlock).
+// releases its lock (uverbs CQ.Poll).
 func (c *Consumer) IndexStore() (*atomic.Uint32, uint32) { return c.cons, c.next }
 
 // skip advances the private index without publishing it.

@@ -1,6 +1,0 @@
-//go:build !ringmutex
-
-package uverbs
-
-// ringMutex: ringLock is the spin lock (ringlock.go).
-const ringMutex = false
