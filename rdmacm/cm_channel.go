@@ -35,7 +35,7 @@ var (
 //
 // The kernel destroys every ID of a channel when its fd is closed
 // (kernel: core/ucma.c ucma_close), and Close does the same: it closes the
-// IDs still open on the channel, then the fd (the package doc's Closing).
+// IDs still open on the channel, then the fd (the package doc's Close).
 //
 // rdma-core: struct rdma_event_channel (rdma_create_event_channel).
 type EventChannel struct {

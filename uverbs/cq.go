@@ -238,9 +238,9 @@ func (cq *CQ) close(force bool) error {
 	cq.closed.Store(true)
 	cq.mu.Unlock()
 	if cq.ch != nil {
-		// A PollWait that counted itself before closed was set looks at
-		// it only after this wake-up; one that counted itself after sees
-		// it set before it waits (waitFor).
+		// A PollWait that counted itself before closed was set is woken
+		// here; one that counted itself after sees closed set before it
+		// waits (waitFor).
 		if cq.waiters.Load() > 0 {
 			cq.ch.wake()
 		}
