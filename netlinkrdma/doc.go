@@ -50,6 +50,12 @@
 // Every error is an *Error naming the operation as its iproute2 command.
 // errors.Is matches the package's sentinel errors and the kernel's errno.
 //
+// # Close
+//
+// Nothing here has a Close: every request opens and closes its own netlink
+// socket, so the module's rule for Close (package uverbs, Close) has
+// nothing to apply to.
+//
 // # Network namespaces
 //
 // Requests go to the kernel from the calling thread's network namespace. In

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,8 @@ var (
 // such goroutine: its caller takes every ID's events (GetEvents).
 //
 // The kernel destroys every ID of a channel when its fd is closed
-// (kernel: core/ucma.c ucma_close). Close waits for nothing: IDs still open
-// keep the fd open until they are destroyed.
+// (kernel: core/ucma.c ucma_close), and Close does the same: it closes the
+// IDs still open on the channel, then the fd (the package doc's Close).
 //
 // rdma-core: struct rdma_event_channel (rdma_create_event_channel).
 type EventChannel struct {
@@ -126,14 +127,49 @@ func readABI() error {
 	return nil
 }
 
-// Close gives up the caller's hold on the channel. The fd is closed at once
-// if no ID is open, else when the last one is destroyed.
+// Close closes the IDs still open on the channel, as ID.Close does (newest
+// first: the requests a listener queued before the listener), then the fd,
+// as the kernel destroys the IDs of a closed fd (kernel: core/ucma.c
+// ucma_close). Calls waiting on its IDs or on the channel return an error
+// matching ErrClosed. Close is idempotent; it returns the first error of an
+// ID's DESTROY_ID, the IDs being closed all the same.
 //
-// rdma-core: rdma_destroy_event_channel.
+// rdma-core: rdma_destroy_event_channel (which expects its IDs destroyed
+// first, and leaves the rest to the kernel's close).
 func (ch *EventChannel) Close() error {
 	if ch == nil {
 		return nil
 	}
+	ch.mu.Lock()
+	if ch.closing {
+		ch.mu.Unlock()
+		return nil
+	}
+	ch.closing = true // no ID is created from here on (register)
+	ids := make([]*ID, 0, len(ch.ids))
+	for _, id := range ch.ids {
+		ids = append(ids, id)
+	}
+	ch.mu.Unlock()
+	sort.Slice(ids, func(i, j int) bool { return ids[i].uid > ids[j].uid })
+	var first error
+	for _, id := range ids {
+		if err := id.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	ch.mu.Lock()
+	if err := ch.releaseLocked(); first == nil {
+		first = err
+	}
+	return first
+}
+
+// release gives up the hold of the package's own object that opened the
+// channel and shares it with what it made (a Listener with the
+// connections it accepted): the fd is closed at once if no ID is open,
+// else when the last one is.
+func (ch *EventChannel) release() error {
 	ch.mu.Lock()
 	if ch.closing {
 		ch.mu.Unlock()

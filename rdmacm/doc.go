@@ -97,18 +97,53 @@
 // device one PD (as librdmacm does), unless Config.PD gives one. A device
 // is closed with its last connection.
 //
-// # Closing
+// # Close
 //
-// Close on a Conn, Listener, ID or EventChannel always releases what it
-// holds and never returns ErrBusy: Conn.Close takes the connection down in
+// Every type of the module that holds something closes by one rule, the
+// same in packages uverbs, rdmacm and rsocket:
+//
+//   - Close releases what the object holds, including what a package made
+//     for it on its own, in order, and returns.
+//   - While something the caller made from the object is open and needs
+//     it, Close refuses instead: it returns an error matching
+//     uverbs.ErrBusy that names what, releases nothing, and the object
+//     stays open and usable. Close the dependants first, then call Close
+//     again.
+//   - The roots, whose kernel file takes everything made through it along
+//     when it closes, close what is still open on them first, children
+//     before parents, instead of refusing: EventChannel here, and
+//     uverbs.Device.
+//   - Close is idempotent and safe on a nil pointer. Every later call on
+//     the object returns an error matching ErrClosed, and so does a call
+//     that waits on it when it closes: Close wakes it.
+//   - Close waits for a bounded time only, and a caller can set the bound
+//     where the wait is long.
+//
+// The refusal is the kernel's own rule: it answers a destroy of a PD, CQ,
+// SRQ or MR still in use with EBUSY (kernel: core/rdma_core.c
+// uverbs_destroy_uobject), which ErrBusy also matches, and rdma-core's
+// ibv_destroy_comp_channel answers EBUSY while CQs use the channel. A
+// Close that freed a parent under its children would leave them broken
+// without telling their owner; so a Close here fails where ibv_destroy_*
+// would, and a root's Close, like the close of its file, is the one call
+// that cleans up everything.
+//
+// In this package nothing refuses: what a caller makes from a Conn,
+// Listener or ID does not need it. Conn.Close takes the connection down in
 // order (QP, CQ, completion channel, MRs of Conn.RegMR, the shared PD and
-// device with the last connection on it, ID); an EventChannel's fd is closed
-// when its last ID is. The verbs objects a program makes itself are
-// package uverbs', whose Close refuses with uverbs.ErrBusy and leaves the
-// object open while something made from it is open (see that package's
-// Lifetimes): close an MR registered with Conn.PD().RegMR, and a QP made
-// with ID.CreateQP, before the Conn or ID, and a Config.PD only after its
-// connections. The Example of Conn.Close shows the order.
+// device with the last connection on it, ID, the Dial side's own
+// channel); the connections a Listener accepted outlive it, as
+// net.Listener's do; a QP made with ID.CreateQP is the caller's, and
+// outlives the ID (close it first, and poll its CQ for the flushed work).
+// EventChannel.Close closes the IDs still open on it, then its fd, as the
+// kernel's close of the fd destroys them (kernel: core/ucma.c ucma_close).
+// A call waiting on a closed ID or channel (ID.GetEvent,
+// EventChannel.GetEvents, Listener.Accept) returns an error matching
+// ErrClosed. The verbs objects a program makes itself are package
+// uverbs', which refuse to close under their dependants: close an MR
+// registered with Conn.PD().RegMR before the Conn (the last connection on
+// a device closes the device, and the MR with it), and a Config.PD only
+// after its connections. The Example of Conn.Close shows the order.
 //
 // # Soft-RoCE notes
 //

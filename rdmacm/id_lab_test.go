@@ -169,3 +169,123 @@ func testIDLevel(t *testing.T) {
 		t.Fatalf("Bind after Close: %v, want ErrClosed", err)
 	}
 }
+
+// EventChannel.Close closes the IDs still open on it, as the kernel's
+// close of the fd destroys them: a GetEvent waiting on one returns
+// ErrClosed, so do later calls on them, their Close returns nil, the
+// channel makes no more IDs, and the port the listening ID held is free
+// again (its DESTROY_ID ran).
+func TestEventChannelCloseClosesIDs(t *testing.T) {
+	ctx := testCtx(t)
+	srv, _ := labAddrs(t)
+	ch, err := NewEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lid, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.Bind(netip.AddrPortFrom(srv, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lid.Listen(4); err != nil {
+		t.Fatal(err)
+	}
+	info, err := lid.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := ch.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := lid.GetEvent(ctx); waited <- err }()
+
+	if err := ch.Close(); err != nil {
+		t.Fatalf("Close of a channel with two IDs open: %v", err)
+	}
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("GetEvent on an ID of the closed channel: %v, want ErrClosed", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("closing the channel did not end a GetEvent on its ID")
+	}
+	if err := cid.Bind(netip.AddrPortFrom(srv, 0)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Bind on an ID of the closed channel: %v, want ErrClosed", err)
+	}
+	for _, id := range []*ID{lid, cid} {
+		if err := id.Close(); err != nil {
+			t.Errorf("ID.Close after its channel's Close: %v", err)
+		}
+	}
+	if _, err := ch.CreateID(PortSpaceTCP); !errors.Is(err, ErrClosed) {
+		t.Errorf("CreateID on the closed channel: %v, want ErrClosed", err)
+	}
+
+	again, err := NewEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	id, err := again.CreateID(PortSpaceTCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := id.Bind(info.Local); err != nil {
+		t.Errorf("Bind to %v, the port of the listening ID its channel closed: %v", info.Local, err)
+	}
+}
+
+// Listener.Close leaves open the connections it accepted, whose IDs live
+// on its event channel: their IDs answer, and a SEND still goes through.
+func TestListenerCloseKeepsConns(t *testing.T) {
+	srvAddr, _ := labAddrs(t)
+	ctx := testCtx(t)
+	l, err := Listen(ctx, netip.AddrPortFrom(srvAddr, 0).String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan *Conn, 1)
+	go func() {
+		c, err := l.Accept(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	c, err := Dial(ctx, l.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := <-accepted
+	if sc == nil {
+		c.Close()
+		t.FailNow()
+	}
+	cli, srv := newEndpoint(t, c, 4096), newEndpoint(t, sc, 4096)
+	defer cli.close()
+	defer srv.close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.ID().Query(); err != nil {
+		t.Fatalf("the accepted connection's ID after the Listener closed: %v", err)
+	}
+	if err := sc.QP().PostRecv([]uverbs.RecvWR{{ID: 7, SGEs: []uverbs.SGE{srv.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.QP().PostSend([]uverbs.SendWR{{ID: 1, Op: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: []uverbs.SGE{cli.mr.SGE(0, 64)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if wc, err := waitWC(ctx, c); err != nil || wc.Status != uverbs.WCSuccess || wc.ID != 1 {
+		t.Fatalf("send after the Listener closed: %+v, %v", wc, err)
+	}
+	if wc, err := waitWC(ctx, sc); err != nil || wc.Status != uverbs.WCSuccess || wc.ID != 7 {
+		t.Fatalf("receive after the Listener closed: %+v, %v", wc, err)
+	}
+}

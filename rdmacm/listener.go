@@ -302,7 +302,9 @@ func (l *Listener) Close() error {
 	for _, p := range pending {
 		p.c.Close()
 	}
-	if cerr := l.ch.Close(); err == nil {
+	// Not Close: the connections accepted on the channel outlive the
+	// Listener, as net.Listener's do.
+	if cerr := l.ch.release(); err == nil {
 		err = cerr
 	}
 	return err

@@ -9,10 +9,13 @@ import (
 // everything written has reached the peer, then destroys the QP and the CM
 // ID (the peer's CM sees DISCONNECTED) and frees the memory. Read and Write
 // waiting in other goroutines return net.ErrClosed. Data received and not
-// read is dropped. Close is idempotent.
+// read is dropped. Close is idempotent and safe on a nil *Conn.
 //
 // rdma-core: rclose.
 func (c *Conn) Close() error {
+	if c == nil {
+		return nil
+	}
 	c.closeOnce.Do(func() { c.closeErr = c.close() })
 	return c.closeErr
 }

@@ -39,6 +39,7 @@ type Listener struct {
 	loop    sync.WaitGroup
 	once    sync.Once
 	err     error // why the accept loop ended, if not Close
+	cerr    error // what Close returned
 }
 
 // most answers in flight at once; more requests wait in the CM
@@ -204,19 +205,22 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 
 // Close stops listening: requests not answered yet are refused, and
 // connections established but not yet accepted are closed. Connections
-// already returned by Accept stay open.
+// already returned by Accept stay open. Close is idempotent, safe on a
+// nil *Listener, and returns again what it returned first.
 //
 // rdma-core: rclose.
 func (l *Listener) Close() error {
-	var err error
+	if l == nil {
+		return nil
+	}
 	l.once.Do(func() {
 		close(l.closing)
-		err = l.cm.Close()
+		l.cerr = l.cm.Close()
 		l.loop.Wait()
 		l.setups.Wait()
 		for c := range l.conns {
 			c.Close()
 		}
 	})
-	return err
+	return l.cerr
 }

@@ -129,7 +129,13 @@ func (ch *CompChannel) Wait(ctx context.Context) (*CQ, error) {
 		}
 	}
 	defer func() { <-ch.reader }()
-	return ch.read(ctx)
+	for {
+		cq, err := ch.read(ctx)
+		if !errors.Is(err, sys.ErrInterrupted) {
+			return cq, err
+		}
+		// A CQ.Close woke the reader for its PollWait: read on.
+	}
 }
 
 // waitFor is PollWait's wait: it waits until an event of cq is read after
@@ -159,11 +165,34 @@ func (ch *CompChannel) waitFor(ctx context.Context, cq *CQ, seq uint64) error {
 		}
 		got, err := ch.read(ctx)
 		<-ch.reader
+		if errors.Is(err, sys.ErrInterrupted) {
+			continue // a CQ.Close woke the reader: look again
+		}
 		if err != nil || got == cq {
 			return err
 		}
 	}
 	return nil
+}
+
+// wake is CQ.Close's wake-up of the PollWait calls of a closed CQ, which
+// may read the channel (read) or wait for their turn (turn): it ends the
+// read, whose PollWait gives the turn on, and the waits for a turn (a Wait
+// reading meanwhile keeps it), and each PollWait then looks at its CQ
+// again (waitFor). Those of other CQs, and Wait, look again and wait on.
+func (ch *CompChannel) wake() {
+	ch.wakeBlocked()
+	ch.ev.Interrupt()
+}
+
+// wakeBlocked ends the waits for the reader's turn (turn).
+func (ch *CompChannel) wakeBlocked() {
+	ch.noteM.Lock()
+	if ch.blocked > 0 {
+		close(ch.note)
+		ch.note = make(chan struct{})
+	}
+	ch.noteM.Unlock()
 }
 
 // testHookTurn, set only by tests, runs in waitFor between its look at cq
@@ -206,12 +235,12 @@ func (ch *CompChannel) turn(ctx context.Context, cq *CQ, seq uint64) (bool, erro
 const readEventOp = "read completion event"
 
 // read reads one event of a CQ of this channel. Call with the reader
-// token held.
+// token held. It returns sys.ErrInterrupted when a CQ.Close woke it (wake).
 func (ch *CompChannel) read(ctx context.Context) (*CQ, error) {
 	for {
 		n, err := ch.ev.Read(ctx, ch.buf)
 		if err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || err == sys.ErrInterrupted {
 				return nil, err
 			}
 			return nil, &OpError{Op: readEventOp, Err: err}
@@ -244,12 +273,7 @@ func (ch *CompChannel) event(n int, desc *abi.UverbsCompEventDesc) (*CQ, bool) {
 	cq.providerEvent()
 	cq.armed.Store(false)
 	cq.events.Add(1)
-	ch.noteM.Lock()
-	if ch.blocked > 0 {
-		close(ch.note)
-		ch.note = make(chan struct{})
-	}
-	ch.noteM.Unlock()
+	ch.wakeBlocked()
 	return cq, true
 }
 

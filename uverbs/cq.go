@@ -70,6 +70,11 @@ type CQ struct {
 	// reads. PollWait relies on both.
 	armed  atomic.Bool
 	events atomic.Uint64
+	// closed is set by Close once the ring is gone, and ends the waits of
+	// PollWait; waiters counts the PollWait calls in a wait, which Close
+	// then wakes.
+	closed  atomic.Bool
+	waiters atomic.Int32
 
 	mu      ringLock
 	drv     provider.CQ // the provider's CQ (provider.go); nil once closed
@@ -157,9 +162,8 @@ func (cq *CQ) Channel() *CompChannel { return cq.ch }
 // completion that came in between raises no event) and waits on the CQ's
 // completion channel. It returns n >= 1, or ctx.Err() when ctx ends first
 // (after one more poll finds nothing), or an error matching ErrClosed when
-// the CQ is closed or its channel is closed while it waits (closing the CQ
-// alone does not wake it). The CQ needs a completion channel
-// (CQInit.Channel).
+// the CQ or its channel is closed, also while it waits: Close wakes it. The
+// CQ needs a completion channel (CQInit.Channel).
 //
 // Several goroutines may call PollWait on one CQ, and CQs sharing a
 // channel may be waited on at once: an event that one call reads for
@@ -193,21 +197,28 @@ func (cq *CQ) PollWait(ctx context.Context, wcs []WC) (int, error) {
 			}
 			continue
 		}
-		if err := cq.ch.waitFor(ctx, cq, seq); err != nil {
+		cq.waiters.Add(1)
+		err = cq.ch.waitFor(ctx, cq, seq)
+		cq.waiters.Add(-1)
+		if err != nil {
 			return 0, err
 		}
 	}
 }
 
-// waiting reports whether a wait that took seq goes on: the CQ is armed
-// and no notification of it was read since.
+// waiting reports whether a wait that took seq goes on: the CQ is open and
+// armed, and no notification of it was read since.
 func (cq *CQ) waiting(seq uint64) bool {
-	return cq.armed.Load() && cq.events.Load() == seq
+	return !cq.closed.Load() && cq.armed.Load() && cq.events.Load() == seq
 }
 
 // Close destroys the CQ (DESTROY_CQ) and unmaps its ring. It refuses with an
 // error matching ErrBusy while QPs use the CQ. Completions not yet polled
-// are lost.
+// are lost. A PollWait in progress returns an error matching ErrClosed
+// (not on a CQ created with CQInit.SingleGoroutine, whose promise rules out
+// a Close during a PollWait): the kernel drops the queued events of a
+// destroyed CQ and raises no more (kernel: core/uverbs_main.c
+// ib_uverbs_release_ucq), so nothing else would wake it.
 //
 // rdma-core: ibv_destroy_cq.
 func (cq *CQ) Close() error {
@@ -226,8 +237,15 @@ func (cq *CQ) close(force bool) error {
 	err = cq.destroy()
 	cq.release()
 	cq.pending = nil
+	cq.closed.Store(true)
 	cq.mu.Unlock()
 	if cq.ch != nil {
+		// A PollWait that counted itself before closed was set is woken
+		// here; one that counted itself after sees closed set before it
+		// waits (waitFor).
+		if cq.waiters.Load() > 0 {
+			cq.ch.wake()
+		}
 		cq.ch.last.CompareAndSwap(cq, nil)
 		cq.ch.kids.drop(cq)
 	}

@@ -110,30 +110,53 @@
 // non-blocking), so a wait holds no OS thread. In steady state they
 // allocate nothing (see CompChannel.Wait).
 //
-// # Lifetimes
+// # Close
 //
-// Close is idempotent and safe on nil on every object, and every call on a
+// Every type of the module that holds something closes by one rule, the
+// same in packages uverbs, rdmacm and rsocket:
+//
+//   - Close releases what the object holds, including what a package made
+//     for it on its own, in order, and returns.
+//   - While something the caller made from the object is open and needs
+//     it, Close refuses instead: it returns an error matching ErrBusy that
+//     names what, releases nothing, and the object stays open and usable.
+//     Close the dependants first, then call Close again.
+//   - The roots, whose kernel file takes everything made through it along
+//     when it closes, close what is still open on them first, children
+//     before parents, instead of refusing: Device here, and
+//     rdmacm.EventChannel.
+//   - Close is idempotent and safe on a nil pointer. Every later call on
+//     the object returns an error matching ErrClosed, and so does a call
+//     that waits on it when it closes: Close wakes it.
+//   - Close waits for a bounded time only, and a caller can set the bound
+//     where the wait is long.
+//
+// The refusal is the kernel's own rule: it answers a destroy of a PD, CQ,
+// SRQ or MR still in use with EBUSY (kernel: core/rdma_core.c
+// uverbs_destroy_uobject), which ErrBusy also matches, and rdma-core's
+// ibv_destroy_comp_channel answers EBUSY while CQs use the channel. A
+// Close that freed a parent under its children would leave them broken
+// without telling their owner; so a Close here fails where ibv_destroy_*
+// would, and a root's Close, like the close of its file, is the one call
+// that cleans up everything.
+//
+// In this package: QPs close before their CQs and SRQ; MRs, QPs, SRQs and
+// AHs before their PD; CQs before their CompChannel; the MRs over a Buffer
+// before the Buffer. An MR refuses to close while a QP or SRQ of its PD
+// still has posted work, since the device may still access the memory.
+// Deferring each Close right after the object is made closes them in a
+// good order. Device.Close closes whatever is still open (QPs first,
+// drained), then the context itself (kernel: core/uverbs_main.c
+// ib_uverbs_close destroys every object of the file). Every call on a
 // closed object returns an error matching ErrClosed without touching an
-// unmapped ring.
-//
-// Close semantics differ from net.Conn's and os.File's, which always
-// release: a Close in the wrong order is refused with an error matching
-// ErrBusy that names what is still open, and the object stays open and
-// usable, with nothing released. Close the dependants first, then call
-// Close again: QPs before their CQs and SRQ, MRs, QPs, SRQs and AHs before
-// their PD, CQs before their CompChannel, the MRs over a Buffer before the
-// Buffer. An MR refuses to close while a QP or SRQ of its PD still has
-// posted work, since the device may still access the memory. The kernel
-// refuses the same orders with EBUSY (kernel: core/rdma_core.c
-// uverbs_destroy_uobject), which ErrBusy also matches; deferring each Close
-// right after the object is made closes them in a good order. Device.Close
-// is the exception: it closes whatever is still open, in order.
+// unmapped ring; CQ.Close and CompChannel.Close end a PollWait or Wait in
+// progress with it.
 //
 // Nothing posted is lost: QP.Close moves the QP to the error state, waits
 // until the kernel has retired every work request (flushed ones complete
 // with WCFlushError), and keeps the completions it pulled from shared CQs so
-// that the next CQ.Poll returns them. Device.Close closes whatever is still
-// open in the right order (QPs first, drained), then the context itself.
+// that the next CQ.Poll returns them. That wait is Close's one long one:
+// QP.Close bounds it at 10 s, QP.CloseContext by the caller's context.
 //
 // A soft-RoCE device cannot be deleted (`rdma link delete`) while any
 // process holds one of its contexts or mappings open: close them first.

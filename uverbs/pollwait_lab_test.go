@@ -213,38 +213,67 @@ func TestCQPollWaitTurnAfterEvent(t *testing.T) {
 	}
 }
 
-// Close of the channel ends a PollWait in progress with ErrClosed, as it
-// ends a Wait (the CQ is closed first: the channel refuses to close under
-// it, and closing the CQ alone does not wake the wait).
-func TestCQPollWaitChannelClosed(t *testing.T) {
+// Close of a CQ ends the PollWait in progress on it with ErrClosed, the
+// channel staying open: the waiter reads the channel, parked in the
+// netpoller, and the kernel raises nothing for a destroyed CQ. A PollWait
+// of another CQ of the channel, waiting for its turn meanwhile, takes over
+// the read and returns the completions that come next; the channel then
+// closes without ErrBusy.
+func TestCQPollWaitCQClosed(t *testing.T) {
 	e := newVerbsEnv(t)
-	ch := e.channel()
-	cq, err := e.ctx.CreateCQ(CQInit{Depth: 4, Channel: ch})
+	ch, cq, a, b, mr := e.notifyRig()
+	gone, err := e.ctx.CreateCQ(CQInit{Depth: 4, Channel: ch})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { _, err := cq.PollWait(context.Background(), make([]WC, 1)); done <- err }()
-	deadline := time.Now().Add(20 * time.Second)
-	for waitingIn("(*CQ).PollWait(") < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("PollWait did not start to wait")
-		}
-		time.Sleep(time.Millisecond)
+	goneDone := make(chan error, 1)
+	go func() { _, err := gone.PollWait(context.Background(), make([]WC, 1)); goneDone <- err }()
+	awaitPollWait(t, "[IO wait", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wcs := make([]WC, 2)
+	type result struct {
+		n   int
+		err error
 	}
-	if err := cq.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.Close(); err != nil {
+	done := make(chan result, 1)
+	go func() { n, err := cq.PollWait(ctx, wcs); done <- result{n, err} }()
+	awaitPollWait(t, "[select", 1)
+
+	if err := gone.Close(); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
+	case err := <-goneDone:
 		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("PollWait after its channel closed: %v, want ErrClosed", err)
+			t.Fatalf("PollWait after its CQ closed: %v, want ErrClosed", err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("closing the channel did not end the PollWait")
+		t.Fatal("closing the CQ did not end its PollWait")
+	}
+	sendOne(t, a, b, mr)
+	r := <-done
+	if r.err != nil || r.n < 1 {
+		t.Fatalf("PollWait of the other CQ: %d, %v; want its completions", r.n, r.err)
+	}
+	for _, wc := range wcs[:r.n] {
+		if wc.Status != WCSuccess {
+			t.Fatalf("completion %+v", wc)
+		}
+	}
+}
+
+// awaitPollWait waits until n goroutines are asleep in PollWait in the
+// state head names ("[IO wait": reading the channel; "[select": waiting
+// for another's read).
+func awaitPollWait(t *testing.T, head string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for countIn("(*CQ).PollWait(", head) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d PollWait calls in %s, want %d", countIn("(*CQ).PollWait(", head), head, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

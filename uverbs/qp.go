@@ -1,6 +1,7 @@
 package uverbs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -338,7 +339,8 @@ func (qp *QP) releaseLKey(lkey uint32) (used bool, send, recv int) {
 	return qp.usesLKeyLocked(lkey)
 }
 
-// drainTimeout bounds how long Close waits for the kernel to flush.
+// drainTimeout bounds how long Close waits for the kernel to flush;
+// CloseContext takes its bound from the caller instead.
 var drainTimeout = 10 * time.Second
 
 // Close destroys the QP without losing a work request:
@@ -364,9 +366,10 @@ var drainTimeout = 10 * time.Second
 //
 // Receives posted to an SRQ belong to the SRQ and stay there. The error
 // says so if the kernel did not retire everything within the drain timeout
-// (10 s; docs/kernel-behaviour.md §3); the QP is destroyed anyway. On siw
-// it says how many requests will not complete if DESTROY_QP failed (the
-// rings are released all the same).
+// (10 s; docs/kernel-behaviour.md §3); the QP is destroyed anyway.
+// CloseContext bounds the drain by a context instead. On siw it says how
+// many requests will not complete if DESTROY_QP failed (the rings are
+// released all the same).
 //
 // rdma-core: ibv_destroy_qp (which does not drain; the kernel's ib_drain_qp
 // does).
@@ -374,10 +377,35 @@ func (qp *QP) Close() error {
 	if qp == nil {
 		return nil
 	}
-	return qp.close(false)
+	return qp.closeWithin(context.Background(), drainTimeout)
 }
 
-func (qp *QP) close(bool) error {
+// CloseContext is Close with the drain (step 3) bounded by ctx instead of
+// Close's 10 s: if ctx ends before the kernel has retired every work
+// request, the QP is destroyed anyway and the error, which matches
+// ctx.Err(), says how many will not complete. Under a context that never
+// ends it waits as long as the kernel takes to flush. A nil ctx is Close's
+// bound. It changes nothing else: the QP is closed when it returns, also
+// with an error, and on siw, which has no step 3, ctx is not used.
+//
+// rdma-core: ibv_destroy_qp, after the wait that ib_drain_qp makes in the
+// kernel.
+func (qp *QP) CloseContext(ctx context.Context) error {
+	if qp == nil {
+		return nil
+	}
+	if ctx == nil {
+		return qp.closeWithin(context.Background(), drainTimeout)
+	}
+	return qp.closeWithin(ctx, 0)
+}
+
+// close is Close for Device.Close (verbsObject): a QP never refuses.
+func (qp *QP) close(bool) error { return qp.closeWithin(context.Background(), drainTimeout) }
+
+// closeWithin is Close, with the drain bounded by ctx and, if limit > 0,
+// by limit.
+func (qp *QP) closeWithin(ctx context.Context, limit time.Duration) error {
 	qp.closeMu.Lock()
 	defer qp.closeMu.Unlock()
 	qp.sendMu.Lock()
@@ -393,7 +421,7 @@ func (qp *QP) close(bool) error {
 	qp.closed = true
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
-	errDrain := qp.drain()
+	errDrain := qp.drain(ctx, limit)
 
 	qp.sendMu.Lock()
 	qp.recvMu.Lock()
@@ -436,8 +464,9 @@ func (qp *QP) close(bool) error {
 // rings (kernel: sw/rxe/rxe_qp.c rxe_qp_error schedules the requester,
 // completer and responder, which complete every queued WQE with
 // IB_WC_WR_FLUSH_ERR). The QP is marked closed, so nothing posts meanwhile
-// and the rings stay mapped until Close takes the locks again.
-func (qp *QP) drain() error {
+// and the rings stay mapped until Close takes the locks again. It gives up
+// when ctx ends, or after limit if limit > 0.
+func (qp *QP) drain(ctx context.Context, limit time.Duration) error {
 	if qp.flushesOnDestroy() {
 		return nil // DESTROY_QP flushes, then flushRings (see close)
 	}
@@ -455,8 +484,10 @@ func (qp *QP) drain() error {
 	if err := qp.modifyLocked(&QPAttr{State: QPStateError}, QPAttrState); err != nil && !wasError {
 		return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: could not move the QP to the error state, %d send and %d receive work requests may not complete: %w", s, r, err)}
 	}
-	deadline := time.Now().Add(drainTimeout)
+	deadline := time.Now().Add(limit)
 	pause := 50 * time.Microsecond
+	timer := time.NewTimer(pause)
+	defer timer.Stop()
 	for {
 		okS := qp.sendCQ.pull()
 		okR := qp.recvCQ == qp.sendCQ || qp.recvCQ.pull()
@@ -464,11 +495,19 @@ func (qp *QP) drain() error {
 		if s+r == 0 {
 			return nil
 		}
-		if !okS || !okR || time.Now().After(deadline) {
-			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: the kernel did not flush %d send and %d receive work requests within %v; they will not complete", s, r, drainTimeout)}
+		if !okS || !okR {
+			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: a CQ of the QP has no ring left to complete %d send and %d receive work requests on; they will not complete", s, r)}
 		}
-		time.Sleep(pause)
+		if limit > 0 && time.Now().After(deadline) {
+			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: the kernel did not flush %d send and %d receive work requests within %v; they will not complete", s, r, limit)}
+		}
+		select {
+		case <-ctx.Done():
+			return &OpError{Op: "destroy_qp", Err: fmt.Errorf("drain: the kernel had not flushed %d send and %d receive work requests when the context ended; they will not complete: %w", s, r, ctx.Err())}
+		case <-timer.C:
+		}
 		pause = min(2*pause, 10*time.Millisecond)
+		timer.Reset(pause)
 	}
 }
 

@@ -966,7 +966,10 @@ func TestVerbsQPCloseDrains(t *testing.T) {
 	if err := b.PostRecv(recvs); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil {
+	// Bounded by the caller's context, which the drain does not reach.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.CloseContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Sends on a after it went to ERR are flushed by the kernel too.

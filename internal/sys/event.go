@@ -22,7 +22,8 @@ import (
 // ib_uverbs_event_poll, core/ucma.c ucma_poll), and a read of an empty one
 // answers EAGAIN (ib_uverbs_event_read with O_NONBLOCK).
 //
-// One goroutine at a time may Read; Close from any goroutine wakes it.
+// One goroutine at a time may Read; Close from any goroutine wakes it, and
+// so does Interrupt.
 type EventFile struct {
 	f      *os.File
 	rc     syscall.RawConn
@@ -46,6 +47,12 @@ type EventFile struct {
 	cancelled chan struct{}
 	regDone   <-chan struct{}
 	regStop   func() bool
+
+	// interrupted is set by Interrupt, with the past read deadline that
+	// wakes a parked Read, and taken by the Read it ends; both change
+	// under kickM.
+	kickM       sync.Mutex
+	interrupted atomic.Bool
 }
 
 type leakedEvent struct {
@@ -123,6 +130,10 @@ func (e *EventFile) readLocked(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	e.watch(ctx)
+	// After watch, which may clear the deadline an Interrupt set.
+	if e.takeInterrupt() {
+		return 0, ErrInterrupted
+	}
 	if err := e.rc.Read(e.readFn); err != nil {
 		return 0, e.readErr(ctx, err)
 	}
@@ -177,18 +188,54 @@ func (e *EventFile) cancel() {
 	e.cancelled <- struct{}{}
 }
 
-// readErr maps an error of rc.Read: only cancel sets a deadline, so a
-// deadline error means that ctx ended.
+// readErr maps an error of rc.Read: only cancel and Interrupt set a
+// deadline, so a deadline error means that ctx ended or Interrupt was
+// called.
 func (e *EventFile) readErr(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
+		if e.takeInterrupt() {
+			return ErrInterrupted
+		}
 	case e.closed.Load() || errors.Is(err, os.ErrClosed):
 		return ErrClosed
 	}
 	return err
+}
+
+// ErrInterrupted is the error of a Read that Interrupt ended.
+var ErrInterrupted = errors.New("read interrupted")
+
+// Interrupt ends the Read in progress with ErrInterrupted, or the next Read
+// if none is in progress, so that its caller looks again at whatever it
+// waits for. It is meant for a file read only with Read: it forces a past
+// read deadline on the file, as a context's end does, which the Read it
+// ends clears. Several Interrupts before that Read end it alone.
+func (e *EventFile) Interrupt() {
+	e.kickM.Lock()
+	e.interrupted.Store(true)
+	e.f.SetReadDeadline(time.Unix(1, 0))
+	e.kickM.Unlock()
+}
+
+// takeInterrupt reports whether Interrupt was called since the last take,
+// and clears its deadline. A context's deadline it may clear with it ends
+// no Read that it should: every Read looks at ctx.Err first, and a Read
+// under another context clears that deadline anyway (unwatch).
+func (e *EventFile) takeInterrupt() bool {
+	if !e.interrupted.Load() {
+		return false
+	}
+	e.kickM.Lock()
+	took := e.interrupted.Swap(false)
+	if took {
+		e.f.SetReadDeadline(time.Time{})
+	}
+	e.kickM.Unlock()
+	return took
 }
 
 // TryRead reads an event if one is queued and returns (0, nil) if none is.

@@ -3,6 +3,8 @@ package sys
 import (
 	"context"
 	"errors"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -374,4 +376,67 @@ func TestEventFileReadAllocs(t *testing.T) {
 		t.Fatalf("Read after cancel: %v", err)
 	}
 	requireNonblocking(t, ef)
+}
+
+// Interrupt ends a parked Read with ErrInterrupted, also under a context
+// that can end; one given while no Read runs ends the next Read alone, and
+// leaves no deadline behind: the Read after it waits for its byte.
+func TestEventFileInterrupt(t *testing.T) {
+	w, ef := pipeEventFile(t)
+	buf := make([]byte, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []context.Context{context.Background(), ctx} {
+		done := make(chan error, 1)
+		go func() { _, err := ef.Read(c, buf); done <- err }()
+		waitParked(t, "(*EventFile).Read(")
+		ef.Interrupt()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("Read under %v after Interrupt: %v, want ErrInterrupted", c, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("Interrupt did not end the Read under %v", c)
+		}
+	}
+	ef.Interrupt()
+	ef.Interrupt()
+	if _, err := ef.Read(ctx, buf); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("Read after two Interrupts: %v, want ErrInterrupted", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		n, err := ef.Read(context.Background(), buf)
+		if err == nil && (n != 1 || buf[0] != 9) {
+			err = errors.New("wrong byte")
+		}
+		done <- err
+	}()
+	waitParked(t, "(*EventFile).Read(")
+	if _, err := unix.Write(w.Raw(), []byte{9}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Read after the interrupted ones: %v, want its byte", err)
+	}
+}
+
+// waitParked waits until a goroutine is parked in the netpoller in fn.
+func waitParked(t *testing.T, fn string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	buf := make([]byte, 1<<20)
+	for {
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			head, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, fn) && strings.Contains(head, "[IO wait") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no goroutine parked in %s", fn)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
