@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/sys"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
@@ -19,8 +20,8 @@ import (
 type stubCQ struct{ released atomic.Bool }
 
 func (q *stubCQ) Depth() int                       { return 4 }
-func (q *stubCQ) Poll([]provider.WC) (int, error)  { return 0, nil }
-func (q *stubCQ) Pull(*[]provider.WC)              {}
+func (q *stubCQ) Poll([]rdma.WC) (int, error)      { return 0, nil }
+func (q *stubCQ) Pull(*[]rdma.WC)                  {}
 func (q *stubCQ) Arm(bool) error                   { return nil }
 func (q *stubCQ) Attach(provider.QP, provider.SRQ) {}
 func (q *stubCQ) Detach(provider.QP)               {}
@@ -40,7 +41,7 @@ func (q *stuckQP) Caps() provider.QPCaps                         { return provid
 func (q *stuckQP) PostSend([]provider.SendWR, bool) (int, error) { return 0, nil }
 func (q *stuckQP) SendQueueSize() int                            { return 4 }
 func (q *stuckQP) RecvQueueSize() int                            { return 4 }
-func (q *stuckQP) PostRecv([]provider.RecvWR) (int, error)       { return 0, nil }
+func (q *stuckQP) PostRecv([]rdma.RecvWR) (int, error)           { return 0, nil }
 func (q *stuckQP) UsesLKey(uint32) (bool, int, int)              { return false, q.send, q.recv }
 func (q *stuckQP) Reset(func(func()), func(func()))              {}
 func (q *stuckQP) Release()                                      { q.released = true }
