@@ -68,8 +68,8 @@ func (l *ringLock) waitRelease() {
 	if l.elided {
 		return
 	}
-	//lint:ignore SA2001 an empty section: it only waits for the holder
 	l.mu.Lock()
+	//lint:ignore SA2001 an empty section: it only waits for the holder
 	l.mu.Unlock()
 }
 
