@@ -41,6 +41,10 @@ var (
 	// ErrNoRDMA: the kernel has no NETLINK_RDMA: ib_core is not loaded and
 	// cannot be, or the kernel lacks CONFIG_INFINIBAND.
 	ErrNoRDMA = nldev.ErrNoRDMA
+	// ErrNotSupported: the system is not Linux, whose kernel alone has
+	// NETLINK_RDMA; every function fails with it there. It is the same
+	// value as uverbs.ErrNotSupported.
+	ErrNotSupported = nldev.ErrNotSupported
 )
 
 // LinkAdd creates a Soft-RoCE (rxe) RDMA device called name on top of the

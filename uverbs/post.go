@@ -3,8 +3,7 @@ package uverbs
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 

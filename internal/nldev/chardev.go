@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/rdmadev"
-
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // Chardev is the character device through which user space reaches an RDMA

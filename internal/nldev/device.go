@@ -4,9 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"github.com/goverbs/rdma/internal/rdmadev"
+	"github.com/goverbs/rdma/internal/unix"
 	"slices"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/goverbs/rdma/internal/abi"
 )

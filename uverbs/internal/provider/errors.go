@@ -3,6 +3,8 @@ package provider
 import (
 	"errors"
 	"syscall"
+
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // ErrQueueFull: the queue has no room for all the work requests of a
@@ -58,6 +60,6 @@ var (
 )
 
 // ErrNotSupported: the kernel or the device lacks what was asked for, or
-// this package does not implement it for the device's driver (uverbs
-// names it in its API).
-var ErrNotSupported = errors.New("not supported by this kernel or device")
+// this package does not implement it for the device's driver, or the system
+// is not Linux (uverbs names it in its API).
+var ErrNotSupported = unix.ErrNotSupported
