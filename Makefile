@@ -48,6 +48,11 @@
 #                      their seed corpora also run as ordinary tests in make test
 #   make apicheck      the exported API against the snapshot in api/ (part of
 #                      make test); make apicheck-update rewrites it
+#   make goos          the module, its programs and examples/grpc build for
+#                      darwin, windows and freebsd, where every entry point
+#                      fails with ErrNotSupported (tested here under the
+#                      build tag goverbs_notlinux); another GOARCH than amd64
+#                      and arm64 still stops the build (part of make test)
 #   make dist          release archives: the programs, static, for linux/amd64
 #                      and linux/arm64, in dist/ with SHA256SUMS
 #
@@ -80,7 +85,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: lab-survey noelf all build vet staticcheck apicheck apicheck-update dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
+.PHONY: lab-survey noelf all build vet staticcheck apicheck apicheck-update goos dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -99,6 +104,31 @@ apicheck:
 
 apicheck-update:
 	GO=$(GO) ./api/api.sh update
+
+# Other systems: RDMA here is Linux's (uverbs, rdma_cm, NETLINK_RDMA), but the
+# module builds on GOOS_TARGETS so that programs importing it type-check
+# there, and every entry point fails with an error matching ErrNotSupported
+# (internal/unix). test/notlinux asserts that; it is compiled for each target
+# (nothing runs it there) and run here under the build tag goverbs_notlinux,
+# which builds the non-Linux files on Linux. A GOARCH without device
+# barriers must still stop the build with internal/mmio's message.
+GOOS_TARGETS = darwin/arm64 windows/amd64 freebsd/amd64
+goos:
+	@set -e; for t in $(GOOS_TARGETS); do \
+		echo "GOOS=$${t%/*} GOARCH=$${t#*/}: go build ./..., examples/grpc, go vet and go test -c ./test/notlinux"; \
+		export GOOS=$${t%/*} GOARCH=$${t#*/}; \
+		$(GO) build ./...; \
+		(cd examples/grpc && $(GO) build -o /dev/null ./...); \
+		$(GO) vet ./internal/unix ./test/notlinux; \
+		$(GO) test -c -o /dev/null ./test/notlinux; \
+	done
+	$(GO) build -tags goverbs_notlinux ./...
+	$(GO) test -count=1 -tags goverbs_notlinux ./internal/unix ./test/notlinux
+	@if out=$$(GOARCH=riscv64 $(GO) build ./uverbs 2>&1); then \
+		echo "GOARCH=riscv64: the build should have stopped in internal/mmio"; exit 1; \
+	fi; \
+	echo "$$out" | grep -q internal_mmio_supports_only_GOARCH_amd64_and_arm64 || \
+		{ echo "$$out"; echo "GOARCH=riscv64: internal/mmio's message is missing"; exit 1; }
 
 # staticcheck, pinned, run through the module proxy (nothing to install):
 # the whole module with its tests, and examples/grpc.
@@ -158,7 +188,7 @@ inlining:
 
 # GOVERBS_LAB_SELFTEST=1: the lab's own tests (test/rxelab) must run, never
 # skip, so a run without root fails instead of passing without them.
-unit: nocgo noelf vet staticcheck apicheck build static inlining race-cc
+unit: nocgo noelf vet staticcheck apicheck goos build static inlining race-cc
 	GOVERBS_LAB_SELFTEST=1 $(GO) test -count=1 ./...
 	# Once more with the race detector (docs/testing.md §8); the lab's
 	# self-tests, which boot VMs, run only above.

@@ -72,6 +72,10 @@ var (
 	// ErrNoRDMA: the kernel has no NETLINK_RDMA: ib_core is not loaded and
 	// cannot be, or the kernel lacks CONFIG_INFINIBAND.
 	ErrNoRDMA = errors.New("RDMA subsystem not available in the kernel")
+	// ErrNotSupported: the system is not Linux, whose kernel alone has
+	// NETLINK_RDMA; every function fails with it there. It is the same
+	// value as uverbs.ErrNotSupported.
+	ErrNotSupported = rdma.ErrNotSupported
 )
 
 // kinds maps the client's sentinels to this package's (same text; a test

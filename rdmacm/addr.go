@@ -8,9 +8,8 @@ import (
 	"net/netip"
 	"strconv"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // The CM takes addresses as struct sockaddr_in / sockaddr_in6 inside a

@@ -10,10 +10,9 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs"
 )
 

@@ -9,10 +9,9 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // The asynchronous path: a channel without a reader goroutine, whose

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs"
 )
 

@@ -7,10 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs"
 )
 

@@ -5,8 +5,7 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs"
 )
 

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs"
 )
 
@@ -16,6 +15,12 @@ import (
 // or without any RDMA device. It matches uverbs.ErrNoDevice, which stands
 // for both: test for that.
 var ErrNoCM = fmt.Errorf("no RDMA connection manager (/dev/infiniband/rdma_cm needs the rdma_ucm module) or %w", uverbs.ErrNoDevice)
+
+// ErrNotSupported is uverbs.ErrNotSupported: the kernel or the device lacks
+// what was asked for. On a system other than Linux, the only one with the
+// RDMA CM, NewEventChannel, NewAsyncEventChannel, Dial, Resolve, Listen and
+// DeviceForAddr fail with an error that matches it.
+var ErrNotSupported = rdma.ErrNotSupported
 
 // ErrClosed is returned by calls on a closed ID, Conn or Listener.
 var ErrClosed = rdma.ErrClosed

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"syscall"
+
+	"github.com/goverbs/rdma"
 )
 
 var (
@@ -21,6 +23,10 @@ var (
 	// it said). An error with it also matches syscall.ECONNRESET, since
 	// the connection is gone as surely as after the CM's DISCONNECTED.
 	ErrQP = errors.New("RDMA transfer failed")
+	// ErrNotSupported is uverbs.ErrNotSupported. On a system other than
+	// Linux, the only one with the RDMA CM and verbs, Dial and Listen (and
+	// those of Dialer and ListenConfig) fail with an error that matches it.
+	ErrNotSupported = rdma.ErrNotSupported
 )
 
 // Errors of a connection that ended are those of a TCP socket, so code

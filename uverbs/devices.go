@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // DeviceInfo describes one RDMA device and its uverbs character device, as
@@ -67,6 +68,9 @@ var (
 //
 // Equivalent to: `ibv_devices`, `rdma dev show`.
 func Devices() ([]DeviceInfo, error) {
+	if err := unix.RequireLinux(); err != nil {
+		return nil, err // sysfs would say "no device"
+	}
 	var devs []DeviceInfo
 	var nlErr error
 	if useNetlink {

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/nldev"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // netlinkDevices lists devices the way rdma-core does first

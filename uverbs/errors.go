@@ -4,10 +4,9 @@ import (
 	"errors"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // ErrNoDevice is returned when the machine has no RDMA device at all.
@@ -19,6 +18,9 @@ var ErrNoDevice = errors.New("no RDMA device: create a soft-RoCE device with `rd
 // the ioctl ABI answers EPROTONOSUPPORT for an unknown object, method or
 // mandatory attribute and ENOTTY when it is absent altogether
 // (kernel: core/uverbs_ioctl.c). The errno stays reachable with errors.Is.
+// On a system other than Linux, the only one with uverbs, Devices,
+// LookupDevice, Open, OpenDevice and AllocBuffer fail with an error that
+// matches it.
 var ErrNotSupported = rdma.ErrNotSupported
 
 // ErrClosed is returned by any call on a closed Device (or on an object whose

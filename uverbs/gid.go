@@ -12,9 +12,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // GID is a 128-bit global identifier. On RoCE it is an IPv6 address, or an

@@ -3,7 +3,7 @@ package uverbs
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // The kernel refuses queue sizes beyond the device's limits with a bare

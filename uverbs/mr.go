@@ -9,9 +9,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // Access is a set of memory access rights, for MRs and for the remote access

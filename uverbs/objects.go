@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"weak"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // This file keeps track of the verbs objects of each Device: which objects

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/sys"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 

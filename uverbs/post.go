@@ -3,9 +3,8 @@ package uverbs
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/uverbs/internal/provider"
 )
 

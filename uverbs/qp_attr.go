@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // QPState is the state of a QP (enum ib_qp_state; rdma-core: enum

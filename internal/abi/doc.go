@@ -7,7 +7,7 @@
 //
 // # Generated code
 //
-// zabi_linux.go is generated from the UAPI headers of one pinned Debian
+// zabi.go is generated from the UAPI headers of one pinned Debian
 // linux-libc-dev version (6.1.192-3, see internal/gen) with
 // `go tool cgo -godefs` on internal/gen/godefs_input.go.in (a .go file only in a temporary copy), the way
 // golang.org/x/sys/unix is: cgo runs at generation time only, and the
@@ -25,10 +25,13 @@
 //
 // The generated layout is used on linux/amd64 and linux/arm64 (both LP64;
 // the UAPI structs use fixed-size, explicitly aligned members), which is why
-// the files carry the build constraint linux && (amd64 || arm64). To confirm
-// that, run `go run ./internal/gen -check-arm64` in this directory (needs
+// the files carry the build constraint amd64 || arm64. To confirm that, run
+// `go run ./internal/gen -check-arm64` in this directory (needs
 // gcc-aarch64-linux-gnu): it generates a second time with the arm64 compiler
-// and fails unless both outputs are identical.
+// and fails unless both outputs are identical. The constraint names no GOOS:
+// Go lays out fixed-size fields alike on every GOOS of one GOARCH, and the
+// package builds elsewhere (darwin, windows) so that the module type-checks
+// there, although only Linux has this ABI.
 //
 // # Names
 //

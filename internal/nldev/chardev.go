@@ -5,8 +5,7 @@ import (
 
 	"github.com/goverbs/rdma"
 	"github.com/goverbs/rdma/internal/abi"
-
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // Chardev is the character device through which user space reaches an RDMA

@@ -6,10 +6,8 @@ import (
 	"slices"
 
 	"github.com/goverbs/rdma"
-
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // Device is an RDMA device (an ib_device) as RDMA netlink describes it.

@@ -3,7 +3,7 @@ package nldev
 import (
 	"errors"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // The sentinel errors, documented in netlinkrdma.
@@ -14,6 +14,7 @@ var (
 	ErrPermission     = errors.New("permission denied")
 	ErrDeviceNotFound = errors.New("no such RDMA device")
 	ErrNoRDMA         = errors.New("RDMA subsystem not available in the kernel")
+	ErrNotSupported   = unix.ErrNotSupported
 )
 
 // Error is a failed RDMA netlink operation.

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/goverbs/rdma/internal/abi"
+	"github.com/goverbs/rdma/internal/unix"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // LinkAdd is netlinkrdma.LinkAdd (documented there).

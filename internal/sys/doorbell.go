@@ -1,3 +1,5 @@
+//go:build linux && !goverbs_notlinux
+
 package sys
 
 import (

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // EventFile is a kernel event descriptor (a uverbs completion channel, the

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"sync"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // FD owns one file descriptor. Close is idempotent and safe on a nil *FD. If

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/goverbs/rdma/internal/unix"
 )
 
 // Mapping is an mmap'd region: a driver ring shared with the kernel, or an

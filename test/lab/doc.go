@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package lab boots a Debian kernel that has rdma_rxe under QEMU and runs one
 // host command inside it, as root, with the host's root file system mounted
 // read-only over 9p, the host's /tmp mounted read-write, and a fixed RDMA

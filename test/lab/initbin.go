@@ -1,3 +1,5 @@
+//go:build linux
+
 package lab
 
 // prebuiltInits are the guest /init binaries, by GOARCH, that a release

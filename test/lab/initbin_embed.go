@@ -1,4 +1,4 @@
-//go:build labinit
+//go:build linux && labinit
 
 package lab
 

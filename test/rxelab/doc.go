@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command rxelab runs one command inside the rxe lab: a Debian kernel with
 // rdma_rxe booted under QEMU (see package test/lab). The command's stdout and
 // stderr are streamed to rxelab's, and its exit status becomes rxelab's.

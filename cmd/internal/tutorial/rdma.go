@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/unix"
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/uverbs"
 )

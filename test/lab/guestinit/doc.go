@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command guestinit is PID 1 of the lab guest (see package test/lab, which
 // embeds this package and internal/proto and builds them as a static binary
 // in a module of their own, so both import nothing but the standard library).

@@ -1,3 +1,5 @@
+//go:build linux
+
 // The lab package embeds this package and internal/proto (see
 // ../initramfs.go) and builds them with CGO_ENABLED=0; they import nothing
 // but the standard library.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package peer is for tests that need a second host: in the two-guest lab
 // (rxelab -guests 2, see package test/lab) a program in the primary guest
 // runs commands in the peer guest and powers the peer off abruptly, as if

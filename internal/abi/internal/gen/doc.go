@@ -13,7 +13,7 @@
 //     -godefs strips common member prefixes (remote_addr becomes Addr when it
 //     is the only member with an underscore), so its names cannot be used.
 //  4. Rename types and members by the rules of package names, add doc comments, gofmt,
-//     and write zabi_linux.go plus the test tables in zabi_linux_test.go.
+//     and write zabi.go plus the test tables in zabi_test.go.
 //
 // The output starts with the SHA-256 of the generator's inputs and of its own
 // body, which abi's tests recompute, so a stale or hand-edited output fails

@@ -30,12 +30,14 @@ const (
 	debEnv     = "GOVERBS_LINUX_LIBC_DEV_DEB"
 
 	inputFile  = "internal/gen/godefs_input.go.in"
-	outputFile = "zabi_linux.go"
-	tableFile  = "zabi_linux_test.go"
+	outputFile = "zabi.go"
+	tableFile  = "zabi_test.go"
 
 	// buildConstraint limits the generated files to the architectures whose
 	// layout was checked (both LP64; the UAPI structs use fixed-size types).
-	buildConstraint = "//go:build linux && (amd64 || arm64)"
+	// Go lays out fixed-size fields alike on every GOOS of one GOARCH, so the
+	// files carry no GOOS: the module type-checks off Linux (doc.go).
+	buildConstraint = "//go:build amd64 || arm64"
 
 	offsetPrefix = "goverbs_off_"
 )
