@@ -1,10 +1,11 @@
 #!/bin/sh
-# api/api.sh check|update: the exported API of the public packages against
-# the snapshot committed in api/PACKAGE.txt (rdma: the root package) (make apicheck, make
-# apicheck-update). A snapshot is `go doc -all` of the package with the
-# documentation taken out: the declarations of constants, variables,
-# functions, types, methods and struct fields, so that a doc comment can
-# change freely and a change to the surface cannot pass unseen.
+# api/api.sh check|update|selftest: the exported API of the public
+# packages against the snapshot committed in api/PACKAGE.txt (rdma: the
+# root package; make apicheck, make apicheck-update). A snapshot is `go doc
+# -all` of the package with the documentation taken out: the declarations
+# of constants, variables, functions, types, methods and struct fields, so
+# that a doc comment can change freely and a change to the surface cannot
+# pass unseen. selftest proves the check sees a changed field.
 set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -23,7 +24,8 @@ surface() {
 mode=${1:-check}
 if [ "$mode" = selftest ]; then
 	# The check must see a field of WC change: a scratch copy of the tracked
-	# files passes it, and fails it with WC.VendorErr widened.
+	# files passes it, and fails it with WC.VendorErr widened. (It needs a
+	# git checkout and GNU cp, as CI has.)
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	git ls-files -z | xargs -0 cp --parents -t "$tmp"
@@ -54,7 +56,7 @@ for p in $PKGS; do
 		rm -f "api/$p.txt.new"
 		;;
 	*)
-		echo "usage: api/api.sh check|update" >&2
+		echo "usage: api/api.sh check|update|selftest" >&2
 		exit 2
 		;;
 	esac

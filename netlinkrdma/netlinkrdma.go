@@ -89,7 +89,9 @@ var kinds = map[error]error{
 	nldev.ErrNoRDMA:         ErrNoRDMA,
 }
 
-// public turns the client's *nldev.Error into this package's *Error.
+// public turns the client's *nldev.Error into this package's *Error. The
+// client returns its errors as *nldev.Error, never wrapped (nldev's wrap),
+// which TestPublicErrors relies on too.
 func public(err error) error {
 	e, ok := err.(*nldev.Error)
 	if !ok {

@@ -438,11 +438,15 @@ func (qp *QP) PostSend(wrs []SendWR) error {
 		before := r.SQ.Next()
 		err = qp.stageSend(op, wrs)
 		owed := r.SQ.Next() != before
+		if owed {
+			qp.doorbells.Add(1) // Close waits for it before it frees the doorbell
+		}
 		qp.sendMu.Unlock()
 		if owed {
 			if derr := r.Doorbell(); derr != nil {
 				err = qp.sendError(op, wrs, len(wrs), derr)
 			}
+			qp.doorbells.Add(-1)
 		}
 		return err
 	} else if d := qp.drv; d != nil && !qp.closed && len(wrs) > 0 && QPState(qp.state.Load()) == QPStateRTS && qp.plainSends(wrs) == len(wrs) {
@@ -884,7 +888,7 @@ func (qp *QP) attachProvider(d provider.QP, init *QPInit) {
 // not a PostError, since everything was posted; when siw moved the QP to
 // ERROR over it, the record of the state follows.
 func (qp *QP) sendError(op string, wrs []SendWR, i int, err error) error {
-	if i == len(wrs) { // all posted, the doorbell refused (siw)
+	if i == len(wrs) { // all posted, the doorbell refused
 		if errors.Is(err, siw.ErrMovedToError) {
 			qp.state.Store(uint32(QPStateError))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -109,9 +110,13 @@ type QP struct {
 
 	closeMu sync.Mutex // serialises Close
 
-	sendMu   ringLock
-	sendKeys lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
-	lim      provider.SendLimits
+	sendMu ringLock
+	// doorbells counts the rxe doorbells PostSend is ringing after
+	// releasing sendMu; raised under sendMu, so Close, once it has marked
+	// the QP closed, waits for none left before it frees the doorbell.
+	doorbells atomic.Int32
+	sendKeys  lkeyCache // lkeys the send queue's posts recorded (mrusers.go)
+	lim       provider.SendLimits
 	// The Buffer the last inline source was found in, and the list it
 	// was found on (plainSends; under sendMu): a source inside it, while
 	// that list is still the one published, needs no search.
@@ -403,6 +408,17 @@ func (qp *QP) CloseContext(ctx context.Context) error {
 // close is Close for Device.Close (verbsObject): a QP never refuses.
 func (qp *QP) close(bool) error { return qp.closeWithin(context.Background(), drainTimeout) }
 
+// waitDoorbells returns once no PostSend is ringing rxe's doorbell after
+// releasing sendMu. Close calls it once the QP is marked closed, so that a
+// post that wrote its requests before rings the doorbell before the drain
+// and before DESTROY_QP frees the doorbell's slot; no post starts one
+// after. The doorbell is one write(2): a yield loop suffices.
+func (qp *QP) waitDoorbells() {
+	for qp.doorbells.Load() != 0 {
+		runtime.Gosched()
+	}
+}
+
 // closeWithin is Close, with the drain bounded by ctx and, if limit > 0,
 // by limit.
 func (qp *QP) closeWithin(ctx context.Context, limit time.Duration) error {
@@ -421,6 +437,7 @@ func (qp *QP) closeWithin(ctx context.Context, limit time.Duration) error {
 	qp.closed = true
 	qp.recvMu.Unlock()
 	qp.sendMu.Unlock()
+	qp.waitDoorbells()
 	errDrain := qp.drain(ctx, limit)
 
 	qp.sendMu.Lock()

@@ -11,7 +11,9 @@ import (
 //
 // It is a sync.Mutex: the race detector understands it, and a waiter
 // parks rather than spins through a holder's system call (Modify, Close
-// and Resize make them; the post and poll paths make none under it). It
+// and Resize make them, and siw's POST_SEND, which rdma-core's siw also
+// rings under its lock; rxe's doorbell is rung after the unlock, and
+// mlx5's is a device register). It
 // was chosen over a spin lock on a sync/atomic word by the contended
 // benchmarks (BENCHMARKS.md, "Ring locks"): alike with one goroutine,
 // faster with two and eight. Not reentrant.

@@ -37,16 +37,37 @@ func TestSeam(t *testing.T) {
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			b, ok := n.(*ast.BinaryExpr)
-			if !ok || (b.Op != token.EQL && b.Op != token.NEQ) {
-				return true
+			var operands []ast.Expr
+			switch n := n.(type) {
+			case *ast.BinaryExpr:
+				if n.Op == token.EQL || n.Op == token.NEQ {
+					operands = []ast.Expr{n.X, n.Y}
+				}
+			case *ast.CaseClause: // switch id { case DriverSIW: }
+				operands = n.List
 			}
-			for _, side := range []ast.Expr{b.X, b.Y} {
-				if id, ok := side.(*ast.Ident); ok && strings.HasPrefix(id.Name, "Driver") && id.Name != "DriverUnknown" {
-					t.Errorf("%s: a branch on %s; declare what differs in the driver's provider.Driver or an optional interface", fset.Position(b.Pos()), id.Name)
+			for _, e := range operands {
+				if name := driverConst(e); name != "" {
+					t.Errorf("%s: a branch on %s; declare what differs in the driver's provider.Driver or an optional interface", fset.Position(e.Pos()), name)
 				}
 			}
 			return true
 		})
 	}
+}
+
+// driverConst returns the name of a driver id constant e names (DriverSIW,
+// rdma.DriverSIW), DriverUnknown aside, or "".
+func driverConst(e ast.Expr) string {
+	var name string
+	switch e := e.(type) {
+	case *ast.Ident:
+		name = e.Name
+	case *ast.SelectorExpr:
+		name = e.Sel.Name
+	}
+	if strings.HasPrefix(name, "Driver") && name != "DriverUnknown" && name != "DriverID" {
+		return name
+	}
+	return ""
 }
