@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -178,7 +177,7 @@ type Controller struct {
 	lostOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
-	closing   chan struct{}
+	closing   chan struct{} // closed by Close: the keep-alive stops
 	kaDone    chan struct{}
 }
 
@@ -346,28 +345,35 @@ func (c *Controller) waitStatus(ctx context.Context, what string, limit time.Dur
 }
 
 // keepAlive sends Keep Alive every half of KATO until Close. A failure
-// ends the controller, through the admin queue's fail.
+// ends the controller, through the admin queue's fail; an unanswered one
+// does when its KATO has passed (the target has given up on us then).
 func (c *Controller) keepAlive() {
 	defer close(c.kaDone)
 	if c.s.KeepAlive <= 0 {
 		<-c.closing
 		return
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.closing
+		cancel()
+	}()
 	t := time.NewTicker(c.s.KeepAlive / 2)
 	defer t.Stop()
 	for {
 		select {
-		case <-c.closing:
+		case <-ctx.Done():
 			return
 		case <-c.admin.dead:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), c.s.KeepAlive)
+			kctx, kcancel := context.WithTimeout(ctx, c.s.KeepAlive)
 			cmd := keepAlive()
-			_, err := c.admin.exchange(ctx, "keep alive", &cmd, nil, nil)
-			cancel()
-			if err != nil && !errors.Is(err, ErrClosed) {
-				c.admin.fail(fmt.Errorf("%w: keep alive: %v", ErrControllerLost, err))
+			_, err := c.admin.exchange(kctx, "keep alive", &cmd, nil, nil)
+			kcancel()
+			if err != nil && ctx.Err() == nil {
+				c.admin.fail(fmt.Errorf("%w: %v", ErrControllerLost, err))
 				return
 			}
 		}

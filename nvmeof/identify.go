@@ -228,7 +228,7 @@ const maxDiscoveryRecords = 1024
 // header again at the end: if the generation counter changed, the log
 // changed under us and is read again (NVMe over Fabrics, "Discovery Log
 // Page": the host's procedure).
-func (c *Controller) discoveryLog(ctx context.Context) ([]DiscoveryEntry, error) {
+func (c *Controller) discoveryLog(ctx context.Context) (*DiscoveryLog, error) {
 	read := func(off uint64, b []byte) error {
 		cmd := getLogPage(logDiscovery, off, len(b))
 		_, err := c.admin.exchange(ctx, "get log page (discovery)", &cmd, nil, b)
@@ -259,19 +259,25 @@ func (c *Controller) discoveryLog(ctx context.Context) ([]DiscoveryEntry, error)
 		if binary.LittleEndian.Uint64(hdr) != gen {
 			continue
 		}
-		entries := make([]DiscoveryEntry, numrec)
-		for i := range entries {
+		dl := &DiscoveryLog{Generation: gen, Entries: make([]DiscoveryEntry, numrec)}
+		for i := range dl.Entries {
 			off := discoveryHdrSize + i*discoveryEntrySize
-			entries[i] = parseDiscoveryEntry(log[off : off+discoveryEntrySize])
+			dl.Entries[i] = parseDiscoveryEntry(log[off : off+discoveryEntrySize])
 		}
-		return entries, nil
+		return dl, nil
 	}
 	return nil, fmt.Errorf("nvmeof: the discovery log kept changing while it was read (3 tries)")
 }
 
+// DiscoveryLog is a discovery controller's log page.
+type DiscoveryLog struct {
+	Generation uint64 // genctr: changes whenever the log does
+	Entries    []DiscoveryEntry
+}
+
 // Discover connects to the discovery controller at address and returns its
 // log page: the subsystems it offers and where (`nvme discover -t rdma`).
-func Discover(ctx context.Context, address string, cfg *Config) ([]DiscoveryEntry, error) {
+func Discover(ctx context.Context, address string, cfg *Config) (*DiscoveryLog, error) {
 	s, err := cfg.settings()
 	if err != nil {
 		return nil, err
@@ -281,9 +287,9 @@ func Discover(ctx context.Context, address string, cfg *Config) ([]DiscoveryEntr
 	if err != nil {
 		return nil, err
 	}
-	entries, err := c.discoveryLog(ctx)
+	dl, err := c.discoveryLog(ctx)
 	if cerr := c.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
-	return entries, err
+	return dl, err
 }

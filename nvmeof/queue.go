@@ -293,6 +293,9 @@ func (q *queue) watch() {
 func (q *queue) exchange(ctx context.Context, op string, cmd *command, in, out []byte) (completion, error) {
 	q.life.RLock()
 	defer q.life.RUnlock()
+	if q.buf == nil { // closed: close frees it under life's write lock
+		return completion{}, q.opErr(op)
+	}
 	var i int
 	select {
 	case i = <-q.free:

@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goverbs/rdma/internal/cmdline"
+	"github.com/goverbs/rdma/internal/version"
+	"github.com/goverbs/rdma/nvmeof"
+)
+
+const usageText = `usage: nvmeof COMMAND -a ADDRESS [-s PORT] [options]
+
+commands:
+  discover                    list what the discovery controller offers
+  id-ctrl -n NQN              identify the subsystem's controller
+  list -n NQN                 list its active namespaces
+  read -n NQN [-N NSID] -o FILE [-offset BYTES] [-length BYTES]
+                              copy a namespace's bytes to FILE (- for stdout)
+  write -n NQN [-N NSID] -i FILE [-offset BYTES]
+                              copy FILE (whole blocks) into the namespace
+  perf -n NQN [-N NSID] [-rw randread|read|randwrite|write] [-bs 4096]
+       [-qd 32] [-t 10s] [-queues 1] [-span BYTES]
+                              I/O for -t with -qd commands in flight: IOPS,
+                              bandwidth and latency percentiles
+
+options for all: -a address (required), -s port (4420),
+  -hostnqn NQN, -queue-size N (commands in flight per I/O queue, 32)
+`
+
+type options struct {
+	cmd       string
+	addr      string
+	port      int
+	nqn       string
+	nsid      int
+	hostNQN   string
+	in, out   string
+	offset    int64
+	length    int64
+	rw        string
+	bs        int
+	qd        int
+	dur       time.Duration
+	queues    int
+	queueSize int
+	span      int64
+}
+
+func parse(args []string) (options, error) {
+	var o options
+	if len(args) == 0 {
+		return o, cmdline.Usagef("no command")
+	}
+	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		return o, flag.ErrHelp
+	}
+	o.cmd = args[0]
+	switch o.cmd {
+	case "discover", "id-ctrl", "list", "read", "write", "perf":
+	default:
+		return o, cmdline.Usagef("unknown command %q", o.cmd)
+	}
+	fs := cmdline.NewFlagSet("nvmeof")
+	fs.StringVar(&o.addr, "a", "", "")
+	fs.IntVar(&o.port, "s", nvmeof.DefaultPort, "")
+	fs.StringVar(&o.nqn, "n", "", "")
+	fs.IntVar(&o.nsid, "N", 1, "")
+	fs.StringVar(&o.hostNQN, "hostnqn", "", "")
+	fs.StringVar(&o.in, "i", "", "")
+	fs.StringVar(&o.out, "o", "", "")
+	fs.Int64Var(&o.offset, "offset", 0, "")
+	fs.Int64Var(&o.length, "length", -1, "")
+	fs.StringVar(&o.rw, "rw", "randread", "")
+	fs.IntVar(&o.bs, "bs", 4096, "")
+	fs.IntVar(&o.qd, "qd", 32, "")
+	fs.DurationVar(&o.dur, "t", 10*time.Second, "")
+	fs.IntVar(&o.queues, "queues", 1, "")
+	fs.IntVar(&o.queueSize, "queue-size", 32, "")
+	fs.Int64Var(&o.span, "span", 0, "")
+	rest, err := cmdline.Parse(fs, args[1:])
+	switch {
+	case err != nil:
+		return o, err
+	case len(rest) > 0:
+		return o, cmdline.Usagef("unexpected argument %q", rest[0])
+	case o.addr == "":
+		return o, cmdline.Usagef("-a: the target's address is required")
+	case o.port < 1 || o.port > 65535:
+		return o, cmdline.Usagef("-s %d: not a port", o.port)
+	case o.cmd != "discover" && o.nqn == "":
+		return o, cmdline.Usagef("-n: the subsystem's NQN is required (nvmeof discover lists them)")
+	case o.nsid < 1:
+		return o, cmdline.Usagef("-N %d: namespace IDs start at 1", o.nsid)
+	case o.cmd == "read" && o.out == "":
+		return o, cmdline.Usagef("read: -o FILE is required")
+	case o.cmd == "write" && o.in == "":
+		return o, cmdline.Usagef("write: -i FILE is required")
+	case o.qd < 1 || o.queues < 1 || o.queueSize < 1 || o.bs < 1 || o.dur <= 0:
+		return o, cmdline.Usagef("-qd, -queues, -queue-size, -bs and -t must be positive")
+	}
+	switch o.rw {
+	case "randread", "read", "randwrite", "write":
+	default:
+		return o, cmdline.Usagef("-rw %q: randread, read, randwrite or write", o.rw)
+	}
+	return o, nil
+}
+
+func main() {
+	version.Handle("nvmeof")
+	cmdline.Run(func(ctx context.Context) int {
+		return cmdline.Status("nvmeof", usageText, run(ctx, os.Args[1:], os.Stdout))
+	})
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	o, err := parse(args)
+	if err != nil {
+		return err
+	}
+	address := fmt.Sprintf("%s:%d", o.addr, o.port)
+	if strings.Contains(o.addr, ":") {
+		address = fmt.Sprintf("[%s]:%d", o.addr, o.port)
+	}
+	cfg := &nvmeof.Config{HostNQN: o.hostNQN, IOQueues: o.queues, QueueDepth: o.queueSize}
+	if o.cmd == "discover" {
+		dl, err := nvmeof.Discover(ctx, address, cfg)
+		if err != nil {
+			return err
+		}
+		printDiscovery(stdout, dl)
+		return nil
+	}
+	c, err := nvmeof.Connect(ctx, address, o.nqn, cfg)
+	if err != nil {
+		return err
+	}
+	err = command(ctx, c, o, stdout)
+	if cerr := c.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func command(ctx context.Context, c *nvmeof.Controller, o options, stdout io.Writer) error {
+	switch o.cmd {
+	case "id-ctrl":
+		printController(stdout, c.Info())
+		return nil
+	case "list":
+		ids, err := c.ActiveNamespaces(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%-6s %-20s %-10s %s\n", "NSID", "Size", "Format", "Blocks")
+		for _, id := range ids {
+			ni, err := c.IdentifyNamespace(ctx, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%-6d %-20s %-10s %d\n", id, humanBytes(int64(ni.Size)*int64(ni.BlockSize)),
+				fmt.Sprintf("%d B + %d B", ni.BlockSize, ni.Metadata), ni.Size)
+		}
+		return nil
+	}
+	ns, err := c.Namespace(ctx, uint32(o.nsid))
+	if err != nil {
+		return err
+	}
+	switch o.cmd {
+	case "read":
+		return readCmd(ctx, ns, o, stdout)
+	case "write":
+		return writeCmd(ctx, ns, o)
+	}
+	r, err := perf(ctx, ns, o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, r)
+	return nil
+}
+
+func readCmd(ctx context.Context, ns *nvmeof.Namespace, o options, stdout io.Writer) error {
+	length := o.length
+	if length < 0 {
+		length = ns.Size() - o.offset
+	}
+	var w io.Writer = stdout
+	if o.out != "-" {
+		f, err := os.Create(o.out)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	buf := make([]byte, 1<<20)
+	for done := int64(0); done < length; {
+		n := min(int64(len(buf)), length-done)
+		if _, err := ns.ReadAtContext(ctx, buf[:n], o.offset+done); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		done += n
+	}
+	if f, ok := w.(*os.File); ok && f != os.Stdout {
+		return f.Close()
+	}
+	return nil
+}
+
+func writeCmd(ctx context.Context, ns *nvmeof.Namespace, o options) error {
+	f, err := os.Open(o.in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	off := o.offset
+	for {
+		n, rerr := io.ReadFull(f, buf)
+		if n > 0 {
+			if n%ns.BlockSize() != 0 {
+				return fmt.Errorf("%s: %d bytes is not a whole number of %d-byte blocks: pad the file", o.in, off-o.offset+int64(n), ns.BlockSize())
+			}
+			if _, err := ns.WriteAtContext(ctx, buf[:n], off); err != nil {
+				return err
+			}
+			off += int64(n)
+		}
+		if rerr == io.EOF || errors.Is(rerr, io.ErrUnexpectedEOF) {
+			return ns.Flush(ctx)
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+// perfResult is one perf run: completed I/Os and their latencies.
+type perfResult struct {
+	rw       string
+	bs, qd   int
+	dur      time.Duration
+	ios      int
+	lat      []time.Duration // sorted
+	errCount int
+}
+
+func (r perfResult) String() string {
+	secs := r.dur.Seconds()
+	pct := func(p float64) float64 {
+		if len(r.lat) == 0 {
+			return 0
+		}
+		return float64(r.lat[min(len(r.lat)-1, int(p*float64(len(r.lat))))].Nanoseconds()) / 1e3
+	}
+	var sum time.Duration
+	for _, l := range r.lat {
+		sum += l
+	}
+	avg := 0.0
+	if len(r.lat) > 0 {
+		avg = float64(sum.Nanoseconds()) / float64(len(r.lat)) / 1e3
+	}
+	return fmt.Sprintf("%s bs=%d qd=%d: %d IOs in %.2fs: %.0f IOPS, %.1f MiB/s; latency us: avg %.1f p50 %.1f p99 %.1f p99.9 %.1f max %.1f",
+		r.rw, r.bs, r.qd, r.ios, secs, float64(r.ios)/secs, float64(r.ios)*float64(r.bs)/secs/(1<<20),
+		avg, pct(0.5), pct(0.99), pct(0.999), pct(1))
+}
+
+// perf keeps qd commands in flight, one goroutine each, for o.dur.
+func perf(ctx context.Context, ns *nvmeof.Namespace, o options) (perfResult, error) {
+	span := ns.Size()
+	if o.span > 0 {
+		span = min(span, o.span)
+	}
+	if o.bs%ns.BlockSize() != 0 || int64(o.bs) > span {
+		return perfResult{}, fmt.Errorf("-bs %d: a whole number of %d-byte blocks within the namespace's %d bytes", o.bs, ns.BlockSize(), span)
+	}
+	slots := span / int64(o.bs)
+	write := strings.HasSuffix(o.rw, "write")
+	random := strings.HasPrefix(o.rw, "rand")
+	ctx, cancel := context.WithTimeout(ctx, o.dur)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		all  []time.Duration
+		errs int
+		werr error
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	for w := 0; w < o.qd; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			buf := make([]byte, o.bs)
+			lat := make([]time.Duration, 0, 1<<16)
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			next := int64(w)
+			for ctx.Err() == nil {
+				slot := next % slots
+				if random {
+					slot = rng.Int64N(slots)
+				} else {
+					next += int64(o.qd)
+				}
+				t0 := time.Now()
+				var err error
+				if write {
+					_, err = ns.WriteAtContext(ctx, buf, slot*int64(o.bs))
+				} else {
+					_, err = ns.ReadAtContext(ctx, buf, slot*int64(o.bs))
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						errs++
+						werr = err
+						mu.Unlock()
+						return
+					}
+					break
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if werr != nil {
+		return perfResult{}, werr
+	}
+	slices.Sort(all)
+	return perfResult{rw: o.rw, bs: o.bs, qd: o.qd, dur: elapsed, ios: len(all), lat: all, errCount: errs}, nil
+}
+
+func humanBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	f := float64(n)
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64) + " " + units[i]
+}
