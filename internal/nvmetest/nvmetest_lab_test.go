@@ -290,7 +290,9 @@ func runFio(t *testing.T, dev string) {
 	}
 	out, err := exec.Command("fio", "--name=nvmetest", "--filename="+dev, "--direct=1",
 		"--ioengine=libaio", "--iodepth=8", "--rw=randwrite", "--bs=4k", "--size=4m",
-		"--verify=crc32c", "--do_verify=1").CombinedOutput()
+		"--verify=crc32c", "--do_verify=1",
+		"--verify_state_save=0", // else fio leaves local-*-verify.state in the working directory
+	).CombinedOutput()
 	require.NoError(t, err, "fio on %s:\n%s", dev, out)
 	require.Regexp(t, `err=\s*0`, string(out))
 	require.NotContains(t, string(out), "verify: bad")
