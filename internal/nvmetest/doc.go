@@ -21,4 +21,5 @@
 //
 // The package's own lab test (nvmetest_lab_test.go) is the baseline: the
 // kernel's host against the kernel's target over every lab device pair.
+// docs/testing.md §11 describes the helpers and what the lab found.
 package nvmetest

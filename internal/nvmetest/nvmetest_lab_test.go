@@ -52,9 +52,10 @@ func TestKernelHostTarget(t *testing.T) {
 		require.Equal(t, "rdma", readAttr(port, "addr_trtype"))
 		require.Equal(t, p.Ends[0].Addr, readAttr(port, "addr_traddr"))
 
+		step := stepTimer(t)
 		out, err := Discover(t, kt.Addr)
 		require.NoError(t, err)
-		t.Logf("nvme discover:\n%s", out)
+		step("nvme discover:\n%s", out)
 		for _, re := range []string{
 			`(?m)^subnqn:\s+` + regexp.QuoteMeta(kt.NQN) + `$`,
 			`(?m)^trtype:\s+rdma$`,
@@ -65,7 +66,7 @@ func TestKernelHostTarget(t *testing.T) {
 		}
 
 		h := ConnectKernelHost(t, kt.Addr, kt.NQN)
-		t.Logf("%s: namespaces %v", h.Ctrl, h.Namespaces)
+		step("connected %s: namespaces %v", h.Ctrl, h.Namespaces)
 		require.Equal(t, "live", h.State())
 		require.Len(t, h.Namespaces, 2)
 		require.Equal(t, "rdma", readAttr(filepath.Join(nvmeClass, h.Ctrl), "transport"))
@@ -77,15 +78,31 @@ func TestKernelHostTarget(t *testing.T) {
 		}
 
 		runFio(t, h.Namespaces[1])
+		step("fio on %s", h.Namespaces[1])
 		for i, dev := range h.Namespaces {
 			checkData(t, dev, kt.Files[i], DefaultSize)
+			step("data checked on %s", dev)
 		}
 
 		h.Disconnect()
+		step("disconnected")
 		require.Equal(t, "", h.State(), "%s is still there after nvme disconnect", h.Ctrl)
 		kt.Close()
+		step("target torn down")
 		requireNothingLeft(t, kt)
 	})
+}
+
+// stepTimer returns a function that logs a step with the time since the
+// step before.
+func stepTimer(t *testing.T) func(format string, args ...any) {
+	last := time.Now()
+	return func(format string, args ...any) {
+		t.Helper()
+		now := time.Now()
+		t.Logf("[%5.2fs] "+format, append([]any{now.Sub(last).Seconds()}, args...)...)
+		last = now
+	}
 }
 
 // TestSeveralTargets: two targets at once on one address get their own
@@ -266,14 +283,16 @@ func writeMarker(t *testing.T, dev, file string, c byte) {
 }
 
 // runFio runs fio's random writes with crc32c verification over the first
-// 8 MiB of dev, with O_DIRECT and eight I/Os in flight.
+// 4 MiB of dev, with O_DIRECT and eight I/Os in flight.
 func runFio(t *testing.T, dev string) {
 	if _, err := exec.LookPath("fio"); err != nil {
 		t.Fatalf("fio is needed (the lab installs it: test/lab/host.go hostPackages, test/lab/userland.go): %v", err)
 	}
 	out, err := exec.Command("fio", "--name=nvmetest", "--filename="+dev, "--direct=1",
-		"--ioengine=libaio", "--iodepth=8", "--rw=randwrite", "--bs=4k", "--size=8m",
-		"--verify=crc32c", "--do_verify=1").CombinedOutput()
+		"--ioengine=libaio", "--iodepth=8", "--rw=randwrite", "--bs=4k", "--size=4m",
+		"--verify=crc32c", "--do_verify=1",
+		"--verify_state_save=0", // else fio leaves local-*-verify.state in the working directory
+	).CombinedOutput()
 	require.NoError(t, err, "fio on %s:\n%s", dev, out)
 	require.Regexp(t, `err=\s*0`, string(out))
 	require.NotContains(t, string(out), "verify: bad")
