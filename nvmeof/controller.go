@@ -206,10 +206,11 @@ func connect(ctx context.Context, address, nqn string, s settings, ioQueues bool
 		address = fmt.Sprintf("%s:%d", address, DefaultPort)
 	}
 	c = &Controller{s: s, address: address, nqn: nqn, closing: make(chan struct{}), kaDone: make(chan struct{})}
+	made := c // the returns below set c to nil
 	defer func() {
 		if err != nil {
-			close(c.kaDone)
-			c.teardown(fmt.Errorf("%w: connect failed", ErrClosed))
+			close(made.kaDone)
+			made.teardown(fmt.Errorf("%w: connect failed", ErrClosed))
 		}
 	}()
 	kato := uint32(0)

@@ -85,6 +85,15 @@ const (
 	FaultDuplicateResponse
 )
 
+var faultNames = [...]string{"NoFault", "FaultNoResponse", "FaultShortResponse", "FaultLongResponse", "FaultUnknownCommandID", "FaultDuplicateResponse"}
+
+func (f Fault) String() string {
+	if f >= 0 && int(f) < len(faultNames) {
+		return faultNames[f]
+	}
+	return fmt.Sprintf("Fault(%d)", int(f))
+}
+
 type targetSettings struct {
 	depth, maxQueues, maxIO, inline int
 	mdts                            uint8
@@ -164,6 +173,7 @@ type Target struct {
 	ln   *rdmacm.Listener
 	addr netip.AddrPort
 
+	cancel  context.CancelFunc // ends the accept loop's and the answers' context
 	mu      sync.Mutex
 	queues  map[*tQueue]struct{}
 	closed  bool
@@ -226,8 +236,10 @@ func Listen(ctx context.Context, address string, cfg *TargetConfig, subsystems .
 		return nil, fmt.Errorf("nvmeof: listen on %s: %w", address, err)
 	}
 	t.addr = t.ln.Addr()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
 	t.loop.Add(1)
-	go t.serve()
+	go t.serve(ctx)
 	return t, nil
 }
 
@@ -406,17 +418,8 @@ func (t *Target) Controllers() []TargetController {
 
 // serve takes connection requests and answers each in a goroutine of its
 // own, so that a host that stalls its handshake holds up no other.
-func (t *Target) serve() {
+func (t *Target) serve(ctx context.Context) {
 	defer t.loop.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-t.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	slots := make(chan struct{}, 64)
 	for {
 		req, err := t.ln.GetRequest(ctx)
@@ -520,6 +523,7 @@ func (t *Target) Close() error {
 	t.once.Do(func() {
 		close(t.closing)
 		if t.ln != nil {
+			t.cancel()
 			t.cerr = t.ln.Close()
 		}
 		t.loop.Wait()

@@ -181,7 +181,7 @@ func (q *tQueue) lifecycle() {
 	defer q.t.removeQueue(q)
 	select {
 	case <-q.conn.Done():
-		q.fail(fmt.Errorf("%w: queue %d: the host disconnected", ErrControllerLost, q.cm.qid), true)
+		q.fail(fmt.Errorf("queue %d: the host disconnected", q.cm.qid), true)
 	case <-q.dead:
 	}
 	q.mu.Lock()
