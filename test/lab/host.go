@@ -16,8 +16,9 @@ import (
 )
 
 // hostPackages are the Debian packages the lab needs on the host: QEMU, the
-// tools that prepare the kernel, and the rdma-core tools the tests run inside
-// the guest (the guest runs the host's binaries through the 9p root).
+// tools that prepare the kernel, and the rdma-core, NVMe and I/O tools the
+// tests run inside the guest (the guest runs the host's binaries through the
+// 9p root).
 var hostPackages = []string{
 	"qemu-system-x86", // qemu-system-x86_64 with 9p (virtfs) support
 	"xz-utils",        // 6.12 modules are .ko.xz; the 6.1 kernel image is xz
@@ -28,6 +29,8 @@ var hostPackages = []string{
 	"ibverbs-providers", // librxe-rdmav*.so, the rxe user-space provider
 	"rdmacm-utils",
 	"perftest",
+	"nvme-cli", // nvme connect/discover/disconnect for internal/nvmetest; its postinst writes /etc/nvme/hostnqn
+	"fio",
 }
 
 // env is what a Run needs from the host; one per process.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -22,9 +23,23 @@ import (
 // with ENOENT without it. libcrc32c is for siw.ko, which the lab builds
 // (siw.go): its depends= names ib_core and libcrc32c (and ib_uverbs on
 // 6.12).
+//
+// nvme_rdma and nvmet_rdma are the kernel's NVMe over RDMA host and target,
+// which internal/nvmetest drives: the host's transport registers itself
+// with nvme_fabrics as "rdma" (drivers/nvme/host/rdma.c
+// nvme_rdma_init_module, nvmf_register_transport), the target's with nvmet
+// as NVMF_TRTYPE_RDMA (drivers/nvme/target/rdma.c nvmet_rdma_init,
+// nvmet_register_transport). Both cores would load the transport with
+// request_module ("nvme-rdma" in nvmf_create_ctrl, "nvmet-transport-1" in
+// nvmet_enable_port), which finds nothing here: the guest's /lib/modules is
+// the host's. Their dependencies come with them: nvme_fabrics, nvme_core,
+// nvmet, configfs (nvmet's configuration interface; a module in Debian's
+// kernels) and, by kernel, t10_pi with its CRC modules (5.10, 6.1) or
+// nvme_auth and nvme_keyring (6.12 and later).
 var guestModules = []string{
 	"virtio_pci", "virtio_console", "9pnet_virtio", "9p", "virtio_net", "veth",
 	"crc32_generic", "ib_uverbs", "rdma_ucm", "rdma_rxe", "libcrc32c",
+	"nvme_rdma", "nvmet_rdma",
 }
 
 // goneModules are guestModules that later kernels no longer have, neither
@@ -140,7 +155,9 @@ func (t *moduleTree) resolve(roots []string) ([]module, error) {
 			if err := visit(d, name, soft); err != nil {
 				return err
 			}
-			if d = strings.ReplaceAll(d, "-", "_"); state[d] == 2 && !t.builtin[d] {
+			// A module can name one twice (6.1's crc64_rocksoft: depends=
+			// and softdep= both name crc64).
+			if d = strings.ReplaceAll(d, "-", "_"); state[d] == 2 && !t.builtin[d] && !slices.Contains(deps, d) {
 				deps = append(deps, d)
 			}
 			return nil

@@ -18,13 +18,17 @@ import (
 // userlandPackages are the Debian packages of a foreign guest's userland,
 // with everything they depend on: a shell and the few tools tests run
 // (sh, sleep, true, uname, taskset), iproute2's rdma, python3 for the
-// rsocket preload tests, and rdma-core's libraries, provider and tools.
+// rsocket preload tests, rdma-core's libraries, provider and tools, and
+// nvme-cli and fio for the NVMe over RDMA tests (internal/nvmetest). The
+// guest's /etc is the host's, so nvme-cli reads the host NQN that the
+// host's own nvme-cli package wrote (hostPackages).
 var userlandPackages = []string{
 	"dash", "coreutils", "util-linux", "grep", "sed",
 	"iproute2",
 	"python3",
 	"libibverbs1", "ibverbs-providers", "ibverbs-utils",
 	"librdmacm1", "rdmacm-utils", "perftest",
+	"nvme-cli", "fio",
 }
 
 // userlandLayout changes when the layout of a built userland changes.

@@ -272,8 +272,9 @@ func mountRoot(req proto.Command) error {
 			return err
 		}
 	}
-	_ = syscall.Mount("configfs", filepath.Join(newRoot, "/sys/kernel/config"), "configfs", 0, "")
-	return nil
+	// nvmet is configured through configfs (internal/nvmetest); configfs.ko
+	// is loaded with rdma_cm and nvmet, whose depends= name it.
+	return mount("configfs", filepath.Join(newRoot, "/sys/kernel/config"), "configfs", 0, "")
 }
 
 // Topology: rxe0 on lo for verbs tests without the CM, and a veth pair with

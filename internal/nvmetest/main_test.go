@@ -1,0 +1,9 @@
+package nvmetest
+
+import (
+	"testing"
+
+	"github.com/goverbs/rdma/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
