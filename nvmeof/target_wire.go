@@ -354,7 +354,12 @@ func identifyController(b []byte, id ctrlIdentity) {
 	b[258] = 3            // ACL: 4 aborts
 	b[259] = aerLimit - 1 // AERL
 	b[260] = 1<<0 | 1<<1  // FRMW: slot 1 read-only, one slot
-	b[261] = lpaCmdEffects | lpaExtData
+	b[261] = lpaExtData
+	if !id.discovery {
+		// Only an I/O controller has the Commands Supported and Effects
+		// log (the kernel's host reads it when LPA says so).
+		b[261] |= lpaCmdEffects
+	}
 	b[262] = errorLogEntries - 1 // ELPE
 	binary.LittleEndian.PutUint16(b[320:], kasUnits)
 	b[512] = 6<<4 | 6 // SQES: 64 bytes
