@@ -47,22 +47,28 @@ type TargetConfig struct {
 	MaxIOQueues int
 	// MaxIOSize is the most data one command moves (MDTS): 4 KiB times a
 	// power of two, up to 1 MiB; default 128 KiB. Each I/O queue keeps
-	// min(QueueDepth, 32) buffers of this size registered.
+	// min(QueueDepth, 8) buffers of this size registered (commands beyond
+	// wait for one), and QueueDepth × (64 + InlineDataSize) bytes of
+	// receive buffers: about 1.6 MiB by default, pinned memory that counts
+	// against RLIMIT_MEMLOCK.
 	MaxIOSize int
 	// InlineDataSize is how many bytes of data a command capsule may carry
 	// on an I/O queue (IOCCSZ is 64 bytes more), up to 16 KiB; default
 	// 4096, negative for none.
 	InlineDataSize int
 	// ConnectTimeout bounds each queue's RDMA connection setup once its
-	// request has come; default 30 s.
+	// request has come, and then the wait for its Fabrics Connect
+	// command; default 30 s.
 	ConnectTimeout time.Duration
 	// Logf, if set, receives a line for each controller made and ended
 	// and each queue refused or ended by an error.
 	Logf func(format string, args ...any)
 	// Fault, if set, makes the target hostile, for testing hosts: it is
 	// called with each command's queue ID and opcode once the command has
-	// been carried out, and what it returns is done instead of the normal
-	// response. NoFault answers normally.
+	// been carried out, before its response is sent, and what it returns
+	// is done instead of the normal response; NoFault answers normally.
+	// A held Async Event Request has no response to spoil. It is called
+	// from many goroutines at once.
 	Fault func(qid uint16, opcode uint8) Fault
 }
 
@@ -105,8 +111,8 @@ type targetSettings struct {
 const (
 	defaultTargetDepth  = 128
 	defaultTargetQueues = 4
-	maxIOSlots          = 32 // data buffers of an I/O queue
-	adminSlots          = 2  // data buffers of an admin queue
+	maxIOSlots          = 8 // data buffers of an I/O queue
+	adminSlots          = 2 // data buffers of an admin queue
 )
 
 func (c *TargetConfig) settings() (targetSettings, error) {
@@ -399,7 +405,7 @@ func (t *Target) Controllers() []TargetController {
 		s.mu.Lock()
 		for _, c := range s.ctrls {
 			c.mu.Lock()
-			out = append(out, TargetController{ID: c.id, Subsystem: s.nqn, HostNQN: c.hostNQN, HostID: c.hostID, IOQueues: len(c.queues) - 1})
+			out = append(out, TargetController{ID: c.id, Subsystem: s.nqn, HostNQN: c.hostNQN, HostID: c.hostID, IOQueues: max(len(c.queues)-1, 0)})
 			c.mu.Unlock()
 		}
 		s.mu.Unlock()

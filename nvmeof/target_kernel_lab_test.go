@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -132,6 +133,50 @@ func TestTargetLabKernelHost(t *testing.T) {
 			if err := dev.Close(); err != nil {
 				t.Fatal(err)
 			}
+		}
+
+		// Many goroutines at once, each in a region of its own: the
+		// kernel spreads them over its I/O queues.
+		dev0, err := os.OpenFile(h.Namespaces[0], os.O_RDWR|syscall.O_DIRECT, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(g), 9))
+				base := int64(16<<20) + int64(g)<<20
+				for range 30 {
+					size := (1 + r.IntN(64)) * 512
+					off := base + int64(r.IntN((1<<20-size)/512))*512
+					data := alignedBuf(size)
+					copy(data, randomBytes(r, size))
+					if _, err := dev0.WriteAt(data, off); err != nil {
+						errs <- err
+						return
+					}
+					back := alignedBuf(size)
+					if _, err := dev0.ReadAt(back, off); err != nil {
+						errs <- err
+						return
+					}
+					got := make([]byte, size)
+					mem.ReadAt(got, off)
+					if !bytes.Equal(back, data) || !bytes.Equal(got, data) {
+						errs <- fmt.Errorf("goroutine %d: %d bytes at %d differ (read back %v, target %v)", g, size, off, bytes.Equal(back, data), bytes.Equal(got, data))
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		dev0.Close()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
 		}
 
 		// fsync sends Flush (the controller reports a volatile write

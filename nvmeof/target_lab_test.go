@@ -312,6 +312,32 @@ func TestTargetLabRejects(t *testing.T) {
 	})
 }
 
+// A queue connected through the CM that never sends Connect is dropped
+// after ConnectTimeout.
+func TestTargetLabNoConnect(t *testing.T) {
+	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) {
+		tgt := labTarget(t, p, &TargetConfig{ConnectTimeout: time.Second}, &Subsystem{NQN: testNQN, Namespaces: []*TargetNamespace{memNS(t, 4096, 512)}})
+		conn, err := rdmacm.Dial(labCtx(t), tgt.Addr().String(), &rdmacm.Config{PrivateData: cmRequest(1, 32)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if n, err := parseCMAccept(conn.PeerPrivateData()); err != nil || n != 32 {
+			t.Fatalf("accepted with crqsize %d, %v", n, err)
+		}
+		start := time.Now()
+		select {
+		case <-conn.Done():
+		case <-time.After(10 * time.Second * testutil.RaceSlowdown):
+			t.Fatal("the target kept a queue that sent no Connect")
+		}
+		if d := time.Since(start); d < 900*time.Millisecond {
+			t.Fatalf("dropped after %v, before ConnectTimeout", d)
+		}
+		settled(t, tgt)
+	})
+}
+
 // A host that stops sending commands loses its controller after KATO: the
 // target disconnects the queue and frees it.
 func TestTargetLabKeepAliveTimeout(t *testing.T) {
@@ -360,7 +386,7 @@ func TestTargetLabHostGone(t *testing.T) {
 		tgt := labTarget(t, p, nil, sub)
 		before := runtime.NumGoroutine()
 		ctx := labCtx(t)
-		c, err := Connect(ctx, tgt.Addr().String(), sub.NQN, &Config{IOQueues: 2})
+		c, err := Connect(ctx, tgt.Addr().String(), sub.NQN, &Config{IOQueues: 2, QueueDepth: 8})
 		if err != nil {
 			t.Fatal(err)
 		}

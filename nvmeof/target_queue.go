@@ -179,10 +179,22 @@ func (q *tQueue) ended() bool {
 // was posted), the poller and the workers end, then the buffer goes.
 func (q *tQueue) lifecycle() {
 	defer q.t.removeQueue(q)
-	select {
-	case <-q.conn.Done():
-		q.fail(fmt.Errorf("queue %d: the host disconnected", q.cm.qid), true)
-	case <-q.dead:
+	// A queue that no Connect command makes part of a controller within
+	// ConnectTimeout is dropped: nothing else would end it.
+	connectBy := time.NewTimer(q.t.set.connectTimeout)
+	defer connectBy.Stop()
+	for wait := true; wait; {
+		select {
+		case <-q.conn.Done():
+			q.fail(fmt.Errorf("queue %d: the host disconnected", q.cm.qid), true)
+			wait = false
+		case <-q.dead:
+			wait = false
+		case <-connectBy.C:
+			if q.ctrl.Load() == nil {
+				q.fail(fmt.Errorf("%w: queue %d: no Connect command within %v", ErrProtocol, q.cm.qid, q.t.set.connectTimeout), false)
+			}
+		}
 	}
 	q.mu.Lock()
 	why, byHost := q.why, q.byHost
