@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -215,7 +216,8 @@ type tNamespace struct {
 	ident nsIdentity
 }
 
-// Listen listens on address ("10.0.0.1:4420", ":4420", port 0 for any)
+// Listen listens on address ("10.0.0.1:4420", ":4420", port 0 for any; no
+// port is 4420)
 // and serves subsystems there, and a discovery controller that lists
 // them; it answers in the background until Close. A Subsystem's settings
 // are checked and copied now: a bad one fails Listen with an error that
@@ -227,6 +229,9 @@ func Listen(ctx context.Context, address string, cfg *TargetConfig, subsystems .
 	t, err := newTarget(cfg, subsystems)
 	if err != nil {
 		return nil, err
+	}
+	if !strings.Contains(address, ":") || strings.HasSuffix(address, "]") {
+		address = fmt.Sprintf("%s:%d", address, DefaultPort)
 	}
 	recv := max(t.set.depth, adminDepth)
 	t.ln, err = rdmacm.Listen(ctx, address, &rdmacm.Config{

@@ -806,6 +806,17 @@ func readFileAt(path string, p []byte, off int64) (int, error) {
 	return f.ReadAt(p, off)
 }
 
+func TestTargetCloseNil(t *testing.T) {
+	var tgt *Target
+	if err := tgt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var ns *TargetNamespace
+	if err := ns.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTargetCMRequest(t *testing.T) {
 	req := func(recfmt, qid, hrq, hsq uint16) []byte {
 		b := make([]byte, 32)

@@ -420,6 +420,59 @@ func TestTargetLabHostGone(t *testing.T) {
 	})
 }
 
+// Close with a host connected and commands in flight: the host loses its
+// controller, and everything the target made is freed.
+func TestTargetLabClose(t *testing.T) {
+	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) {
+		sub := &Subsystem{NQN: testNQN, Namespaces: []*TargetNamespace{memNS(t, 1<<20, 512)}}
+		before := runtime.NumGoroutine()
+		tgt, err := Listen(labCtx(t), p.Ends[0].Addr+":0", &TargetConfig{Logf: t.Logf}, sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := labCtx(t)
+		c, err := Connect(ctx, tgt.Addr().String(), sub.NQN, &Config{IOQueues: 2, QueueDepth: 8})
+		if err != nil {
+			tgt.Close()
+			t.Fatal(err)
+		}
+		defer c.Close()
+		n, err := c.Namespace(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 4)
+		for range 4 {
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					if _, err := n.WriteAt(buf, 0); err != nil {
+						ended <- err
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := tgt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tgt.Close(); err != nil {
+			t.Fatal("second Close:", err)
+		}
+		if tgt.queueCount() != 0 || len(tgt.Controllers()) != 0 {
+			t.Fatalf("after Close: %d queues, controllers %+v", tgt.queueCount(), tgt.Controllers())
+		}
+		for range 4 {
+			if err := <-ended; !errors.Is(err, ErrControllerLost) {
+				t.Fatalf("a write as the target closed: %v", err)
+			}
+		}
+		c.Close()
+		noGoroutinesLeft(t, before)
+	})
+}
+
 // The hostile target: each Fault against our host, which must end the
 // controller with an error that says what happened, and the target must
 // free it afterwards.
