@@ -74,6 +74,7 @@ type queueConfig struct {
 	dataSize int
 	timeout  time.Duration
 	cm       rdmacm.Config
+	onFail   func(error) // the queue's onFail, set before its goroutines start
 }
 
 // dialQueue connects a queue's RDMA connection, with the transport's
@@ -120,6 +121,7 @@ func dialQueue(ctx context.Context, qc queueConfig) (q *queue, err error) {
 		cq:       conn.CQ(),
 		dead:     make(chan struct{}),
 		timeout:  qc.timeout,
+		onFail:   qc.onFail,
 		pollDone: make(chan struct{}),
 		watchEnd: make(chan struct{}),
 	}
