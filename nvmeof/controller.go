@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -170,6 +171,9 @@ type Controller struct {
 	cc      uint32
 	info    ControllerInfo
 
+	// qmu orders the setting of admin and io by Connect with lost, which
+	// may run meanwhile when a queue ends under it.
+	qmu   sync.Mutex
 	admin *queue
 	io    []*queue
 	next  atomic.Uint32
@@ -205,20 +209,24 @@ func connect(ctx context.Context, address, nqn string, s settings, ioQueues bool
 		address = fmt.Sprintf("%s:%d", address, DefaultPort)
 	}
 	c = &Controller{s: s, address: address, nqn: nqn, closing: make(chan struct{}), kaDone: make(chan struct{})}
+	made := c // the returns below set c to nil
 	defer func() {
 		if err != nil {
-			close(c.kaDone)
-			c.teardown(fmt.Errorf("%w: connect failed", ErrClosed))
+			close(made.kaDone)
+			made.teardown(fmt.Errorf("%w: connect failed", ErrClosed))
 		}
 	}()
 	kato := uint32(0)
 	if s.KeepAlive > 0 {
 		kato = uint32(s.KeepAlive / time.Millisecond)
 	}
-	c.admin, err = c.openQueue(ctx, 0, adminDepth, adminDataSize, kato, 0xffff)
+	admin, err := c.openQueue(ctx, 0, adminDepth, adminDataSize, kato, 0xffff)
 	if err != nil {
 		return nil, err
 	}
+	c.qmu.Lock()
+	c.admin = admin
+	c.qmu.Unlock()
 	if c.cap, err = c.propertyGet(ctx, propCAP); err != nil {
 		return nil, err
 	}
@@ -241,14 +249,21 @@ func connect(ctx context.Context, address, nqn string, s settings, ioQueues bool
 // cntlid 0xFFFF on the admin queue (the target picks the controller),
 // the admin queue's answer on the I/O queues.
 func (c *Controller) openQueue(ctx context.Context, qid uint16, entries, dataSize int, kato uint32, cntlid uint16) (*queue, error) {
+	// A queue that ends before its Connect has succeeded only fails the
+	// connect; from then on its end ends the controller.
+	var joined atomic.Bool
 	q, err := dialQueue(ctx, queueConfig{
 		address: c.address, qid: qid, entries: entries, dataSize: dataSize,
 		timeout: c.s.CommandTimeout, cm: c.s.cm(),
+		onFail: func(err error) {
+			if joined.Load() {
+				c.lost(err)
+			}
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	q.onFail = c.lost
 	cmd := connectCommand(qid, entries, kato)
 	var data [connectDataSize]byte
 	connectData(data[:], c.s.HostID, cntlid, c.nqn, c.s.hostNQN)
@@ -256,6 +271,10 @@ func (c *Controller) openQueue(ctx context.Context, qid uint16, entries, dataSiz
 	if err != nil {
 		q.close(fmt.Errorf("%w: connect failed", ErrClosed))
 		return nil, err
+	}
+	joined.Store(true)
+	if err := q.failed(); err != nil {
+		c.lost(err) // it ended between the two
 	}
 	if qid == 0 {
 		c.cntlid = uint16(cqe.result)
@@ -288,7 +307,9 @@ func (c *Controller) openIOQueues(ctx context.Context) error {
 			return err
 		}
 		q.inline = inline
+		c.qmu.Lock()
 		c.io = append(c.io, q)
+		c.qmu.Unlock()
 	}
 	return nil
 }
@@ -385,10 +406,13 @@ func (c *Controller) keepAlive() {
 func (c *Controller) lost(err error) {
 	c.lostOnce.Do(func() {
 		go func() {
-			if c.admin != nil {
-				c.admin.fail(err)
+			c.qmu.Lock()
+			admin, io := c.admin, slices.Clone(c.io)
+			c.qmu.Unlock()
+			if admin != nil {
+				admin.fail(err)
 			}
-			for _, q := range c.io {
+			for _, q := range io {
 				q.fail(err)
 			}
 		}()

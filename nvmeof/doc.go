@@ -1,7 +1,9 @@
-// Package nvmeof is an NVMe over Fabrics host over RDMA: it connects to an
-// NVMe subsystem served over RDMA, such as the Linux kernel's own target
-// (nvmet-rdma), and reads and writes its namespaces, without the kernel's
-// host driver (nvme-rdma) and without cgo.
+// Package nvmeof is an NVMe over Fabrics host and target over RDMA: the
+// host connects to an NVMe subsystem served over RDMA, such as the Linux
+// kernel's own target (nvmet-rdma), and reads and writes its namespaces,
+// without the kernel's host driver (nvme-rdma); the target serves
+// subsystems to hosts, the kernel's included (nvme connect -t rdma). No
+// cgo.
 //
 //	c, err := nvmeof.Connect(ctx, "10.0.0.1:4420", "nqn.2024-01.io.example:disk1", nil)
 //	...
@@ -25,6 +27,39 @@
 //
 // The target holds a standing key to each queue's data slots for the
 // life of the connection: it is not invalidated per command.
+//
+// # Target
+//
+// Listen serves subsystems on an RDMA address, each with namespaces kept
+// in memory (MemoryNamespace), in a file or block device (FileNamespace)
+// or in any io.ReaderAt and io.WriterAt (NewNamespace), and a discovery
+// controller that lists them:
+//
+//	ns, err := nvmeof.MemoryNamespace(1<<30, 512)
+//	...
+//	t, err := nvmeof.Listen(ctx, "10.0.0.1:4420", nil, &nvmeof.Subsystem{
+//		NQN:        "nqn.2024-01.io.example:disk1",
+//		Namespaces: []*nvmeof.TargetNamespace{ns},
+//	})
+//	...
+//	defer t.Close()
+//
+// Hosts get controllers on demand (the dynamic controller model); a
+// controller ends with its admin queue, with an error on any of its queues,
+// or when its host sends nothing for its keep-alive timeout (KATO). The
+// target answers what the kernel's host sends when it connects and scans
+// (Identify, the logs and features it reads, Async Event Request, which
+// it holds) and Read, Write, Flush and Write Zeroes, with the data moved
+// by RDMA READ and WRITE through the host's keyed SGLs, or carried in the
+// command capsule on I/O queues. A command it cannot carry out gets the
+// status the specification gives (invalid opcode or field, LBA out of
+// range, SGL errors, ...); a host that breaks the transport loses its
+// controller. TargetConfig.Fault makes the target misbehave, to test
+// hosts.
+//
+// Target.Close disconnects every host, ends every controller and frees
+// everything; it is idempotent and safe on nil. Namespaces are the
+// caller's: close a FileNamespace after the Targets that serve it.
 //
 // # Errors
 //

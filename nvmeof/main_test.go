@@ -1,4 +1,4 @@
-package nvmeof_test
+package nvmeof
 
 import (
 	"testing"

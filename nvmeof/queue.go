@@ -74,6 +74,7 @@ type queueConfig struct {
 	dataSize int
 	timeout  time.Duration
 	cm       rdmacm.Config
+	onFail   func(error) // the queue's onFail, set before its goroutines start
 }
 
 // dialQueue connects a queue's RDMA connection, with the transport's
@@ -97,9 +98,13 @@ func dialQueue(ctx context.Context, qc queueConfig) (q *queue, err error) {
 		}
 		return nil, fmt.Errorf("nvmeof: connecting queue %d to %s: %w", qc.qid, qc.address, err)
 	}
+	// Undo on failure through locals: the returns below set q to nil.
+	// The connection goes first, and with it the MR over the buffer.
+	var buf *uverbs.Buffer
 	defer func() {
 		if err != nil {
 			conn.Close()
+			buf.Close()
 		}
 	}()
 	crqsize, err := parseCMAccept(conn.PeerPrivateData())
@@ -116,6 +121,7 @@ func dialQueue(ctx context.Context, qc queueConfig) (q *queue, err error) {
 		cq:       conn.CQ(),
 		dead:     make(chan struct{}),
 		timeout:  qc.timeout,
+		onFail:   qc.onFail,
 		pollDone: make(chan struct{}),
 		watchEnd: make(chan struct{}),
 	}
@@ -123,14 +129,10 @@ func dialQueue(ctx context.Context, qc queueConfig) (q *queue, err error) {
 		return nil, fmt.Errorf("%w: the target's receive queue for queue %d holds %d commands", ErrProtocol, qc.qid, crqsize)
 	}
 	size := q.entries*(sqeSize+cqeSize) + q.slots*q.dataSize
-	if q.buf, err = uverbs.AllocBuffer(size); err != nil {
+	if buf, err = uverbs.AllocBuffer(size); err != nil {
 		return nil, fmt.Errorf("nvmeof: queue %d: %w", qc.qid, err)
 	}
-	defer func() {
-		if err != nil {
-			q.buf.Close()
-		}
-	}()
+	q.buf = buf
 	access := uverbs.AccessLocalWrite | uverbs.AccessRemoteRead | uverbs.AccessRemoteWrite
 	if q.mr, err = conn.RegMR(q.buf.Bytes(), access); err != nil {
 		return nil, fmt.Errorf("nvmeof: queue %d: %w", qc.qid, err)

@@ -1,0 +1,243 @@
+//go:build linux
+
+package nvmeof
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/goverbs/rdma/internal/nvmetest"
+	"github.com/goverbs/rdma/internal/testutil"
+)
+
+// The kernel's host (nvme_rdma, nvme-cli) against our target, over every
+// lab device pair: the block devices it makes are read and written with
+// O_DIRECT, and what they hold is compared with the namespaces' stores.
+
+// countingStore counts the Flush and Write Zeroes that reach a memory
+// store.
+type countingStore struct {
+	*memStore
+	syncs, zeroes atomic.Int32
+}
+
+func (c *countingStore) Sync() error { c.syncs.Add(1); return nil }
+
+func (c *countingStore) zeroAt(off, n int64) error {
+	c.zeroes.Add(1)
+	return c.memStore.zeroAt(off, n)
+}
+
+// alignedBuf returns n bytes at a 4 KiB boundary, as O_DIRECT wants.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+4096)
+	off := (4096 - int(uintptr(unsafe.Pointer(&b[0]))&4095)) & 4095
+	return b[off : off+n]
+}
+
+// BLKZEROOUT (include/uapi/linux/fs.h _IO(0x12, 127)) zeroes a range of a
+// block device: with Write Zeroes, where the device offers it.
+const blkZeroOut = 0x127f
+
+func zeroOut(f *os.File, off, n uint64) error {
+	r := [2]uint64{off, n}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), blkZeroOut, uintptr(unsafe.Pointer(&r))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+func TestTargetLabKernelHost(t *testing.T) {
+	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) {
+		nvmetest.RequireNVMeoF(t)
+		mem := memNS(t, 32<<20, 512)
+		path := filepath.Join("/dev/shm", fmt.Sprintf("goverbs-nvmeof-%d-%s", os.Getpid(), p.Kind))
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(path) })
+		if err := os.Truncate(path, 16<<20); err != nil {
+			t.Fatal(err)
+		}
+		file, err := FileNamespace(path, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { file.Close() })
+		cs := &countingStore{memStore: &memStore{b: make([]byte, 4<<20)}}
+		counted, err := NewNamespace(cs, 4<<20, 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sub := &Subsystem{NQN: "nqn.2024-01.io.goverbs:kernel-" + p.Kind, Model: "goverbs lab", Namespaces: []*TargetNamespace{mem, file, counted}}
+		tgt := labTarget(t, p, nil, sub)
+
+		h := nvmetest.ConnectKernelHost(t, tgt.Addr(), sub.NQN)
+		if len(h.Namespaces) != 3 {
+			t.Fatalf("the kernel's host has namespaces %v", h.Namespaces)
+		}
+		if cs := tgt.Controllers(); len(cs) != 1 || cs[0].IOQueues < 1 || cs[0].Subsystem != sub.NQN {
+			t.Fatalf("the target's controllers: %+v", cs)
+		}
+		if model, _ := os.ReadFile(filepath.Join("/sys/class/nvme", h.Ctrl, "model")); strings.TrimSpace(string(model)) != "goverbs lab" {
+			t.Fatalf("the kernel's host reads the model %q", model)
+		}
+
+		r := rand.New(rand.NewPCG(3, 4))
+		for i, ns := range []*TargetNamespace{mem, file, counted} {
+			dev, err := os.OpenFile(h.Namespaces[i], os.O_RDWR|syscall.O_DIRECT, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs := ns.BlockSize()
+			sizes := []int{bs, 4096, 8192 + bs, 128 << 10, 1 << 20}
+			offs := []int64{0, int64(3 * bs), 1 << 20, ns.Size() - (1 << 20)}
+			for _, size := range sizes {
+				for _, off := range offs {
+					if off+int64(size) > ns.Size() {
+						continue
+					}
+					data := alignedBuf(size)
+					copy(data, randomBytes(r, size))
+					if n, err := dev.WriteAt(data, off); err != nil || n != size {
+						t.Fatalf("%s: write %d at %d: %d, %v", h.Namespaces[i], size, off, n, err)
+					}
+					got := make([]byte, size)
+					ns.ReadAt(got, off)
+					if !bytes.Equal(got, data) {
+						t.Fatalf("%s: %d bytes written at %d: the namespace's store differs", h.Namespaces[i], size, off)
+					}
+					back := alignedBuf(size)
+					if n, err := dev.ReadAt(back, off); err != nil || n != size || !bytes.Equal(back, data) {
+						t.Fatalf("%s: %d bytes at %d read back: %d, %v, equal %v", h.Namespaces[i], size, off, n, err, bytes.Equal(back, data))
+					}
+				}
+			}
+			// What the target's side writes, the kernel reads (O_DIRECT:
+			// no page cache in between).
+			data := randomBytes(r, 64<<10)
+			ns.WriteAt(data, 2<<20)
+			back := alignedBuf(len(data))
+			if _, err := dev.ReadAt(back, 2<<20); err != nil || !bytes.Equal(back, data) {
+				t.Fatalf("%s: reading what the target wrote: %v", h.Namespaces[i], err)
+			}
+			if err := dev.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// Many goroutines at once, each in a region of its own: the
+		// kernel spreads them over its I/O queues.
+		dev0, err := os.OpenFile(h.Namespaces[0], os.O_RDWR|syscall.O_DIRECT, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(uint64(g), 9))
+				base := int64(16<<20) + int64(g)<<20
+				for range 30 {
+					size := (1 + r.IntN(64)) * 512
+					off := base + int64(r.IntN((1<<20-size)/512))*512
+					data := alignedBuf(size)
+					copy(data, randomBytes(r, size))
+					if _, err := dev0.WriteAt(data, off); err != nil {
+						errs <- err
+						return
+					}
+					back := alignedBuf(size)
+					if _, err := dev0.ReadAt(back, off); err != nil {
+						errs <- err
+						return
+					}
+					got := make([]byte, size)
+					mem.ReadAt(got, off)
+					if !bytes.Equal(back, data) || !bytes.Equal(got, data) {
+						errs <- fmt.Errorf("goroutine %d: %d bytes at %d differ (read back %v, target %v)", g, size, off, bytes.Equal(back, data), bytes.Equal(got, data))
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		dev0.Close()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+
+		// fsync sends Flush (the controller reports a volatile write
+		// cache); BLKZEROOUT sends Write Zeroes (ONCS).
+		dev, err := os.OpenFile(h.Namespaces[2], os.O_RDWR|syscall.O_DIRECT, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		syncs := cs.syncs.Load()
+		if err := dev.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if cs.syncs.Load() == syncs {
+			t.Fatal("fsync of the block device sent no Flush")
+		}
+		data := alignedBuf(64 << 10)
+		copy(data, randomBytes(r, len(data)))
+		if _, err := dev.WriteAt(data, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		if err := zeroOut(dev, 1<<20+4096, 16<<10); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(data))
+		counted.ReadAt(got, 1<<20)
+		if cs.zeroes.Load() == 0 || !bytes.Equal(got[:4096], data[:4096]) || !bytes.Equal(got[4096:20480], make([]byte, 16<<10)) || !bytes.Equal(got[20480:], data[20480:]) {
+			t.Fatalf("BLKZEROOUT: %d Write Zeroes reached the store, the data zeroed right: %v", cs.zeroes.Load(),
+				bytes.Equal(got[4096:20480], make([]byte, 16<<10)))
+		}
+		dev.Close()
+
+		h.Disconnect()
+		settled(t, tgt)
+	})
+}
+
+// nvme discover against our discovery controller.
+func TestTargetLabKernelDiscover(t *testing.T) {
+	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) {
+		nvmetest.RequireNVMeoF(t)
+		ns := memNS(t, 1<<20, 512)
+		a := &Subsystem{NQN: "nqn.2024-01.io.goverbs:discover-a", Namespaces: []*TargetNamespace{ns}}
+		b := &Subsystem{NQN: "nqn.2024-01.io.goverbs:discover-b", Namespaces: []*TargetNamespace{ns}}
+		tgt := labTarget(t, p, nil, a, b)
+		out, err := nvmetest.Discover(t, tgt.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"subnqn:  " + a.NQN, "subnqn:  " + b.NQN, "subnqn:  " + DiscoveryNQN,
+			"subtype: current discovery subsystem", "subtype: nvme subsystem",
+			"traddr:  " + p.Ends[0].Addr, fmt.Sprintf("trsvcid: %d", tgt.Addr().Port()), "trtype:  rdma",
+		} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("nvme discover does not say %q:\n%s", want, out)
+			}
+		}
+		if n := strings.Count(out, "Discovery Log Entry"); n != 3 {
+			t.Fatalf("nvme discover lists %d entries:\n%s", n, out)
+		}
+		settled(t, tgt)
+	})
+}
