@@ -10,8 +10,9 @@ import (
 var (
 	// ErrProtocol: the target sent something the NVMe over Fabrics RDMA
 	// transport does not allow (a response of the wrong size, for a
-	// command not outstanding, or private data of the wrong format). The
-	// queue it came on is ended, with every command on it.
+	// command not outstanding, or private data of the wrong format). On a
+	// connected controller the error also matches ErrControllerLost: the
+	// controller is given up.
 	ErrProtocol = errors.New("NVMe over RDMA protocol violation by the target")
 	// ErrControllerLost: the controller can no longer be used. The
 	// connection of one of its queues ended (the target went away, its

@@ -174,6 +174,12 @@ func (q *queue) fail(err error) {
 	q.err = err
 	close(q.dead)
 	q.mu.Unlock()
+	// Disconnect at once, as the kernel's host does in its error recovery
+	// (drivers/nvme/host/rdma.c nvme_rdma_error_recovery_work): over iWARP
+	// the target's side of the connection, and with it its controller's
+	// teardown, waits for ours to close (seen with siw: nvmet's port
+	// removal blocks until then). The memory stays until close.
+	q.conn.Disconnect()
 	if q.onFail != nil {
 		q.onFail(err)
 	}
@@ -214,7 +220,7 @@ func (q *queue) complete(wc *uverbs.WC) {
 			err = q.qp.PostRecv([]uverbs.RecvWR{{ID: wc.ID, SGEs: []uverbs.SGE{q.mr.SGE(off, cqeSize)}}})
 		}
 		if err != nil {
-			q.fail(fmt.Errorf("queue %d: %w", q.id, err))
+			q.fail(fmt.Errorf("%w: queue %d: %w", ErrControllerLost, q.id, err))
 			return
 		}
 		q.answer(cqe)
@@ -233,7 +239,7 @@ func (q *queue) answer(cqe completion) {
 	i := int(cqe.cid)
 	if i >= len(q.reqs) || q.reqs[i].posted.IsZero() || q.reqs[i].answered {
 		q.mu.Unlock()
-		q.fail(fmt.Errorf("%w: queue %d: a response for command %d, which is not outstanding", ErrProtocol, q.id, cqe.cid))
+		q.fail(fmt.Errorf("%w: %w: queue %d: a response for command %d, which is not outstanding", ErrControllerLost, ErrProtocol, q.id, cqe.cid))
 		return
 	}
 	s := &q.reqs[i]

@@ -249,10 +249,11 @@ func TestTargetLabDiscovery(t *testing.T) {
 		b := &Subsystem{NQN: "nqn.2024-01.io.goverbs:b", Namespaces: []*TargetNamespace{ns}}
 		hidden := &Subsystem{NQN: "nqn.2024-01.io.goverbs:hidden", Namespaces: []*TargetNamespace{ns}, Hosts: []string{"nqn.2014-08.org.nvmexpress:uuid:not-us"}}
 		tgt := labTarget(t, p, nil, b, a, hidden)
-		es, err := Discover(labCtx(t), tgt.Addr().String(), nil)
+		dl, err := Discover(labCtx(t), tgt.Addr().String(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		es := dl.Entries
 		if len(es) != 3 || es[0].SubsystemNQN != a.NQN || es[1].SubsystemNQN != b.NQN || es[2].SubsystemNQN != DiscoveryNQN ||
 			es[2].Subtype() != "current discovery subsystem" {
 			t.Fatalf("discovery log: %+v", es)
