@@ -178,11 +178,16 @@ type Controller struct {
 	io    []*queue
 	next  atomic.Uint32
 
-	lostOnce  sync.Once
-	closeOnce sync.Once
-	closeErr  error
-	closing   chan struct{} // closed by Close: the keep-alive stops
-	kaDone    chan struct{}
+	// lostMu orders lost with Close: once Close has begun, a queue's end
+	// is Close's doing and starts no teardown of its own.
+	lostMu     sync.Mutex
+	lostBegun  bool
+	lostClosed bool
+	lostDone   chan struct{} // closed when lost's teardown has ended
+	closeOnce  sync.Once
+	closeErr   error
+	closing    chan struct{} // closed by Close: the keep-alive stops
+	kaDone     chan struct{}
 }
 
 // Connect connects to the subsystem nqn at address ("10.0.0.1:4420", or
@@ -208,11 +213,12 @@ func connect(ctx context.Context, address, nqn string, s settings, ioQueues bool
 	if !strings.Contains(address, ":") || strings.HasSuffix(address, "]") {
 		address = fmt.Sprintf("%s:%d", address, DefaultPort)
 	}
-	c = &Controller{s: s, address: address, nqn: nqn, closing: make(chan struct{}), kaDone: make(chan struct{})}
+	c = &Controller{s: s, address: address, nqn: nqn, closing: make(chan struct{}), kaDone: make(chan struct{}), lostDone: make(chan struct{})}
 	made := c // the returns below set c to nil
 	defer func() {
 		if err != nil {
 			close(made.kaDone)
+			made.stopLost()
 			made.teardown(fmt.Errorf("%w: connect failed", ErrClosed))
 		}
 	}()
@@ -404,19 +410,46 @@ func (c *Controller) keepAlive() {
 // lost ends every queue once one has ended: the controller's state is
 // then unknown, as the kernel's host sees it (it resets the controller).
 func (c *Controller) lost(err error) {
-	c.lostOnce.Do(func() {
-		go func() {
-			c.qmu.Lock()
-			admin, io := c.admin, slices.Clone(c.io)
-			c.qmu.Unlock()
-			if admin != nil {
-				admin.fail(err)
-			}
-			for _, q := range io {
-				q.fail(err)
-			}
-		}()
-	})
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if c.lostBegun || c.lostClosed {
+		return
+	}
+	c.lostBegun = true
+	go func() {
+		defer close(c.lostDone)
+		c.qmu.Lock()
+		admin, io := c.admin, slices.Clone(c.io)
+		c.qmu.Unlock()
+		for _, q := range io {
+			q.fail(err)
+		}
+		if admin != nil {
+			admin.fail(err)
+		}
+		// Then tear the connections down, as the kernel's host does in its
+		// error recovery (nvme_rdma_error_recovery_work, which destroys
+		// the queues' QPs and CM IDs): over iWARP the target's controller
+		// cannot be freed until our side of each connection is gone (seen
+		// with siw on 6.12: nvmet's port removal waits for it).
+		for _, q := range io {
+			q.close(err)
+		}
+		if admin != nil {
+			admin.close(err)
+		}
+	}()
+}
+
+// stopLost keeps lost from starting and waits for a teardown it started.
+func (c *Controller) stopLost() {
+	c.lostMu.Lock()
+	c.lostClosed = true
+	begun := c.lostBegun
+	c.lostMu.Unlock()
+	if begun {
+		<-c.lostDone
+	}
 }
 
 // Err returns why the controller can no longer be used, or nil.
@@ -442,6 +475,7 @@ func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closing)
 		<-c.kaDone
+		c.stopLost()
 		c.closeErr = c.teardown(fmt.Errorf("%w: the controller was closed", ErrClosed))
 	})
 	return c.closeErr
