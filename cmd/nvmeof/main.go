@@ -33,6 +33,9 @@ commands:
        [-qd 32] [-t 10s] [-queues 1] [-span BYTES]
                               I/O for -t with -qd commands in flight: IOPS,
                               bandwidth and latency percentiles
+  serve -n NQN (-file PATH | -mem BYTES) [-block 512] [-queues 4]
+       [-queue-size 128]      be the target: serve one namespace at -a
+                              until SIGINT or SIGTERM
 
 options for all: -a address (required), -s port (4420),
   -hostnqn NQN, -queue-size N (commands in flight per I/O queue, 32)
@@ -55,6 +58,10 @@ type options struct {
 	queues    int
 	queueSize int
 	span      int64
+	file      string
+	mem       int64
+	block     int
+	set       map[string]bool // the flags given
 }
 
 func parse(args []string) (options, error) {
@@ -67,7 +74,7 @@ func parse(args []string) (options, error) {
 	}
 	o.cmd = args[0]
 	switch o.cmd {
-	case "discover", "id-ctrl", "list", "read", "write", "perf":
+	case "discover", "id-ctrl", "list", "read", "write", "perf", "serve":
 	default:
 		return o, cmdline.Usagef("unknown command %q", o.cmd)
 	}
@@ -88,7 +95,12 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.queues, "queues", 1, "")
 	fs.IntVar(&o.queueSize, "queue-size", 32, "")
 	fs.Int64Var(&o.span, "span", 0, "")
+	fs.StringVar(&o.file, "file", "", "")
+	fs.Int64Var(&o.mem, "mem", 0, "")
+	fs.IntVar(&o.block, "block", 512, "")
 	rest, err := cmdline.Parse(fs, args[1:])
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	switch {
 	case err != nil:
 		return o, err
@@ -106,6 +118,8 @@ func parse(args []string) (options, error) {
 		return o, cmdline.Usagef("read: -o FILE is required")
 	case o.cmd == "write" && o.in == "":
 		return o, cmdline.Usagef("write: -i FILE is required")
+	case o.cmd == "serve" && (o.file == "") == (o.mem <= 0):
+		return o, cmdline.Usagef("serve: give one of -file PATH and -mem BYTES")
 	case o.qd < 1 || o.queues < 1 || o.queueSize < 1 || o.bs < 1 || o.dur <= 0:
 		return o, cmdline.Usagef("-qd, -queues, -queue-size, -bs and -t must be positive")
 	}
@@ -132,6 +146,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	address := fmt.Sprintf("%s:%d", o.addr, o.port)
 	if strings.Contains(o.addr, ":") {
 		address = fmt.Sprintf("[%s]:%d", o.addr, o.port)
+	}
+	if o.cmd == "serve" {
+		return serve(ctx, address, o, stdout)
 	}
 	cfg := &nvmeof.Config{HostNQN: o.hostNQN, IOQueues: o.queues, QueueDepth: o.queueSize}
 	if o.cmd == "discover" {
@@ -361,4 +378,36 @@ func humanBytes(n int64) string {
 		i++
 	}
 	return strconv.FormatFloat(f, 'f', 2, 64) + " " + units[i]
+}
+
+// serve is the target: one subsystem with one namespace, until ctx ends.
+func serve(ctx context.Context, address string, o options, stdout io.Writer) error {
+	var (
+		ns  *nvmeof.TargetNamespace
+		err error
+	)
+	if o.file != "" {
+		ns, err = nvmeof.FileNamespace(o.file, o.block)
+	} else {
+		ns, err = nvmeof.MemoryNamespace(o.mem, o.block)
+	}
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	sub := &nvmeof.Subsystem{NQN: o.nqn, Namespaces: []*nvmeof.TargetNamespace{ns}}
+	cfg := &nvmeof.TargetConfig{} // the target's defaults, unless given
+	if o.set["queues"] {
+		cfg.MaxIOQueues = o.queues
+	}
+	if o.set["queue-size"] {
+		cfg.QueueDepth = o.queueSize
+	}
+	t, err := nvmeof.Listen(ctx, address, cfg, sub)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "serving %s (%s, %d blocks of %d bytes) at %v\n", o.nqn, humanBytes(ns.Size()), ns.Size()/int64(ns.BlockSize()), ns.BlockSize(), t.Addr())
+	<-ctx.Done()
+	return t.Close()
 }
