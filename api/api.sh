@@ -10,7 +10,7 @@ set -eu
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 # rdma is the module's root package.
-PKGS="rdma uverbs rdmacm rsocket netlinkrdma"
+PKGS="rdma uverbs rdmacm rsocket netlinkrdma nvmeof"
 
 surface() {
 	dir=./$1

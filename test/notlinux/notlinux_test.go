@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/goverbs/rdma/netlinkrdma"
+	"github.com/goverbs/rdma/nvmeof"
 	"github.com/goverbs/rdma/rdmacm"
 	"github.com/goverbs/rdma/rsocket"
 	"github.com/goverbs/rdma/uverbs"
@@ -44,6 +45,16 @@ func TestEntryPoints(t *testing.T) {
 			return third(rdmacm.DeviceForAddr(netip.MustParseAddr("192.0.2.1")))
 		}},
 
+		{"nvmeof.Connect", nvmeof.ErrNotSupported, func() error { return second(nvmeof.Connect(ctx, dst, "nqn.2014-08.org.example:x", nil)) }},
+		{"nvmeof.Discover", nvmeof.ErrNotSupported, func() error { return second(nvmeof.Discover(ctx, dst, nil)) }},
+		{"nvmeof.Listen", nvmeof.ErrNotSupported, func() error {
+			ns, err := nvmeof.MemoryNamespace(1<<20, 512)
+			if err != nil {
+				return err
+			}
+			defer ns.Close()
+			return second(nvmeof.Listen(ctx, wild, nil, &nvmeof.Subsystem{NQN: "nqn.2014-08.org.example:x", Namespaces: []*nvmeof.TargetNamespace{ns}}))
+		}},
 		{"rsocket.Dial", rsocket.ErrNotSupported, func() error { return second(rsocket.Dial(ctx, "rdma", dst)) }},
 		{"rsocket.Listen", rsocket.ErrNotSupported, func() error { return second(rsocket.Listen(ctx, "rdma", wild)) }},
 		{"rsocket.Dialer.DialContext", rsocket.ErrNotSupported, func() error {
