@@ -44,20 +44,28 @@ func treq(t uint8) string {
 // nvme-cli's labels (`nvme id-ctrl`).
 func printController(w io.Writer, ci nvmeof.ControllerInfo) {
 	fmt.Fprintln(w, "NVME Identify Controller:")
-	fmt.Fprintf(w, "vid       : %#x\n", ci.VendorID)
+	fmt.Fprintf(w, "vid       : %s\n", hexC(ci.VendorID))
 	fmt.Fprintf(w, "sn        : %-20s\n", ci.SerialNumber)
 	fmt.Fprintf(w, "mn        : %-40s\n", ci.ModelNumber)
 	fmt.Fprintf(w, "fr        : %-8s\n", ci.Firmware)
 	fmt.Fprintf(w, "mdts      : %d\n", ci.MDTS)
-	fmt.Fprintf(w, "cntlid    : %#x\n", ci.ControllerID)
-	fmt.Fprintf(w, "ver       : %#x\n", ci.Version)
+	fmt.Fprintf(w, "cntlid    : %s\n", hexC(ci.ControllerID))
+	fmt.Fprintf(w, "ver       : %s\n", hexC(ci.Version))
 	fmt.Fprintf(w, "kas       : %d\n", ci.KeepAliveUnit)
 	fmt.Fprintf(w, "maxcmd    : %d\n", ci.MaxCommands)
 	fmt.Fprintf(w, "nn        : %d\n", ci.Namespaces)
-	fmt.Fprintf(w, "oncs      : %#x\n", ci.ONCS)
-	fmt.Fprintf(w, "vwc       : %#x\n", ci.VWC)
-	fmt.Fprintf(w, "sgls      : %#x\n", ci.SGLSupport)
+	fmt.Fprintf(w, "oncs      : %s\n", hexC(ci.ONCS))
+	fmt.Fprintf(w, "vwc       : %s\n", hexC(ci.VWC))
+	fmt.Fprintf(w, "sgls      : %s\n", hexC(ci.SGLSupport))
 	fmt.Fprintf(w, "subnqn    : %s\n", ci.SubsystemNQN)
 	fmt.Fprintf(w, "ioccsz    : %d\n", ci.IOCommandCapsuleSize/16)
 	fmt.Fprintf(w, "icdoff    : %d\n", ci.InCapsuleDataOffset/16)
+}
+
+// hexC formats v as C's printf("%#x") does, which nvme-cli uses: 0 is "0".
+func hexC[T uint8 | uint16 | uint32](v T) string {
+	if v == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%#x", v)
 }
