@@ -99,7 +99,6 @@ type command [sqeSize]byte
 
 func (c *command) setOpcode(op byte) { c[0] = op }
 func (c *command) setCID(id uint16)  { binary.LittleEndian.PutUint16(c[2:], id) }
-func (c *command) cid() uint16       { return binary.LittleEndian.Uint16(c[2:]) }
 func (c *command) setNSID(ns uint32) { binary.LittleEndian.PutUint32(c[4:], ns) }
 
 // dword sets command dword n (10 to 15): bytes 4n to 4n+3.
