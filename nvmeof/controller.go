@@ -91,8 +91,14 @@ func (c *Config) settings() (settings, error) {
 	if s.KeepAlive == 0 {
 		s.KeepAlive = 5 * time.Second
 	}
-	if s.CommandTimeout <= 0 {
+	if s.KeepAlive > 0 && (s.KeepAlive < 100*time.Millisecond || s.KeepAlive > 24*time.Hour) {
+		return s, fmt.Errorf("nvmeof: KeepAlive %v: give 100ms to 24h, or a negative value for none: %w", s.KeepAlive, unix.EINVAL)
+	}
+	if s.CommandTimeout == 0 {
 		s.CommandTimeout = defaultTimeout
+	}
+	if s.CommandTimeout < 100*time.Millisecond {
+		return s, fmt.Errorf("nvmeof: CommandTimeout %v: give at least 100ms: %w", s.CommandTimeout, unix.EINVAL)
 	}
 	if s.HostID == [16]byte{} {
 		s.HostID = defaultHostID()
@@ -247,6 +253,11 @@ func connect(ctx context.Context, address, nqn string, s settings, ioQueues bool
 			return nil, err
 		}
 	}
+	// A queue that ended while the others were being connected has
+	// ended the controller.
+	if err = c.admin.failed(); err != nil {
+		return nil, err
+	}
 	go c.keepAlive()
 	return c, nil
 }
@@ -339,6 +350,15 @@ func (c *Controller) propertySet(ctx context.Context, off, v uint32) error {
 // set and 4 KiB pages, and waits for CSTS.RDY, at most CAP.TO (in 500 ms
 // units), as the kernel's nvme_enable_ctrl does.
 func (c *Controller) enable(ctx context.Context) error {
+	// We speak the NVM command set with 4 KiB pages: CAP.CSS bit 0 (CAP
+	// bit 37) and CAP.MPSMIN 0 (bits 51:48), as the kernel's host checks
+	// (drivers/nvme/host/core.c nvme_enable_ctrl).
+	if c.cap&(1<<37) == 0 {
+		return fmt.Errorf("nvmeof: the controller does not offer the NVM command set (CAP %#x): %w", c.cap, ErrNotSupported)
+	}
+	if mpsmin := c.cap >> 48 & 0xf; mpsmin != 0 {
+		return fmt.Errorf("nvmeof: the controller's smallest memory page is %d bytes (CAP.MPSMIN); only 4096 is supported: %w", 4096<<mpsmin, ErrNotSupported)
+	}
 	c.cc = ccIOSQES | ccIOCQES | ccEnable
 	if err := c.propertySet(ctx, propCC, c.cc); err != nil {
 		return err
@@ -383,8 +403,11 @@ func (c *Controller) keepAlive() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		<-c.closing
-		cancel()
+		select {
+		case <-c.closing:
+			cancel()
+		case <-ctx.Done(): // the loop below ended first
+		}
 	}()
 	t := time.NewTicker(c.s.KeepAlive / 2)
 	defer t.Stop()

@@ -78,7 +78,9 @@ var statusTexts = map[uint16]string{
 	0x011: "SGL descriptor type invalid",
 	0x016: "SGL offset invalid",
 	0x019: "keep alive timeout expired",
-	0x01d: "transient transport error",
+	0x01a: "keep alive timeout invalid: the controller was connected without a keep-alive timeout",
+	0x020: "namespace is write protected",
+	0x022: "transient transport error",
 	0x080: "LBA out of range: the namespace is smaller",
 	0x081: "capacity exceeded",
 	0x082: "namespace not ready",
@@ -94,7 +96,7 @@ var statusTexts = map[uint16]string{
 	0x280: "write fault",
 	0x281: "unrecovered read error",
 	0x286: "access denied",
-	0x302: "path error",
+	0x302: "asymmetric access inaccessible",
 }
 
 func (e *StatusError) describe() string {

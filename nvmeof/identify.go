@@ -235,7 +235,12 @@ func (c *Controller) discoveryLog(ctx context.Context) (*DiscoveryLog, error) {
 		return err
 	}
 	for try := 0; try < 3; try++ {
-		hdr := make([]byte, adminDataSize)
+		// The header alone first: a target may hold no more than the log
+		// (the kernel's target allocates 1024 bytes per record plus the
+		// header, and before 2026 copied past it for a longer read:
+		// drivers/nvme/target/discovery.c
+		// nvmet_execute_disc_get_log_page), as libnvme reads it.
+		hdr := make([]byte, discoveryHdrSize)
 		if err := read(0, hdr); err != nil {
 			return nil, err
 		}
@@ -253,7 +258,7 @@ func (c *Controller) discoveryLog(ctx context.Context) (*DiscoveryLog, error) {
 			}
 			n += copy(log[n:], chunk)
 		}
-		if err := read(0, hdr[:discoveryHdrSize]); err != nil {
+		if err := read(0, hdr); err != nil {
 			return nil, err
 		}
 		if binary.LittleEndian.Uint64(hdr) != gen {

@@ -32,8 +32,12 @@ func (c *Controller) Namespace(ctx context.Context, id uint32) (*Namespace, erro
 	if info.Size == 0 {
 		return nil, fmt.Errorf("nvmeof: namespace %d is not active on %s (ActiveNamespaces lists those that are): %w", id, c.nqn, unix.ENOENT)
 	}
-	if _, err := c.ioQueue(); err != nil {
+	q, err := c.ioQueue()
+	if err != nil {
 		return nil, err
+	}
+	if info.BlockSize > q.dataSize {
+		return nil, fmt.Errorf("nvmeof: namespace %d has %d-byte blocks, more than a command carries here (%d bytes): raise Config.MaxIOSize: %w", id, info.BlockSize, q.dataSize, ErrNotSupported)
 	}
 	return &Namespace{c: c, info: info}, nil
 }
@@ -113,6 +117,7 @@ func (n *Namespace) transfer(ctx context.Context, op byte, p []byte, off int64) 
 			return done, err
 		}
 		chunk := min(len(p)-done, q.dataSize, 65536*n.info.BlockSize)
+		chunk -= chunk % n.info.BlockSize // whole blocks (Namespace checked one fits)
 		slba := uint64(off+int64(done)) / uint64(n.info.BlockSize)
 		cmd := rwCommand(op, n.info.ID, slba, chunk/n.info.BlockSize)
 		if op == opWrite {

@@ -3,6 +3,7 @@ package nvmeof
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ type session struct {
 	end   func(error)    // ends the queue's connection
 
 	connectMu sync.Mutex
+	gone      bool                        // under connectMu: closed ran, so a Connect still running must not join
 	ctrl      atomic.Pointer[tController] // set by Connect
 	noSQHD    atomic.Bool                 // SQ flow control disabled at Connect
 }
@@ -283,6 +285,10 @@ func (s *session) mapSGL(r *request) bool {
 	return true
 }
 
+// discoveryKATO is the keep-alive timeout of a discovery controller whose
+// host asked for none.
+const discoveryKATO = 120 * time.Second
+
 // connect is Fabrics Connect (NVMe over Fabrics "Connect Command and
 // Response"; the kernel's target: drivers/nvme/target/fabrics-cmd.c): on
 // the admin queue it makes a controller for the host (controller ID 0xFFFF
@@ -291,6 +297,10 @@ func (s *session) mapSGL(r *request) bool {
 func (s *session) connect(r *request) {
 	s.connectMu.Lock()
 	defer s.connectMu.Unlock()
+	if s.gone {
+		r.fail(scConnectCtrlBusy) // never sent: the queue has ended
+		return
+	}
 	if s.ctrl.Load() != nil {
 		r.fail(scConnectCtrlBusy)
 		return
@@ -334,7 +344,14 @@ func (s *session) connect(r *request) {
 			return
 		}
 		var st uint16
-		if c, st = s.t.newController(sub, ci, time.Duration(cc.kato)*time.Millisecond, s); c == nil {
+		kato := time.Duration(cc.kato) * time.Millisecond
+		if sub.discovery && kato == 0 {
+			// As the kernel's target, which ends stale discovery sessions
+			// (drivers/nvme/target/core.c nvmet_alloc_ctrl,
+			// NVMET_DISC_KATO_MS).
+			kato = discoveryKATO
+		}
+		if c, st = s.t.newController(sub, ci, kato, s); c == nil {
 			r.fail(st)
 			return
 		}
@@ -366,6 +383,11 @@ func (s *session) connect(r *request) {
 // ended by an error rather than the host's disconnect, ends the controller
 // (the kernel's target: nvmet_rdma_error_comp makes it fatal).
 func (s *session) closed(why error, hostDisconnected bool) {
+	// After a Connect that is running (it holds connectMu), before any
+	// later one: either its controller is seen here, or it sees gone.
+	s.connectMu.Lock()
+	s.gone = true
+	s.connectMu.Unlock()
 	c := s.ctrl.Load()
 	if c == nil {
 		return
@@ -715,7 +737,9 @@ func (s *session) readWrite(r *request, c *tController, ns *tNamespace, a rwArgs
 	n := int64(a.blocks) * int64(ns.blockSize)
 	switch r.sqe.opcode {
 	case opRead:
-		if _, err := ns.store.ReadAt(r.data, off); err != nil {
+		// io.ReaderAt may return io.EOF with every byte at the end of
+		// its input.
+		if m, err := ns.store.ReadAt(r.data, off); err != nil && !(err == io.EOF && m == len(r.data)) {
 			r.status = scReadError
 			return
 		}
