@@ -3,6 +3,7 @@ package nvmeof
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/goverbs/rdma"
 )
@@ -88,19 +89,35 @@ var statusTexts = map[uint16]string{
 	0x102: "invalid queue size",
 	0x109: "invalid log page",
 	0x10d: "feature not saveable",
-	0x180: "connect: incompatible format",
-	0x181: "connect: controller busy",
-	0x182: "connect: invalid parameters (the host, subsystem or controller given is not known or not allowed)",
-	0x183: "connect: restart discovery",
-	0x184: "connect: invalid host: this host is not allowed to this subsystem",
+	// Command specific for the NVM command set's I/O commands.
+	0x180: "conflicting attributes",
+	0x181: "invalid protection information",
+	0x182: "attempted write to a read-only range",
+	0x183: "not supported on this namespace (the kernel's target: ONCS not supported)",
 	0x280: "write fault",
 	0x281: "unrecovered read error",
 	0x286: "access denied",
 	0x302: "asymmetric access inaccessible",
 }
 
+// connectTexts are the Connect command's own statuses (NVMe over Fabrics,
+// "Connect Response"), which reuse the codes of the I/O commands'.
+var connectTexts = map[uint16]string{
+	0x180: "incompatible format",
+	0x181: "controller busy",
+	0x182: "invalid parameters (the host, subsystem or controller given is not known or not allowed)",
+	0x183: "restart discovery",
+	0x184: "invalid host: this host is not allowed to this subsystem",
+}
+
 func (e *StatusError) describe() string {
-	if t, ok := statusTexts[uint16(e.Type)<<8|uint16(e.Code)]; ok {
+	sc := uint16(e.Type)<<8 | uint16(e.Code)
+	if strings.HasPrefix(e.Op, "connect") {
+		if t, ok := connectTexts[sc]; ok {
+			return t
+		}
+	}
+	if t, ok := statusTexts[sc]; ok {
 		return t
 	}
 	return "error status"

@@ -101,8 +101,11 @@ func TestCompletion(t *testing.T) {
 	if e.Type != 1 || e.Code != 0x82 || e.DoNotRetry {
 		t.Fatalf("status error %+v", e)
 	}
-	if got := e.Error(); got != "nvmeof: connect queue 0: connect: invalid parameters (the host, subsystem or controller given is not known or not allowed) (status type 0x1, code 0x82)" {
+	if got := e.Error(); got != "nvmeof: connect queue 0: invalid parameters (the host, subsystem or controller given is not known or not allowed) (status type 0x1, code 0x82)" {
 		t.Fatalf("message %q", got)
+	}
+	if got := statusError("write zeroes", 0x183).Error(); got != "nvmeof: write zeroes: not supported on this namespace (the kernel's target: ONCS not supported) (status type 0x1, code 0x83)" {
+		t.Fatalf("an I/O command's 0x183: %q", got)
 	}
 	if _, err := parseCompletion(b[:15]); !errors.Is(err, ErrProtocol) {
 		t.Fatalf("15-byte response: %v", err)
