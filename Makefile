@@ -29,7 +29,10 @@
 #                      perftest's -q, and send_lat's round-robin ping-pong over
 #                      as many QPs against lat_many, a C program of ours built
 #                      with gcc and libibverbs-dev (installed when missing)
-#                      (make bench-scale runs only that)
+#                      (make bench-scale runs only that), then NVMe over RDMA:
+#                      cmd/nvmeof perf against fio on the kernel's host, and
+#                      our target against the kernel's, served to fio (make
+#                      bench-nvmeof runs only that)
 #   make bench-native  the user-space cost of posting and polling, natively
 #                      here: rdma-core's rxe provider (v44.0 and v64.0, built
 #                      with gcc from a fetched checkout) against uverbs, the
@@ -85,7 +88,7 @@ GOFLAGS     ?= -buildvcs=false
 GOTOOLCHAIN ?= local
 export GOFLAGS GOTOOLCHAIN
 
-.PHONY: lab-survey noelf all build vet staticcheck apicheck apicheck-update goos dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
+.PHONY: lab-survey noelf all build vet staticcheck apicheck apicheck-update goos dist nocgo static race-cc inlining unit lab-bin lab lab-race lab-arm64 test test-kernels test-arm64 bench bench-cmtime bench-connrate cm-rate bench-rstream bench-scale lat-many bench-nvmeof bench-close bench-native tutorials-c demo fuzz clean mlx5diff hwcheck
 
 all: build
 
@@ -264,6 +267,9 @@ BENCH_CM_OUT ?= /tmp/goverbs-cmtime-$(shell id -u).md
 BENCH_RS_OUT ?= /tmp/goverbs-rstream-$(shell id -u).md
 BENCH_SC_OUT ?= /tmp/goverbs-scale-$(shell id -u).md
 BENCH_CR_OUT ?= /tmp/goverbs-connrate-$(shell id -u).md
+BENCH_NV_OUT ?= /tmp/goverbs-nvmeof-$(shell id -u).md
+# The machine running the lab and its load, named beside the NVMe figures.
+HOST_CPU = $(shell sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $(shell nproc) CPUs, load average $(shell cut -d' ' -f1-3 /proc/loadavg) at the start
 
 bench: lab-bin lat-many cm-rate
 	$(GO) test -count=1 -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -exec "$(LAB) -kernel $(KERNEL)" $(LAB_PKGS)
@@ -271,13 +277,26 @@ bench: lab-bin lat-many cm-rate
 	@# lab's TCG these would be emulated instructions).
 	$(GO) test -count=1 -run '^$$' -bench 'UserSpace|PollOne|PollEmpty' -benchmem ./uverbs > bin/bench-host.txt
 	@cat bin/bench-host.txt
-	$(GO) build -o bin/ ./cmd/rdma-perf ./cmd/cmtime ./cmd/rstream ./test/perfbench
+	$(GO) build -o bin/ ./cmd/rdma-perf ./cmd/cmtime ./cmd/rstream ./cmd/nvmeof ./test/perfbench
 	$(LAB) -kernel $(KERNEL) -timeout 30m -- $(CURDIR)/bin/perfbench run -rdma-perf $(CURDIR)/bin/rdma-perf -out $(BENCH_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench cmtime -cmtime $(CURDIR)/bin/cmtime -out $(BENCH_CM_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench connrate -cm-rate $(CM_RATE) -out $(BENCH_CR_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench rstream -rstream $(CURDIR)/bin/rstream -out $(BENCH_RS_OUT)
 	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench scale -rdma-perf $(CURDIR)/bin/rdma-perf -lat-many $(LAT_MANY) -out $(BENCH_SC_OUT)
-	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) -connrate $(BENCH_CR_OUT) BENCHMARKS.md
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench nvmeof -nvmeof $(CURDIR)/bin/nvmeof -host-cpu "$(HOST_CPU)" -out $(BENCH_NV_OUT)
+	$(CURDIR)/bin/perfbench write -in $(BENCH_OUT) -host bin/bench-host.txt -cmtime $(BENCH_CM_OUT) -rstream $(BENCH_RS_OUT) -scale $(BENCH_SC_OUT) -connrate $(BENCH_CR_OUT) -nvmeof $(BENCH_NV_OUT) BENCHMARKS.md
+
+# NVMe over RDMA only: in one guest the kernel's target and ours (cmd/nvmeof
+# serve) on rxe1, the kernel's host connected to both; 4 KiB random reads
+# at depth 1 and 32 and 128 KiB sequential reads at depth 8, fio on the
+# kernel's host against our host (nvmeof perf) on the kernel's target, and
+# the kernel's target against ours under fio; then system calls per I/O
+# (strace -f -c) and our host's allocations; into BENCHMARKS.md (also part
+# of make bench). perfbench starts no round that would end after 9 minutes.
+bench-nvmeof: lab-bin
+	$(GO) build -o bin/ ./cmd/nvmeof ./test/perfbench
+	$(LAB) -kernel $(KERNEL) -timeout 20m -- $(CURDIR)/bin/perfbench nvmeof -nvmeof $(CURDIR)/bin/nvmeof -host-cpu "$(HOST_CPU)" -out $(BENCH_NV_OUT)
+	$(CURDIR)/bin/perfbench write -nvmeof $(BENCH_NV_OUT) BENCHMARKS.md
 
 # Scaling only: write_bw and send_bw with 1, 8 and 64 QPs, rdma-perf against
 # perftest's -q, and send_lat's round-robin ping-pong over 1, 8 and 64 QPs

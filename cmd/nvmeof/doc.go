@@ -15,6 +15,7 @@
 // id-ctrl`; id-ctrl prints the fields a host uses, not all of them). perf
 // keeps -qd reads or writes in flight, one goroutine each, for -t and prints
 // IOPS, bandwidth and latency percentiles; -queues spreads them over that
-// many I/O queues. A bad command line prints the mistake and the usage on
+// many I/O queues; -json prints them as one JSON object, with the heap
+// allocations per I/O of the whole process while the I/O ran. A bad command line prints the mistake and the usage on
 // stderr and exits with 2; a failure exits with 1.
 package main

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,9 +32,11 @@ commands:
   write -n NQN [-N NSID] -i FILE [-offset BYTES]
                               copy FILE (whole blocks) into the namespace
   perf -n NQN [-N NSID] [-rw randread|read|randwrite|write] [-bs 4096]
-       [-qd 32] [-t 10s] [-queues 1] [-span BYTES]
+       [-qd 32] [-t 10s] [-queues 1] [-span BYTES] [-json]
                               I/O for -t with -qd commands in flight: IOPS,
-                              bandwidth and latency percentiles
+                              bandwidth and latency percentiles; -json
+                              prints them as one JSON object, with the heap
+                              allocations per I/O
   serve -n NQN (-file PATH | -mem BYTES) [-block 512] [-queues 4]
        [-queue-size 128]      be the target: serve one namespace at -a
                               until SIGINT or SIGTERM
@@ -61,6 +65,7 @@ type options struct {
 	file      string
 	mem       int64
 	block     int
+	json      bool
 	set       map[string]bool // the flags given
 }
 
@@ -98,6 +103,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.file, "file", "", "")
 	fs.Int64Var(&o.mem, "mem", 0, "")
 	fs.IntVar(&o.block, "block", 512, "")
+	fs.BoolVar(&o.json, "json", false, "")
 	rest, err := cmdline.Parse(fs, args[1:])
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -205,6 +211,14 @@ func command(ctx context.Context, c *nvmeof.Controller, o options, stdout io.Wri
 	if err != nil {
 		return err
 	}
+	if o.json {
+		b, err := json.Marshal(r.report())
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
 	fmt.Fprintln(stdout, r)
 	return nil
 }
@@ -270,15 +284,39 @@ func writeCmd(ctx context.Context, ns *nvmeof.Namespace, o options) error {
 
 // perfResult is one perf run: completed I/Os and their latencies.
 type perfResult struct {
-	rw       string
-	bs, qd   int
-	dur      time.Duration
-	ios      int
-	lat      []time.Duration // sorted
-	errCount int
+	rw         string
+	bs, qd     int
+	dur        time.Duration
+	ios        int
+	lat        []time.Duration // sorted
+	errCount   int
+	allocs     uint64 // heap objects allocated during the run
+	allocBytes uint64 // and their bytes
 }
 
-func (r perfResult) String() string {
+// perfReport is perf's result as -json prints it: latencies in µs.
+type perfReport struct {
+	RW      string  `json:"rw"`
+	BS      int     `json:"bs"`
+	QD      int     `json:"qd"`
+	IOs     int     `json:"ios"`
+	Seconds float64 `json:"seconds"`
+	IOPS    float64 `json:"iops"`
+	MiBps   float64 `json:"mib_per_s"`
+	Lat     struct {
+		Avg  float64 `json:"avg"`
+		P50  float64 `json:"p50"`
+		P99  float64 `json:"p99"`
+		P999 float64 `json:"p99.9"`
+		Max  float64 `json:"max"`
+	} `json:"lat_us"`
+	// Heap allocations per I/O of the whole process while the I/O ran
+	// (runtime.MemStats Mallocs and TotalAlloc), as -benchmem counts them.
+	AllocsPerIO     float64 `json:"allocs_per_io"`
+	AllocBytesPerIO float64 `json:"alloc_bytes_per_io"`
+}
+
+func (r perfResult) report() perfReport {
 	secs := r.dur.Seconds()
 	pct := func(p float64) float64 {
 		if len(r.lat) == 0 {
@@ -290,16 +328,31 @@ func (r perfResult) String() string {
 	for _, l := range r.lat {
 		sum += l
 	}
-	avg := 0.0
-	if len(r.lat) > 0 {
-		avg = float64(sum.Nanoseconds()) / float64(len(r.lat)) / 1e3
+	p := perfReport{RW: r.rw, BS: r.bs, QD: r.qd, IOs: r.ios, Seconds: secs}
+	if secs > 0 {
+		p.IOPS = float64(r.ios) / secs
+		p.MiBps = float64(r.ios) * float64(r.bs) / secs / (1 << 20)
 	}
-	return fmt.Sprintf("%s bs=%d qd=%d: %d IOs in %.2fs: %.0f IOPS, %.1f MiB/s; latency us: avg %.1f p50 %.1f p99 %.1f p99.9 %.1f max %.1f",
-		r.rw, r.bs, r.qd, r.ios, secs, float64(r.ios)/secs, float64(r.ios)*float64(r.bs)/secs/(1<<20),
-		avg, pct(0.5), pct(0.99), pct(0.999), pct(1))
+	if len(r.lat) > 0 {
+		p.Lat.Avg = float64(sum.Nanoseconds()) / float64(len(r.lat)) / 1e3
+	}
+	p.Lat.P50, p.Lat.P99, p.Lat.P999, p.Lat.Max = pct(0.5), pct(0.99), pct(0.999), pct(1)
+	if r.ios > 0 {
+		p.AllocsPerIO = float64(r.allocs) / float64(r.ios)
+		p.AllocBytesPerIO = float64(r.allocBytes) / float64(r.ios)
+	}
+	return p
 }
 
-// perf keeps qd commands in flight, one goroutine each, for o.dur.
+func (r perfResult) String() string {
+	p := r.report()
+	return fmt.Sprintf("%s bs=%d qd=%d: %d IOs in %.2fs: %.0f IOPS, %.1f MiB/s; latency us: avg %.1f p50 %.1f p99 %.1f p99.9 %.1f max %.1f",
+		p.RW, p.BS, p.QD, p.IOs, p.Seconds, p.IOPS, p.MiBps, p.Lat.Avg, p.Lat.P50, p.Lat.P99, p.Lat.P999, p.Lat.Max)
+}
+
+// perf keeps qd commands in flight, one goroutine each, for o.dur. Each
+// goroutine's buffers are made before the clock and the allocation count
+// start.
 func perf(ctx context.Context, ns *nvmeof.Namespace, o options) (perfResult, error) {
 	span := ns.Size()
 	if o.span > 0 {
@@ -311,23 +364,33 @@ func perf(ctx context.Context, ns *nvmeof.Namespace, o options) (perfResult, err
 	slots := span / int64(o.bs)
 	write := strings.HasSuffix(o.rw, "write")
 	random := strings.HasPrefix(o.rw, "rand")
-	ctx, cancel := context.WithTimeout(ctx, o.dur)
-	defer cancel()
+	type worker struct {
+		buf []byte
+		lat []time.Duration
+		rng *rand.Rand
+	}
+	seed := uint64(time.Now().UnixNano())
+	workers := make([]worker, o.qd)
+	for w := range workers {
+		workers[w] = worker{make([]byte, o.bs), make([]time.Duration, 0, 1<<16), rand.New(rand.NewPCG(uint64(w), seed))}
+	}
 	var (
 		mu   sync.Mutex
 		all  []time.Duration
 		errs int
 		werr error
 		wg   sync.WaitGroup
+		ms   [2]runtime.MemStats
 	)
+	runtime.ReadMemStats(&ms[0])
+	ctx, cancel := context.WithTimeout(ctx, o.dur)
+	defer cancel()
 	start := time.Now()
 	for w := 0; w < o.qd; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			buf := make([]byte, o.bs)
-			lat := make([]time.Duration, 0, 1<<16)
-			rng := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			buf, lat, rng := workers[w].buf, workers[w].lat, workers[w].rng
 			next := int64(w)
 			for ctx.Err() == nil {
 				slot := next % slots
@@ -355,18 +418,21 @@ func perf(ctx context.Context, ns *nvmeof.Namespace, o options) (perfResult, err
 				}
 				lat = append(lat, time.Since(t0))
 			}
-			mu.Lock()
-			all = append(all, lat...)
-			mu.Unlock()
+			workers[w].lat = lat
 		}(w)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	runtime.ReadMemStats(&ms[1])
 	if werr != nil {
 		return perfResult{}, werr
 	}
+	for _, w := range workers {
+		all = append(all, w.lat...)
+	}
 	slices.Sort(all)
-	return perfResult{rw: o.rw, bs: o.bs, qd: o.qd, dur: elapsed, ios: len(all), lat: all, errCount: errs}, nil
+	return perfResult{rw: o.rw, bs: o.bs, qd: o.qd, dur: elapsed, ios: len(all), lat: all, errCount: errs,
+		allocs: ms[1].Mallocs - ms[0].Mallocs, allocBytes: ms[1].TotalAlloc - ms[0].TotalAlloc}, nil
 }
 
 func humanBytes(n int64) string {

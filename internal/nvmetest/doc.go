@@ -15,6 +15,10 @@
 // steps before it at once. Their errors carry the kernel's messages logged
 // meanwhile (/dev/kmsg), which say why nvmet or nvme-rdma refused.
 //
+// Start and ConnectHost are the same for a program (test/perfbench), with
+// no testing.TB: they return their errors, Check says what is missing, and
+// the caller's Close and Disconnect undo them, returning theirs.
+//
 // RequireNVMeoF is the rule for tests that need them, as
 // testutil.RequireRDMA: in the lab (GOVERBS_LAB=1) a missing module,
 // configfs or nvme-cli fails the test; elsewhere the test is skipped.

@@ -56,7 +56,7 @@ type KernelHost struct {
 	Ctrl       string   // the controller, e.g. nvme0 (/dev/nvme0, /sys/class/nvme/nvme0)
 	Namespaces []string // the namespaces' block devices by namespace id, e.g. /dev/nvme0n1
 
-	t    testing.TB
+	t    testing.TB // nil when made by ConnectHost
 	nqn  string
 	once sync.Once
 }
@@ -76,6 +76,17 @@ func ConnectKernelHost(t testing.TB, addr netip.AddrPort, nqn string) *KernelHos
 	return h
 }
 
+// ConnectHost is ConnectKernelHost for a program: it checks what Check
+// checks, returns its errors and leaves Disconnect to the caller.
+func ConnectHost(addr netip.AddrPort, nqn string) (*KernelHost, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	return connectHost(nil, addr, nqn)
+}
+
+// connectHost is ConnectKernelHost returning its error; with t nil nothing
+// is left to t.Cleanup.
 func connectHost(t testing.TB, addr netip.AddrPort, nqn string) (*KernelHost, error) {
 	klog := openKernelLog()
 	defer klog.close()
@@ -100,7 +111,9 @@ func connectHost(t testing.TB, addr netip.AddrPort, nqn string) (*KernelHost, er
 		return nil, fmt.Errorf("nvmetest: nvme %s: %v\n%s%s", strings.Join(args, " "), err, out, klog.report())
 	}
 	h := &KernelHost{Ctrl: ctrls[0], t: t, nqn: nqn}
-	t.Cleanup(h.Disconnect)
+	if t != nil {
+		t.Cleanup(func() { h.Disconnect() })
+	}
 	if err := h.findNamespaces(); err != nil {
 		if derr := h.disconnect(); derr != nil {
 			err = fmt.Errorf("%w\nand disconnecting: %v", err, derr)
@@ -219,12 +232,18 @@ func (h *KernelHost) blockDevices() map[int]string {
 }
 
 // Disconnect removes the controller with nvme disconnect and waits until
-// it is gone. It is idempotent; t.Cleanup calls it.
-func (h *KernelHost) Disconnect() {
-	h.t.Helper()
-	if err := h.disconnect(); err != nil {
-		h.t.Errorf("nvmetest: %v", err)
+// it is gone. It is idempotent; t.Cleanup calls it for ConnectKernelHost's
+// controller, whose test its error fails; it is returned too.
+func (h *KernelHost) Disconnect() error {
+	err := h.disconnect()
+	if err != nil {
+		err = fmt.Errorf("nvmetest: %w", err)
+		if h.t != nil {
+			h.t.Helper()
+			h.t.Errorf("%v", err)
+		}
 	}
+	return err
 }
 
 func (h *KernelHost) disconnect() error {
@@ -311,6 +330,38 @@ func RequireNVMeoF(t testing.TB) {
 	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireRDMA(t)
+	missing := missingParts()
+	if len(missing) == 0 {
+		return
+	}
+	if testutil.InLab() {
+		t.Fatalf("the lab lacks %s: the guest loads nvme_rdma and nvmet_rdma with their dependencies (test/lab/modules.go guestModules), mounts configfs (test/lab/guestinit) and runs the host's nvme-cli (test/lab/host.go hostPackages; on arm64 test/lab/userland.go)",
+			strings.Join(missing, "; "))
+	}
+	t.Skipf("needs %s; run the tests in the lab (make lab, or go test -exec \"bin/rxelab -kernel 6.12\" ./internal/nvmetest), or as root on a machine with an RDMA device after modprobe nvme-rdma nvmet-rdma, mount -t configfs none /sys/kernel/config and apt-get install nvme-cli",
+		strings.Join(missing, "; "))
+}
+
+// Check is RequireNVMeoF for a program (Start, ConnectHost): an error that
+// names what is missing, root and an RDMA device included.
+func Check() error {
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	if !testutil.HaveRDMA() {
+		missing = append(missing, "an RDMA device")
+	}
+	missing = append(missing, missingParts()...)
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("nvmetest: the kernel's NVMe over RDMA host and target need %s (in the lab, test/rxelab, all are there)", strings.Join(missing, "; "))
+}
+
+// missingParts lists the modules, nvmet's configfs and nvme-cli where they
+// are missing.
+func missingParts() []string {
 	var missing []string
 	for _, m := range []struct{ mod, what string }{
 		{"nvme_rdma", "the kernel's NVMe over RDMA host (module nvme_rdma)"},
@@ -326,13 +377,5 @@ func RequireNVMeoF(t testing.TB) {
 	if _, err := exec.LookPath("nvme"); err != nil {
 		missing = append(missing, "nvme-cli's nvme command in PATH")
 	}
-	if len(missing) == 0 {
-		return
-	}
-	if testutil.InLab() {
-		t.Fatalf("the lab lacks %s: the guest loads nvme_rdma and nvmet_rdma with their dependencies (test/lab/modules.go guestModules), mounts configfs (test/lab/guestinit) and runs the host's nvme-cli (test/lab/host.go hostPackages; on arm64 test/lab/userland.go)",
-			strings.Join(missing, "; "))
-	}
-	t.Skipf("needs %s; run the tests in the lab (make lab, or go test -exec \"bin/rxelab -kernel 6.12\" ./internal/nvmetest), or as root on a machine with an RDMA device after modprobe nvme-rdma nvmet-rdma, mount -t configfs none /sys/kernel/config and apt-get install nvme-cli",
-		strings.Join(missing, "; "))
+	return missing
 }

@@ -359,3 +359,36 @@ func requireNothingLeftIn(t *testing.T, when string) {
 	shm, _ := filepath.Glob(filepath.Join(backingDir, "nvmetest-*"))
 	require.Empty(t, shm, "%s: backing directories are left", when)
 }
+
+// TestWithoutTesting: Start and ConnectHost, for programs, set up what
+// StartKernelTarget and ConnectKernelHost do, register nothing with a
+// test, and their Disconnect and Close undo it all, once.
+func TestWithoutTesting(t *testing.T) {
+	RequireNVMeoF(t)
+	end := testutil.VethPair(t)[0]
+	kt, err := Start(TargetConfig{Addr: end.Addr, Size: 8 << 20})
+	require.NoError(t, err)
+	closed := false
+	defer func() {
+		if !closed {
+			kt.Close()
+		}
+	}()
+	require.Nil(t, kt.t)
+	h, err := ConnectHost(kt.Addr, kt.NQN)
+	require.NoError(t, err)
+	require.Nil(t, h.t)
+	require.Equal(t, "live", h.State())
+	writeMarker(t, h.Namespaces[0], kt.Files[0], 'P')
+	require.NoError(t, h.Disconnect())
+	require.NoError(t, h.Disconnect(), "a second Disconnect")
+	require.Equal(t, "", h.State())
+	require.NoError(t, kt.Close())
+	closed = true
+	require.NoError(t, kt.Close(), "a second Close")
+	requireNothingLeft(t, kt)
+
+	_, err = Start(TargetConfig{Addr: "10.77.0.9"})
+	require.ErrorContains(t, err, "linking subsystem", "a target nvmet_rdma cannot listen for")
+	requireNothingLeftIn(t, "after Start failed")
+}

@@ -68,7 +68,7 @@ type KernelTarget struct {
 	Files  []string // backing file of namespace i+1
 	PortID int      // the port's directory under nvmet/ports
 
-	t    testing.TB
+	t    testing.TB // nil when made by Start
 	klog *kernelLog
 
 	mu   sync.Mutex
@@ -99,15 +99,26 @@ func StartKernelTarget(t testing.TB, cfg TargetConfig) *KernelTarget {
 	return kt
 }
 
+// Start is StartKernelTarget for a program: it checks what Check checks,
+// returns its errors and leaves Close to the caller.
+func Start(cfg TargetConfig) (*KernelTarget, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	return startTarget(nil, cfg)
+}
+
 // startTarget is StartKernelTarget returning its error; what it had set up
-// is undone by then.
+// is undone by then. With t nil nothing is left to t.Cleanup.
 func startTarget(t testing.TB, cfg TargetConfig) (*KernelTarget, error) {
 	addr, err := checkConfig(&cfg)
 	if err != nil {
 		return nil, err
 	}
 	kt := &KernelTarget{t: t, klog: openKernelLog()}
-	t.Cleanup(kt.Close)
+	if t != nil {
+		t.Cleanup(func() { kt.Close() })
+	}
 	if err := kt.setUp(cfg, addr); err != nil {
 		if errs := kt.teardown(false); len(errs) > 0 {
 			err = fmt.Errorf("%w\nand undoing the set-up failed too:\n\t%v", err, errors.Join(errs...))
@@ -302,22 +313,43 @@ func freeServiceID(traddr string) int {
 // nvmet deletes the controllers connected through it and nvmet_rdma stops
 // listening (kernel: configfs.c nvmet_port_subsys_drop_link). The
 // subsystem and its namespaces stay until Close. A second call does
-// nothing.
-func (kt *KernelTarget) RemovePort() {
-	kt.t.Helper()
-	for _, err := range kt.teardown(true) {
-		kt.t.Errorf("nvmetest: removing the port of %s: %v", kt.NQN, err)
+// nothing. Its errors fail the test of StartKernelTarget's target, and are
+// returned too.
+func (kt *KernelTarget) RemovePort() error {
+	if kt.t != nil {
+		kt.t.Helper()
 	}
+	return kt.report(kt.teardown(true), "removing the port of")
 }
 
 // Close removes the port, the namespaces, the subsystem and the backing
-// files, in that order. It is idempotent; t.Cleanup calls it.
-func (kt *KernelTarget) Close() {
-	kt.t.Helper()
-	for _, err := range kt.teardown(false) {
-		kt.t.Errorf("nvmetest: tearing down the kernel target %s: %v", kt.NQN, err)
+// files, in that order. It is idempotent; t.Cleanup calls it for
+// StartKernelTarget's target, whose test its errors fail; they are
+// returned too.
+func (kt *KernelTarget) Close() error {
+	if kt.t != nil {
+		kt.t.Helper()
 	}
+	err := kt.report(kt.teardown(false), "tearing down the kernel target")
 	kt.klog.close()
+	return err
+}
+
+// report fails the test with each of errs, if there is a test, and
+// returns them joined.
+func (kt *KernelTarget) report(errs []error, what string) error {
+	if kt.t != nil {
+		kt.t.Helper()
+	}
+	var out []error
+	for _, err := range errs {
+		err = fmt.Errorf("nvmetest: %s %s: %w", what, kt.NQN, err)
+		if kt.t != nil {
+			kt.t.Errorf("%v", err)
+		}
+		out = append(out, err)
+	}
+	return errors.Join(out...)
 }
 
 // teardown runs the undo steps, the last first: only the port's, or all.

@@ -31,6 +31,7 @@ var hostPackages = []string{
 	"perftest",
 	"nvme-cli", // nvme connect/discover/disconnect for internal/nvmetest; its postinst writes /etc/nvme/hostnqn
 	"fio",
+	"strace", // system calls per I/O in test/perfbench nvmeof
 }
 
 // env is what a Run needs from the host; one per process.

@@ -13,7 +13,10 @@
 //	perfbench connrate -cm-rate PATH -out FILE
 //	                                          in the lab: connections per second, 16 dialers
 //	                                          against a server, ours and test/perfbench/c/cm_rate.c
-//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] BENCHMARKS.md
+//	perfbench nvmeof -nvmeof PATH -out FILE   in the lab: NVMe over RDMA, cmd/nvmeof perf
+//	                                          against fio on the kernel's host, and our
+//	                                          target against the kernel's, served to fio
+//	perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] [-nvmeof FILE] BENCHMARKS.md
 //	                                          on the host: put the sections (and the host
 //	                                          benchmarks' output) between their markers
 //
@@ -45,7 +48,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|connrate|rstream|scale|write ...")
+		fmt.Fprintln(os.Stderr, "usage: perfbench run|cmtime|connrate|rstream|scale|nvmeof|write ...")
 		os.Exit(2)
 	}
 	var err error
@@ -62,6 +65,8 @@ func main() {
 		err = rstreamCmd(os.Args[2:])
 	case "scale":
 		err = scaleCmd(os.Args[2:])
+	case "nvmeof":
+		err = nvmeofCmd(os.Args[2:])
 	case "write":
 		err = writeCmd(os.Args[2:])
 	default:
@@ -434,6 +439,8 @@ const (
 	scEnd     = "<!-- scaling table: end -->"
 	crBegin   = "<!-- connection rate: begin (written by make bench) -->"
 	crEnd     = "<!-- connection rate: end -->"
+	nvBegin   = "<!-- nvmeof table: begin (written by make bench) -->"
+	nvEnd     = "<!-- nvmeof table: end -->"
 )
 
 // writeCmd puts the lab's section, and the host benchmarks' output, between
@@ -446,11 +453,12 @@ func writeCmd(args []string) error {
 	rs := fs.String("rstream", "", "section written by rstream")
 	sc := fs.String("scale", "", "section written by scale")
 	cr := fs.String("connrate", "", "section written by connrate")
+	nv := fs.String("nvmeof", "", "section written by nvmeof")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" && *cr == "" && *host == "" {
-		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] BENCHMARKS.md")
+	if fs.NArg() != 1 || *in == "" && *cm == "" && *rs == "" && *sc == "" && *cr == "" && *nv == "" && *host == "" {
+		return fmt.Errorf("usage: perfbench write [-in FILE] [-host FILE] [-cmtime FILE] [-rstream FILE] [-scale FILE] [-connrate FILE] [-nvmeof FILE] BENCHMARKS.md")
 	}
 	md := fs.Arg(0)
 	doc, err := os.ReadFile(md)
@@ -458,7 +466,7 @@ func writeCmd(args []string) error {
 		return err
 	}
 	s := string(doc)
-	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}, {*sc, scBegin, scEnd}, {*cr, crBegin, crEnd}} {
+	for _, sec := range []struct{ file, begin, end string }{{*in, perfBegin, perfEnd}, {*cm, cmBegin, cmEnd}, {*rs, rsBegin, rsEnd}, {*sc, scBegin, scEnd}, {*cr, crBegin, crEnd}, {*nv, nvBegin, nvEnd}} {
 		if sec.file == "" {
 			continue
 		}

@@ -66,7 +66,7 @@ func TestWriteBenchmarksMarkers(t *testing.T) {
 	}
 	secs := []struct{ flag, begin, end string }{
 		{"-in", perfBegin, perfEnd}, {"-cmtime", cmBegin, cmEnd}, {"-rstream", rsBegin, rsEnd},
-		{"-scale", scBegin, scEnd}, {"-connrate", crBegin, crEnd},
+		{"-scale", scBegin, scEnd}, {"-connrate", crBegin, crEnd}, {"-nvmeof", nvBegin, nvEnd},
 	}
 	args := []string{"write"}
 	for _, sec := range secs {
@@ -99,7 +99,7 @@ func TestWriteBenchmarksMarkers(t *testing.T) {
 	}
 	// What lies outside the markers is the same before and after.
 	outside := func(s string) string {
-		for _, m := range [][2]string{{perfBegin, perfEnd}, {cmBegin, cmEnd}, {rsBegin, rsEnd}, {scBegin, scEnd}, {crBegin, crEnd}, {hostBegin, hostEnd}} {
+		for _, m := range [][2]string{{perfBegin, perfEnd}, {cmBegin, cmEnd}, {rsBegin, rsEnd}, {scBegin, scEnd}, {crBegin, crEnd}, {nvBegin, nvEnd}, {hostBegin, hostEnd}} {
 			s = s[:strings.Index(s, m[0])] + s[strings.Index(s, m[1]):]
 		}
 		return s
