@@ -289,3 +289,43 @@ func TestHostRefusals(t *testing.T) {
 		t.Errorf("nil Close: %v", err)
 	}
 }
+
+// The host's I/O path allocates nothing per command: the work requests,
+// slots and buffers are made with the queue (docs/nvmeof.md §3).
+func TestHostIOAllocs(t *testing.T) {
+	p := testutil.LabPairs(t)[0]
+	kt := kernelTarget(t, p, 8<<20)
+	ctx := labCtx(t)
+	c, err := nvmeof.Connect(ctx, kt.Addr.String(), kt.NQN, &nvmeof.Config{KeepAlive: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{ns.BlockSize(), 64 << 10} { // in the capsule, and through the key
+		buf := make([]byte, n)
+		for name, io := range map[string]func() error{
+			"write": func() error { _, err := ns.WriteAtContext(ctx, buf, 0); return err },
+			"read":  func() error { _, err := ns.ReadAtContext(ctx, buf, 0); return err },
+		} {
+			if err := io(); err != nil { // warm up
+				t.Fatal(err)
+			}
+			var ioErr error
+			allocs := testing.AllocsPerRun(200, func() {
+				if err := io(); err != nil {
+					ioErr = err
+				}
+			})
+			if ioErr != nil {
+				t.Fatal(ioErr)
+			}
+			if allocs != 0 {
+				t.Errorf("%s of %d bytes: %v allocations per call, want 0", name, n, allocs)
+			}
+		}
+	}
+}

@@ -39,6 +39,14 @@ type queue struct {
 
 	free chan int // free slot indices
 
+	// The work requests, made once: PostSend and PostRecv keep a pointer
+	// to what they are given, so a request built per call would escape
+	// to the heap. A slot's send request is its command's alone; the
+	// receives are reposted by the poller only.
+	sends   [][1]uverbs.SendWR
+	sendSGE [][2]uverbs.SGE
+	recvs   []uverbs.RecvWR
+
 	mu       sync.Mutex
 	reqs     []slot
 	err      error         // why the queue ended; set once
@@ -143,11 +151,15 @@ func dialQueue(ctx context.Context, qc queueConfig) (q *queue, err error) {
 		q.reqs[i].done = make(chan struct{}, 1)
 		q.free <- i
 	}
-	wrs := make([]uverbs.RecvWR, q.entries)
-	for i := range wrs {
-		wrs[i] = uverbs.RecvWR{ID: recvID | uint64(i), SGEs: []uverbs.SGE{q.mr.SGE(q.entries*sqeSize+i*cqeSize, cqeSize)}}
+	q.sends = make([][1]uverbs.SendWR, q.slots)
+	q.sendSGE = make([][2]uverbs.SGE, q.slots)
+	recvSGE := make([]uverbs.SGE, q.entries)
+	q.recvs = make([]uverbs.RecvWR, q.entries)
+	for i := range q.recvs {
+		recvSGE[i] = q.mr.SGE(q.entries*sqeSize+i*cqeSize, cqeSize)
+		q.recvs[i] = uverbs.RecvWR{ID: recvID | uint64(i), SGEs: recvSGE[i : i+1]}
 	}
-	if err = q.qp.PostRecv(wrs); err != nil {
+	if err = q.qp.PostRecv(q.recvs); err != nil {
 		return nil, fmt.Errorf("nvmeof: queue %d: posting receives: %w", qc.qid, err)
 	}
 	go q.poll()
@@ -217,7 +229,7 @@ func (q *queue) complete(wc *uverbs.WC) {
 		off := q.entries*sqeSize + i*cqeSize
 		cqe, err := parseCompletion(q.buf.Bytes()[off : off+int(wc.ByteLen)])
 		if err == nil {
-			err = q.qp.PostRecv([]uverbs.RecvWR{{ID: wc.ID, SGEs: []uverbs.SGE{q.mr.SGE(off, cqeSize)}}})
+			err = q.qp.PostRecv(q.recvs[i : i+1])
 		}
 		if err != nil {
 			q.fail(fmt.Errorf("%w: queue %d: %w", ErrControllerLost, q.id, err))
@@ -319,7 +331,8 @@ func (q *queue) exchange(ctx context.Context, op string, cmd *command, in, out [
 	}
 	c := *cmd
 	c.setCID(uint16(i))
-	sges := [2]uverbs.SGE{q.mr.SGE(i*sqeSize, sqeSize)}
+	sges := &q.sendSGE[i]
+	sges[0] = q.mr.SGE(i*sqeSize, sqeSize)
 	nsge := 1
 	switch {
 	case len(in) > 0 && len(in) <= q.inline:
@@ -345,7 +358,8 @@ func (q *queue) exchange(ctx context.Context, op string, cmd *command, in, out [
 	}
 	q.reqs[i].posted = time.Now()
 	q.mu.Unlock()
-	wr := [1]uverbs.SendWR{{ID: uint64(i), Op: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: sges[:nsge]}}
+	wr := &q.sends[i]
+	wr[0] = uverbs.SendWR{ID: uint64(i), Op: uverbs.OpSend, Flags: uverbs.SendSignaled, SGEs: sges[:nsge]}
 	if err := q.qp.PostSend(wr[:]); err != nil {
 		q.fail(fmt.Errorf("%w: queue %d: %v", ErrControllerLost, q.id, err))
 		return completion{}, q.opErr(op)
