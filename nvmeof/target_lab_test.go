@@ -318,6 +318,8 @@ func TestTargetLabRejects(t *testing.T) {
 func TestTargetLabNoConnect(t *testing.T) {
 	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) {
 		tgt := labTarget(t, p, &TargetConfig{ConnectTimeout: time.Second}, &Subsystem{NQN: testNQN, Namespaces: []*TargetNamespace{memNS(t, 4096, 512)}})
+		// Before the request: the target's timer cannot start earlier.
+		start := time.Now()
 		conn, err := rdmacm.Dial(labCtx(t), tgt.Addr().String(), &rdmacm.Config{PrivateData: cmRequest(1, 32)})
 		if err != nil {
 			t.Fatal(err)
@@ -326,10 +328,9 @@ func TestTargetLabNoConnect(t *testing.T) {
 		if n, err := parseCMAccept(conn.PeerPrivateData()); err != nil || n != 32 {
 			t.Fatalf("accepted with crqsize %d, %v", n, err)
 		}
-		start := time.Now()
 		select {
 		case <-conn.Done():
-		case <-time.After(10 * time.Second * testutil.RaceSlowdown):
+		case <-time.After(30 * time.Second * testutil.RaceSlowdown):
 			t.Fatal("the target kept a queue that sent no Connect")
 		}
 		if d := time.Since(start); d < 900*time.Millisecond {
@@ -350,7 +351,9 @@ func TestTargetLabKeepAliveTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.close(ErrClosed)
-		cmd := connectCommand(0, adminDepth, 1000)
+		// Before the Connect, which starts the target's KATO timer.
+		start := time.Now()
+		cmd := connectCommand(0, adminDepth, 3000) // 3 s: the enable below must come within it, also on a loaded machine
 		data := make([]byte, connectDataSize)
 		connectData(data, testHostID, 0xffff, testNQN, testHostNQN)
 		if _, err := q.exchange(ctx, "connect", &cmd, data, nil); err != nil {
@@ -360,16 +363,15 @@ func TestTargetLabKeepAliveTimeout(t *testing.T) {
 		if _, err := q.exchange(ctx, "enable", &cmd, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
 		if len(tgt.Controllers()) != 1 {
 			t.Fatalf("controllers %+v", tgt.Controllers())
 		}
 		select {
 		case <-q.dead:
-		case <-time.After(10 * time.Second * testutil.RaceSlowdown):
-			t.Fatal("the target kept a silent host's controller past its 1 s KATO")
+		case <-time.After(30 * time.Second * testutil.RaceSlowdown):
+			t.Fatal("the target kept a silent host's controller past its 3 s KATO")
 		}
-		if d := time.Since(start); d < 900*time.Millisecond {
+		if d := time.Since(start); d < 2900*time.Millisecond {
 			t.Fatalf("the controller ended after %v, before its KATO", d)
 		}
 		if !errors.Is(q.failed(), ErrControllerLost) {
@@ -501,7 +503,11 @@ func TestTargetLabHostile(t *testing.T) {
 					return NoFault
 				}}, sub)
 				ctx := labCtx(t)
-				h, err := Connect(ctx, tgt.Addr().String(), sub.NQN, &Config{CommandTimeout: 2 * time.Second})
+				// Long enough for the Connect and first read on a loaded
+				// 2-core machine (2 s was not, over siw); FaultNoResponse
+				// waits this long.
+				const cmdTimeout = 20 * time.Second
+				h, err := Connect(ctx, tgt.Addr().String(), sub.NQN, &Config{CommandTimeout: cmdTimeout})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -522,7 +528,7 @@ func TestTargetLabHostile(t *testing.T) {
 				}
 				// A duplicate follows the good response: the next command
 				// finds the controller lost.
-				deadline := time.Now().Add(10 * time.Second * testutil.RaceSlowdown)
+				deadline := time.Now().Add((cmdTimeout + 30*time.Second) * testutil.RaceSlowdown)
 				for err == nil && time.Now().Before(deadline) {
 					time.Sleep(20 * time.Millisecond)
 					err = h.Err()
