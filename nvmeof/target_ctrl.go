@@ -125,11 +125,12 @@ func (c *tController) setKATO(kato time.Duration) {
 }
 
 // ready reports CC.EN and CSTS.RDY: commands other than Fabrics ones need
-// both (the kernel's target: nvmet_check_ctrl_status).
-func (c *tController) ready() bool {
+// both (the kernel's target: nvmet_check_ctrl_status). dead reports a
+// controller that ended.
+func (c *tController) ready() (ok, dead bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.dead && c.cc&ccEnable != 0 && c.csts&cstsReady != 0
+	return !c.dead && c.cc&ccEnable != 0 && c.csts&cstsReady != 0, c.dead
 }
 
 // CC fields checked when the host enables the controller.

@@ -554,12 +554,21 @@ func TestTargetIOQueues(t *testing.T) {
 	if cs := e.tgt.Controllers(); len(cs) != 1 || cs[0].IOQueues != 0 {
 		t.Fatalf("after the disconnect: %+v", cs)
 	}
-	wantStatus(t, "queue 1 again", e.connect(e.queue(1, 32), 32, id, testNQN, testHostNQN, 0), 0)
+	q1 := e.queue(1, 32)
+	wantStatus(t, "queue 1 again", e.connect(q1, 32, id, testNQN, testHostNQN, 0), 0)
 	// An error on an I/O queue ends the controller.
 	q2 := e.ioQueue(2, id)
 	q2.s.closed(errors.New("transport error"), false)
-	if e.admin.endedWith() == nil || len(e.tgt.Controllers()) != 0 {
+	if e.admin.endedWith() == nil || q1.endedWith() == nil || len(e.tgt.Controllers()) != 0 {
 		t.Fatal("an I/O queue's error left the controller")
+	}
+	// A command that was on its way meanwhile gets no answer, not a
+	// command sequence error: the host is to see the controller lost.
+	if r := e.cmd(q1, rwCommand(opRead, 1, 0, 1), 512, nil); r.status != 0xffff {
+		t.Fatalf("a read on a queue of the ended controller: status %#x, want no answer", r.status)
+	}
+	if r := e.cmd(e.admin, identifyCommand(cnsController, 0), identifySize, nil); r.status != 0xffff {
+		t.Fatalf("identify on the ended controller: status %#x, want no answer", r.status)
 	}
 }
 

@@ -59,6 +59,7 @@ type request struct {
 	result uint64
 	out    int  // bytes of data to give the host before the response
 	hold   bool // no response now (Async Event Request)
+	drop   bool // no response ever: the controller ended and its queues end
 }
 
 func (r *request) fail(status uint16) { r.status = status | statusDNR }
@@ -101,8 +102,7 @@ func (s *session) begin(r *request) bool {
 		s.beginFabrics(r, c)
 	case s.cm.qid != 0:
 		s.beginIO(r, c)
-	case !c.ready():
-		r.fail(scCmdSeqError)
+	case !s.needReady(r, c):
 	case c.sub.discovery:
 		s.beginDiscovery(r)
 	default:
@@ -112,7 +112,7 @@ func (s *session) begin(r *request) bool {
 		// More than MDTS.
 		r.fail(scInvalidField)
 	}
-	return r.status == 0
+	return r.status == 0 && !r.drop
 }
 
 func (s *session) beginFabrics(r *request, c *tController) {
@@ -208,9 +208,23 @@ func (s *session) beginDiscovery(r *request) {
 	}
 }
 
-func (s *session) beginIO(r *request, c *tController) {
-	if !c.ready() {
+// needReady refuses r unless the controller is ready. A command that
+// meets a controller that ended is dropped, not refused: its queue is
+// ending, and the host is to see the controller lost rather than a
+// command sequence error for a command it sent to a live one.
+func (s *session) needReady(r *request, c *tController) bool {
+	ok, dead := c.ready()
+	switch {
+	case dead:
+		r.drop = true
+	case !ok:
 		r.fail(scCmdSeqError)
+	}
+	return ok
+}
+
+func (s *session) beginIO(r *request, c *tController) {
+	if !s.needReady(r, c) {
 		return
 	}
 	switch r.sqe.opcode {
@@ -825,6 +839,9 @@ func (s *session) execute(r *request, dp dataPath) bool {
 			}
 		}
 		r.run(r)
+	}
+	if r.drop {
+		return false
 	}
 	s.logFailure(r)
 	return true
