@@ -66,6 +66,13 @@
 //     access or operation error, or retries exceeded) and the disconnect
 //     follows within 5 s. rping prints "cq completion failed status N"
 //     and exits 255.
+//   - On a siw (soft-iWARP) device, while a side waits for its peer's first
+//     message it nudges the peer with a zero-length RDMA operation: the
+//     client WRITEs zero bytes each second, the server READs zero bytes
+//     each 15 s. The kernel's siw can leave the client's first message
+//     unread in the server's socket until more data comes, and two rpings
+//     then wait for each other for good (docs/siw.md §10). With -d each
+//     nudge shows as a line starting "siw: zero-length rdma".
 //   - -q (a QP moved without the CM) is not supported.
 //   - Stopped by SIGINT or SIGTERM, it closes everything and exits 130.
 //

@@ -96,9 +96,40 @@ var errDisconnected = errors.New("disconnected")
 
 // Work request IDs.
 const (
-	wrRecv = 1
-	wrSend = 2
-	wrRDMA = 3
+	wrRecv  = 1
+	wrSend  = 2
+	wrRDMA  = 3
+	wrNudge = 4 // a zero-length RDMA READ or WRITE (see siwNudgeEvery)
+)
+
+// siw, the soft-iWARP driver, can leave the client's first message unread
+// in the server's socket until the client sends again (docs/siw.md §10):
+// kernel siw_cm.c siw_accept sends the MPA reply before it hands the
+// socket to the QP (siw_qp_socket_assoc), data that lands in between meets
+// the CM's data_ready callback, which ignores it, and nothing looks at the
+// socket again before the next segment. rping's client sends first and
+// then waits, so both sides would wait for good; rdma-core's rping does.
+// Any later segment from the client makes siw read what waits, and a
+// zero-length RDMA WRITE or READ is one that touches no memory (siw checks
+// no key of a zero-length SGE: siw_qp_tx.c siw_check_sgl_tx; siw_qp_rx.c
+// siw_proc_write and siw_proc_rresp place nothing for zero bytes). So, on
+// a siw device, a side that waits for its peer's first message nudges:
+//
+//   - the client RDMA WRITEs zero bytes each siwNudgeEvery. It cannot
+//     tell when the server's socket was handed over, and only the server's
+//     first message proves it was.
+//   - the server RDMA READs zero bytes, after siwServerNudgeEvery, which
+//     the client's kernel answers. It must not send earlier: what it sends
+//     before the client's siw has taken the MPA reply breaks the connect
+//     (docs/siw.md §9: "peer sent extra data"; also seen when the READ
+//     went out as soon as Accept returned), and the client's siw either
+//     takes the reply or gives the connection up within MPAREQ_TIMEOUT,
+//     10 s from its request (siw_cm.c siw_cm_queue_work, state
+//     SIW_EPSTATE_AWAIT_MPAREP). That covers clients that do not nudge,
+//     such as rdma-core's rping.
+const (
+	siwNudgeEvery       = time.Second
+	siwServerNudgeEvery = 15 * time.Second
 )
 
 // session is one connection: its buffers and completion handling.
@@ -127,6 +158,12 @@ type session struct {
 	wcs      [8]uverbs.WC
 	queued   []uverbs.WC
 	recvCopy [infoLen]byte // the last message received
+
+	// awaitingPeer: a session on a siw device that has not yet received
+	// the peer's first message, which it nudges every nudgeEvery (see
+	// siwNudgeEvery).
+	awaitingPeer bool
+	nudgeEvery   time.Duration
 }
 
 const (
@@ -138,6 +175,12 @@ const (
 
 func newSession(ctx context.Context, o options, name string, conn *rdmacm.Conn, out, errw *cmdline.LockedWriter) (*session, error) {
 	s := &session{o: o, name: name, conn: conn, out: out, errw: errw}
+	if dev, ok := conn.DeviceInfo(); ok && dev.DriverID == uverbs.DriverSIW {
+		s.awaitingPeer, s.nudgeEvery = true, siwNudgeEvery
+		if o.server {
+			s.nudgeEvery = siwServerNudgeEvery
+		}
+	}
 	s.dctx, s.cancel = context.WithCancel(ctx)
 	go func() {
 		select {
@@ -229,18 +272,51 @@ func (s *session) rdma(op uverbs.WROpcode, n int, peer rdmaInfo) error {
 		SGEs: []uverbs.SGE{s.rdmaMR.SGE(0, n)}, RemoteAddr: peer.addr, RKey: peer.rkey}})
 }
 
+// nudge posts the zero-length operation of siwNudgeEvery: an RDMA WRITE
+// from the client, an RDMA READ from the server. Neither names remote
+// memory; the READ's sink is an SGE of zero bytes (siw gives a READ
+// exactly one: siw_qp.c siw_activate_tx_from_sq).
+func (s *session) nudge() error {
+	op, what := uverbs.OpWrite, "write"
+	if s.o.server {
+		op, what = uverbs.OpRead, "read"
+	}
+	s.debugf("siw: zero-length rdma %s, so that the peer's siw reads what waits in its socket", what)
+	return s.conn.QP().PostSend([]uverbs.SendWR{{ID: wrNudge, Op: op, Flags: uverbs.SendSignaled,
+		SGEs: []uverbs.SGE{s.rdmaMR.SGE(0, 0)}}})
+}
+
 // next returns the next completion, sleeping on the completion channel
 // when the CQ is empty (CQ.PollWait). It returns errDisconnected once the
-// connection has ended and the CQ is empty.
+// connection has ended and the CQ is empty. On siw, until the peer's first
+// message it nudges the peer (siwNudgeEvery) each nudgeEvery that passes
+// without a completion.
 func (s *session) next(ctx context.Context) (uverbs.WC, error) {
 	for len(s.queued) == 0 {
 		if err := ctx.Err(); err != nil {
 			return uverbs.WC{}, err
 		}
-		n, err := s.conn.CQ().PollWait(s.dctx, s.wcs[:])
+		wctx, cancel := s.dctx, context.CancelFunc(nil)
+		nudging := s.awaitingPeer
+		if nudging {
+			wctx, cancel = context.WithTimeout(s.dctx, s.nudgeEvery)
+		}
+		n, err := s.conn.CQ().PollWait(wctx, s.wcs[:])
+		if cancel != nil {
+			cancel()
+		}
 		if err != nil {
 			if s.dctx.Err() != nil && ctx.Err() == nil {
 				return uverbs.WC{}, errDisconnected
+			}
+			if nudging && s.dctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				// A QP already in the error state refuses the post
+				// (docs/siw.md §9): the flush or the disconnect
+				// that comes next ends the wait.
+				if err := s.nudge(); err != nil && !errors.Is(err, uverbs.ErrQPState) {
+					return uverbs.WC{}, err
+				}
+				continue
 			}
 			return uverbs.WC{}, err
 		}
@@ -274,6 +350,10 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 			}
 			return wc, err
 		}
+		if wc.ID == wrNudge {
+			s.debugf("zero-length rdma completion")
+			continue
+		}
 		switch wc.Opcode {
 		case uverbs.WCOpSend:
 			s.debugf("send completion")
@@ -291,6 +371,7 @@ func (s *session) wait(ctx context.Context, want uverbs.WCOpcode) (uverbs.WC, er
 		}
 		if wc.Opcode == want {
 			if want == uverbs.WCOpRecv {
+				s.awaitingPeer = false
 				// The message is read before the next receive can land.
 				copy(s.recvCopy[:], s.recvArea())
 				if err := s.postRecv(); err != nil {
@@ -409,6 +490,9 @@ func runClient(ctx context.Context, o options, out, errw *cmdline.LockedWriter) 
 		return fmt.Errorf("connect to %s: %w", addr, err)
 	}
 	s.debugf("rdma_connect successful")
+	if testHookConnected != nil {
+		testHookConnected()
+	}
 	err = s.client(ctx)
 	if errors.Is(err, errDisconnected) {
 		s.ended()
@@ -518,6 +602,12 @@ func persistentServer(ctx context.Context, o options, l *rdmacm.Listener, out, e
 	}
 }
 
+// Hooks that only tests set. testHookAccept runs in serve just before the
+// accept (the connection request has reached the program, its receive is
+// posted), testHookAccepted just after it, testHookConnected in the client
+// once connected, before its first message.
+var testHookAccept, testHookAccepted, testHookConnected func()
+
 // serve accepts conn and answers its pings until it ends (rping_test_server).
 func serve(ctx context.Context, o options, conn *rdmacm.Conn, out, errw *cmdline.LockedWriter) (err error) {
 	s, err := newSession(ctx, o, "server", conn, out, errw)
@@ -527,8 +617,14 @@ func serve(ctx context.Context, o options, conn *rdmacm.Conn, out, errw *cmdline
 		return err
 	}
 	s.debugf("accepting client connection request")
+	if testHookAccept != nil {
+		testHookAccept()
+	}
 	if err := conn.Accept(ctx, nil); err != nil {
 		return err
+	}
+	if testHookAccepted != nil {
+		testHookAccepted()
 	}
 	err = s.server(ctx)
 	if errors.Is(err, errDisconnected) {

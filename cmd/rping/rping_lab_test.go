@@ -29,6 +29,7 @@ type rpingEnv struct {
 	addr  string
 	cping string
 	ctx   context.Context
+	procs []*proc // every rping started, for the report of a hang
 }
 
 var nextPort = 7500
@@ -70,13 +71,15 @@ func (e *rpingEnv) port() string {
 
 // proc is one running rping, ours or rdma-core's.
 type proc struct {
-	who  string // "ours" or "rping"
-	args []string
-	out  testutil.SyncBuffer
-	errb testutil.SyncBuffer
-	done <-chan int // the exit code
-	code int
-	stop context.CancelFunc
+	who   string // "ours" or "rping"
+	args  []string
+	out   testutil.SyncBuffer
+	errb  testutil.SyncBuffer
+	done  <-chan int // the exit code
+	code  int
+	ended bool // code was received
+	pid   int  // rdma-core's rping: its process
+	stop  context.CancelFunc
 }
 
 func (p *proc) String() string { return p.who + " " + strings.Join(p.args, " ") }
@@ -94,7 +97,10 @@ func (e *rpingEnv) startOurs(t *testing.T, edit func(*options), args ...string) 
 	}
 	done := make(chan int, 1)
 	p := &proc{who: "ours", args: args, done: done}
-	ctx, cancel := context.WithCancel(e.ctx)
+	e.procs = append(e.procs, p)
+	// Not under e.ctx: a hang is reported (wait) while the rpings still
+	// run as they hung; the test's end stops them.
+	ctx, cancel := context.WithCancel(context.Background())
 	p.stop = cancel
 	finished := make(chan struct{})
 	go func() {
@@ -116,11 +122,13 @@ func (e *rpingEnv) startOurs(t *testing.T, edit func(*options), args ...string) 
 func (e *rpingEnv) startC(t *testing.T, args ...string) *proc {
 	t.Helper()
 	p := &proc{who: "rping", args: args}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(context.Background()) // as in startOurs
 	p.stop = cancel
 	cmd := exec.CommandContext(ctx, e.cping, args...)
 	cmd.Stdout, cmd.Stderr = &p.out, &p.errb
 	p.done = testutil.StartProcess(t, cmd)
+	p.pid = cmd.Process.Pid
+	e.procs = append(e.procs, p)
 	return p
 }
 
@@ -138,15 +146,37 @@ func (e *rpingEnv) wait(t *testing.T, p *proc) int {
 	t.Helper()
 	select {
 	case p.code = <-p.done:
+		p.ended = true
 		if rpingTeardownRace(p) {
 			t.Logf("%v lost its teardown race after a clean run (exit %d, \"rdma_get_cm_event: Bad file descriptor\"): counted as exit 0", p, p.code)
 			p.code = 0
 		}
 		return p.code
 	case <-e.ctx.Done():
-		t.Fatalf("%v did not end\nstdout:\n%s\nstderr:\n%s", p, p.out.String(), p.errb.String())
+		t.Fatalf("%v did not end\nstdout:\n%s\nstderr:\n%s%s", p, p.out.String(), p.errb.String(), e.hangReport(p))
 	}
 	return -1
+}
+
+// hangReport tells what the rpings still running were doing when p did
+// not end: their output, the kernel stacks of rdma-core's (ours run in
+// this process: the goroutines show them) and the lab's state
+// (testutil.HangReport).
+func (e *rpingEnv) hangReport(p *proc) string {
+	var b strings.Builder
+	var pids []int
+	for _, q := range e.procs {
+		if q == p || q.ended {
+			continue
+		}
+		fmt.Fprintf(&b, "\n\nalso running: %v\nstdout:\n%s\nstderr:\n%s", q, q.out.String(), q.errb.String())
+	}
+	for _, q := range e.procs {
+		if !q.ended && q.pid != 0 {
+			pids = append(pids, q.pid)
+		}
+	}
+	return b.String() + testutil.HangReport(pids...)
 }
 
 // waitListening waits until server listens on port.
@@ -548,6 +578,7 @@ func TestEndless(t *testing.T) {
 				for {
 					select {
 					case srv.code = <-srv.done:
+						srv.ended = true
 						if !disconnected() {
 							t.Errorf("rping server exit code %d, and no disconnect seen, after its client went:\n%s", srv.code, dump(srv))
 						}
@@ -677,6 +708,7 @@ func TestPeerGoneMidPing(t *testing.T) {
 			for !strings.Contains(srv.out.String(), failed) {
 				select {
 				case srv.code = <-srv.done:
+					srv.ended = true
 					t.Fatalf("server ended before its READ failed:\n%s", dump(srv))
 				case <-e.ctx.Done():
 					t.Fatalf("server printed no %q:\n%s", failed, dump(srv))
