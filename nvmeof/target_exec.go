@@ -48,6 +48,11 @@ type request struct {
 	dir  dataDir
 	need int
 	run  func(*request)
+	// set by begin for the I/O commands, whose handlers are plain
+	// functions of the request, so that a command allocates nothing
+	ctrl *tController
+	ns   *tNamespace
+	rw   rwArgs
 	// set by mapSGL
 	inline []byte // in-capsule data, when the SGL points there
 	keyed  bool   // the data is in the host's memory, behind sqe.sgl
@@ -233,7 +238,7 @@ func (s *session) beginIO(r *request, c *tController) {
 			r.fail(scInvalidNS)
 			return
 		}
-		r.run = func(r *request) { s.flush(r, c) }
+		r.ctrl, r.run = c, flush
 	case opRead, opWrite, opWriteZeroes:
 		ns := c.sub.namespace(r.sqe.nsid)
 		if ns == nil {
@@ -255,7 +260,7 @@ func (s *session) beginIO(r *request, c *tController) {
 		case opWrite:
 			r.dir, r.need = dirIn, int(a.blocks)*ns.blockSize
 		}
-		r.run = func(r *request) { s.readWrite(r, c, ns, a) }
+		r.ctrl, r.ns, r.rw, r.run = c, ns, a, readWrite
 	default:
 		r.fail(scInvalidOpcode)
 	}
@@ -730,7 +735,8 @@ func (s *session) keepAlive(r *request, c *tController) {
 	}
 }
 
-func (s *session) flush(r *request, c *tController) {
+func flush(r *request) {
+	c := r.ctrl
 	var err error
 	if r.sqe.nsid == nsidAll {
 		for _, ns := range c.sub.ns {
@@ -746,7 +752,8 @@ func (s *session) flush(r *request, c *tController) {
 	}
 }
 
-func (s *session) readWrite(r *request, c *tController, ns *tNamespace, a rwArgs) {
+func readWrite(r *request) {
+	c, ns, a := r.ctrl, r.ns, r.rw
 	off := int64(a.slba) * int64(ns.blockSize)
 	n := int64(a.blocks) * int64(ns.blockSize)
 	switch r.sqe.opcode {

@@ -546,3 +546,53 @@ func TestTargetLabHostile(t *testing.T) {
 		}
 	})
 }
+
+// The target's I/O path allocates nothing per command: its work requests
+// are made with the queue, its handlers are plain functions and its
+// workers stay with the queue (docs/nvmeof.md §3). testing.AllocsPerRun
+// counts the whole process, our host's I/O too, which allocates nothing
+// (TestHostIOAllocs).
+func TestTargetLabIOAllocs(t *testing.T) {
+	p := testutil.LabPairs(t)[0]
+	sub := &Subsystem{NQN: testNQN, Namespaces: []*TargetNamespace{memNS(t, 1<<20, 512)}}
+	tgt := labTarget(t, p, nil, sub)
+	ctx := labCtx(t)
+	c, err := Connect(ctx, tgt.Addr().String(), sub.NQN, &Config{KeepAlive: -1, IOQueues: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{n.BlockSize(), 64 << 10} { // in the capsule, and through the key
+		buf := make([]byte, size)
+		for _, op := range []struct {
+			name string
+			io   func() error
+		}{
+			{"write", func() error { _, err := n.WriteAtContext(ctx, buf, 0); return err }},
+			{"read", func() error { _, err := n.ReadAtContext(ctx, buf, 0); return err }},
+		} {
+			// Warm up: the queue's workers start with the first commands.
+			for range 8 {
+				if err := op.io(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var ioErr error
+			allocs := testing.AllocsPerRun(200, func() {
+				if err := op.io(); err != nil {
+					ioErr = err
+				}
+			})
+			if ioErr != nil {
+				t.Fatal(ioErr)
+			}
+			if allocs != 0 {
+				t.Errorf("%s of %d bytes: %v allocations per command, want 0", op.name, size, allocs)
+			}
+		}
+	}
+}

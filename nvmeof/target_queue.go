@@ -47,6 +47,7 @@ type tQueue struct {
 	sqhd    uint16 // the poller's: the submission queue head after each command
 
 	adminCmds chan int // the admin queue's commands, in order
+	ioCmds    chan int // an I/O queue's commands, to a worker that waits for one
 	workers   sync.WaitGroup
 
 	mu          sync.Mutex
@@ -67,6 +68,15 @@ type cmdCtx struct {
 	pending atomic.Int32 // response sends not yet complete
 	readErr chan uverbs.WCStatus
 	req     request
+
+	// The command's work requests, made with the queue so that a command
+	// allocates nothing: its receive posted again, the RDMA READ of its
+	// data, and its response (an RDMA WRITE of its data and up to two
+	// SENDs: FaultDuplicateResponse).
+	recvWR  [1]uverbs.RecvWR
+	readWR  [1]uverbs.SendWR
+	sendWRs [3]uverbs.SendWR
+	sges    [5]uverbs.SGE // recvWR's, readWR's, then sendWRs'
 }
 
 // Work request IDs: the kind in the high word, a receive buffer or a
@@ -114,8 +124,14 @@ func (t *Target) newQueue(conn *rdmacm.Conn, cm cmQueueRequest) (q *tQueue, err 
 	q.ctxs = make([]cmdCtx, nctx)
 	q.freeCtx = make(chan int, nctx)
 	for i := range q.ctxs {
-		q.ctxs[i].slot.Store(-1)
-		q.ctxs[i].readErr = make(chan uverbs.WCStatus, 1)
+		c := &q.ctxs[i]
+		c.slot.Store(-1)
+		c.readErr = make(chan uverbs.WCStatus, 1)
+		c.recvWR[0].SGEs = c.sges[0:1]
+		c.readWR[0] = uverbs.SendWR{ID: wrRead | uint64(i), Op: uverbs.OpRead, Flags: uverbs.SendSignaled, SGEs: c.sges[1:2]}
+		for k := range c.sendWRs {
+			c.sendWRs[k].SGEs = c.sges[2+k : 3+k]
+		}
 		q.freeCtx <- i
 	}
 	q.slots = make(chan int, nslots)
@@ -144,6 +160,8 @@ func (q *tQueue) start() {
 		q.adminCmds = make(chan int, q.depth)
 		q.workers.Add(1)
 		go q.adminWorker()
+	} else {
+		q.ioCmds = make(chan int)
 	}
 	go q.poll()
 	go q.lifecycle()
@@ -217,6 +235,8 @@ func (q *tQueue) poll() {
 	defer close(q.pollDone)
 	if q.adminCmds != nil {
 		defer close(q.adminCmds)
+	} else {
+		defer close(q.ioCmds)
 	}
 	var wcs [32]uverbs.WC
 	for {
@@ -267,11 +287,14 @@ func (q *tQueue) complete(wc *uverbs.WC) {
 			q.adminCmds <- ci
 			return
 		}
-		q.workers.Add(1)
-		go func() {
-			defer q.workers.Done()
-			q.handle(ci)
-		}()
+		// To a worker that waits, or a new one: a queue has as many
+		// as it had commands at once, and keeps them until it ends.
+		select {
+		case q.ioCmds <- ci:
+		default:
+			q.workers.Add(1)
+			go q.ioWorker(ci)
+		}
 	case wrRead:
 		c := &q.ctxs[i]
 		q.credits <- struct{}{}
@@ -299,6 +322,17 @@ func (q *tQueue) release(ci int) {
 		q.slots <- int(s)
 	}
 	q.freeCtx <- ci
+}
+
+// ioWorker runs command ci, then the commands the poller hands it, at
+// once and concurrently with the queue's other workers.
+func (q *tQueue) ioWorker(ci int) {
+	defer q.workers.Done()
+	for ok := true; ok; ci, ok = <-q.ioCmds {
+		if !q.ended() {
+			q.handle(ci)
+		}
+	}
 }
 
 func (q *tQueue) adminWorker() {
@@ -359,12 +393,10 @@ func (q *tQueue) fetch(r *request) bool {
 		return false
 	}
 	off := q.slotOff + int(c.slot.Load())*q.slotSize
-	wr := [1]uverbs.SendWR{{
-		ID: wrRead | uint64(r.ctx), Op: uverbs.OpRead, Flags: uverbs.SendSignaled,
-		SGEs:       []uverbs.SGE{q.mr.SGE(off, r.need)},
-		RemoteAddr: r.sqe.sgl.addr, RKey: r.sqe.sgl.key,
-	}}
-	if err := q.qp.PostSend(wr[:]); err != nil {
+	wr := &c.readWR[0]
+	wr.SGEs[0] = q.mr.SGE(off, r.need)
+	wr.RemoteAddr, wr.RKey = r.sqe.sgl.addr, r.sqe.sgl.key
+	if err := q.qp.PostSend(c.readWR[:]); err != nil {
 		q.credits <- struct{}{}
 		q.fail(fmt.Errorf("%w: queue %d: RDMA READ: %v", ErrControllerLost, q.cm.qid, err), false)
 		return false
@@ -400,8 +432,9 @@ func (q *tQueue) respond(ci int) {
 	putCQE(rsp, r.result, sqhd, q.cm.qid, cid, r.status)
 	// Post the receive again before the response goes: the host may send
 	// its next command as soon as it sees it.
-	recv := [1]uverbs.RecvWR{{ID: wrRecv | uint64(c.recv), SGEs: []uverbs.SGE{q.mr.SGE(c.recv*q.recvSize, q.recvSize)}}}
-	if err := q.qp.PostRecv(recv[:]); err != nil {
+	c.recvWR[0].ID = wrRecv | uint64(c.recv)
+	c.recvWR[0].SGEs[0] = q.mr.SGE(c.recv*q.recvSize, q.recvSize)
+	if err := q.qp.PostRecv(c.recvWR[:]); err != nil {
 		q.fail(fmt.Errorf("%w: queue %d: posting a receive: %v", ErrControllerLost, q.cm.qid, err), false)
 		return
 	}
@@ -418,21 +451,23 @@ func (q *tQueue) respond(ci int) {
 	case FaultLongResponse:
 		length = rspSlot
 	}
-	wrs := make([]uverbs.SendWR, 0, 3)
+	n := 0
 	if r.out > 0 {
 		off := q.slotOff + int(c.slot.Load())*q.slotSize
-		wrs = append(wrs, uverbs.SendWR{
-			ID: wrWrite | uint64(ci), Op: uverbs.OpWrite,
-			SGEs:       []uverbs.SGE{q.mr.SGE(off, r.out)},
-			RemoteAddr: r.sqe.sgl.addr, RKey: r.sqe.sgl.key,
-		})
+		wr := &c.sendWRs[n]
+		wr.ID, wr.Op, wr.Flags = wrWrite|uint64(ci), uverbs.OpWrite, 0
+		wr.SGEs[0] = q.mr.SGE(off, r.out)
+		wr.RemoteAddr, wr.RKey = r.sqe.sgl.addr, r.sqe.sgl.key
+		n++
 	}
 	for range sends {
-		wrs = append(wrs, uverbs.SendWR{
-			ID: wrSend | uint64(ci), Op: uverbs.OpSend, Flags: uverbs.SendSignaled,
-			SGEs: []uverbs.SGE{q.mr.SGE(q.rspOff+ci*rspSlot, length)},
-		})
+		wr := &c.sendWRs[n]
+		wr.ID, wr.Op, wr.Flags = wrSend|uint64(ci), uverbs.OpSend, uverbs.SendSignaled
+		wr.SGEs[0] = q.mr.SGE(q.rspOff+ci*rspSlot, length)
+		wr.RemoteAddr, wr.RKey = 0, 0
+		n++
 	}
+	wrs := c.sendWRs[:n]
 	for range wrs {
 		if !q.credit() {
 			return
