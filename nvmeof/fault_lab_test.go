@@ -2,17 +2,23 @@ package nvmeof_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/goverbs/rdma/internal/nvmetest"
 	"github.com/goverbs/rdma/internal/testutil"
 	"github.com/goverbs/rdma/nvmeof"
 )
@@ -208,4 +214,236 @@ func kernelQPs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// verifiedIO writes random data in n goroutines, each in a region of its
+// own, reads every write back and compares it, until stop or an error.
+type verifiedIO struct {
+	ns      *nvmeof.Namespace
+	region  int64
+	rounds  []atomic.Int64
+	stopped chan struct{}
+	done    chan []error
+	mu      sync.Mutex
+	last    map[int64][]byte // what each offset last read back equal
+}
+
+const verifiedChunk = 16 << 10
+
+func startVerifiedIO(ns *nvmeof.Namespace, n int) *verifiedIO {
+	v := &verifiedIO{ns: ns, region: ns.Size() / int64(n), rounds: make([]atomic.Int64, n),
+		stopped: make(chan struct{}), done: make(chan []error, 1), last: map[int64][]byte{}}
+	v.region -= v.region % verifiedChunk
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data, back := make([]byte, verifiedChunk), make([]byte, verifiedChunk)
+			for i := int64(0); ; i++ {
+				select {
+				case <-v.stopped:
+					return
+				default:
+				}
+				off := int64(g)*v.region + i*verifiedChunk%v.region
+				rand.Read(data)
+				_, err := ns.WriteAt(data, off)
+				if err == nil {
+					_, err = ns.ReadAt(back, off)
+				}
+				if err == nil && !bytes.Equal(back, data) {
+					err = fmt.Errorf("goroutine %d: %d bytes at %d read back differ from what was written", g, len(data), off)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				v.mu.Lock()
+				v.last[off] = bytes.Clone(data)
+				v.mu.Unlock()
+				v.rounds[g].Add(1)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		v.done <- errs
+	}()
+	return v
+}
+
+// waitRounds waits until every goroutine has done n more rounds than
+// when it was called, or one of them has stopped on an error.
+func (v *verifiedIO) waitRounds(t *testing.T, n int64, limit time.Duration) {
+	t.Helper()
+	want := make([]int64, len(v.rounds))
+	for i := range v.rounds {
+		want[i] = v.rounds[i].Load() + n
+	}
+	deadline := time.Now().Add(limit)
+	for i := 0; i < len(v.rounds); {
+		if v.rounds[i].Load() >= want[i] {
+			i++
+			continue
+		}
+		select {
+		case errs := <-v.done:
+			v.done <- errs
+			t.Fatalf("I/O stopped: %v", errs)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutine %d did %d rounds of verified I/O in %v, want %d", i, v.rounds[i].Load()-want[i]+n, limit, n)
+		}
+	}
+}
+
+// stop ends the I/O and returns its errors.
+func (v *verifiedIO) stop() []error {
+	close(v.stopped)
+	errs := <-v.done
+	v.done <- errs
+	return errs
+}
+
+// compareFile checks that the backing file holds what every offset last
+// read back.
+func (v *verifiedIO) compareFile(t *testing.T, path string) {
+	t.Helper()
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for off, data := range v.last {
+		if !bytes.Equal(file[off:off+int64(len(data))], data) {
+			t.Fatalf("the backing file at %d differs from what was written there and read back", off)
+		}
+	}
+	t.Logf("%d chunks of %d bytes written, read back and found in the backing file", len(v.last), verifiedChunk)
+}
+
+const nvmetRDMA = "nvmet_rdma"
+
+// The kernel's target module unloaded under our host's I/O. An enabled
+// port holds a reference on its transport's module (kernel:
+// drivers/nvme/target/core.c nvmet_enable_port takes it with
+// try_module_get(ops->owner), nvmet_disable_port drops it), so while the
+// port serves, delete_module(2) refuses with EAGAIN (kernel/module/main.c
+// try_stop_module) and the I/O goes on unharmed. Once the port is removed
+// the module unloads (drivers/nvme/target/rdma.c nvmet_rdma_exit); the
+// port's removal has ended every command with ErrControllerLost, and
+// Close frees everything. The module is loaded again afterwards, and a new
+// target on it serves our host. On rxe only, as TestFaultTargetPortRemoved
+// (docs/kernel-behaviour.md §3).
+func TestFaultTargetModuleUnloaded(t *testing.T) {
+	p := testutil.LabPairs(t)[0]
+	kt := kernelTarget(t, p, 16<<20)
+	t.Cleanup(func() {
+		if err := nvmetest.LoadLabModule(nvmetRDMA); err != nil {
+			t.Errorf("the test could not load %s again: later tests in this guest lack the kernel's target: %v", nvmetRDMA, err)
+		}
+	})
+	if ports, _ := filepath.Glob("/sys/kernel/config/nvmet/ports/*"); len(ports) != 1 {
+		t.Fatalf("nvmet has ports %v: the module can be unloaded only with this test's port alone", ports)
+	}
+	refs, err := nvmetest.ModuleRefs(nvmetRDMA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := labCtx(t)
+	c, err := nvmeof.Connect(ctx, kt.Addr.String(), kt.NQN, &nvmeof.Config{IOQueues: 2, QueueDepth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ns, err := c.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := startVerifiedIO(ns, 4)
+	v.waitRounds(t, 4, 2*time.Minute)
+
+	err = nvmetest.UnloadModule(nvmetRDMA)
+	if !errors.Is(err, syscall.EAGAIN) {
+		t.Fatalf("delete_module of %s with its port enabled (refcnt %d): %v, want EAGAIN", nvmetRDMA, refs, err)
+	}
+	t.Logf("with the port enabled (refcnt %d): %v", refs, err)
+	v.waitRounds(t, 8, 2*time.Minute)
+	if errs := v.stop(); len(errs) > 0 {
+		t.Fatalf("I/O after the refused unload: %v", errs)
+	}
+	if err := ns.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.compareFile(t, kt.Files[0])
+
+	started, done := ioLoop(ns, 6)
+	select {
+	case <-started:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no I/O completed in 2 minutes")
+	}
+	kt.RemovePort()
+	// nvmet_disable_port has dropped the port's reference: nothing else
+	// holds the module now.
+	if err := nvmetest.UnloadModule(nvmetRDMA); err != nil {
+		n, _ := nvmetest.ModuleRefs(nvmetRDMA)
+		t.Fatalf("with the port removed (refcnt %d): %v", n, err)
+	}
+	if nvmetest.ModuleLoaded(nvmetRDMA) {
+		t.Fatalf("%s is still loaded after delete_module succeeded", nvmetRDMA)
+	}
+	var errs []error
+	select {
+	case errs = <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("I/O still runs 3 minutes after the target's module was unloaded")
+	}
+	for _, err := range errs {
+		if !errors.Is(err, nvmeof.ErrControllerLost) {
+			t.Errorf("I/O ended with %v, want ErrControllerLost", err)
+		}
+	}
+	t.Logf("I/O ended with: %v", errs[0])
+	if err := c.Err(); !errors.Is(err, nvmeof.ErrControllerLost) {
+		t.Errorf("Err() = %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Logf("Close of a lost controller: %v", err)
+	}
+
+	// Loaded again, the kernel's target serves a new port.
+	if err := nvmetest.LoadLabModule(nvmetRDMA); err != nil {
+		t.Fatal(err)
+	}
+	kt2 := kernelTarget(t, p, 1<<20)
+	c2, err := nvmeof.Connect(ctx, kt2.Addr.String(), kt2.NQN, nil)
+	if err != nil {
+		t.Fatalf("after %s was loaded again: %v", nvmetRDMA, err)
+	}
+	defer c2.Close()
+	ns2, err := c2.Namespace(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(t, 64<<10)
+	back := make([]byte, len(data))
+	if _, err := ns2.WriteAtContext(ctx, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ns2.ReadAtContext(ctx, back, 0); err != nil || !bytes.Equal(back, data) {
+		t.Fatalf("after %s was loaded again: read back %v, equal %v", nvmetRDMA, err, bytes.Equal(back, data))
+	}
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -8,11 +8,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/goverbs/rdma/internal/nvmetest"
@@ -239,5 +241,190 @@ func TestTargetLabKernelDiscover(t *testing.T) {
 			t.Fatalf("nvme discover lists %d entries:\n%s", n, out)
 		}
 		settled(t, tgt)
+	})
+}
+
+// stableGoroutines waits until the number of goroutines has not changed
+// for half a second (commands' goroutines ending), and returns it.
+func stableGoroutines(t *testing.T) int {
+	t.Helper()
+	n, since := runtime.NumGoroutine(), time.Now()
+	deadline := since.Add(10 * time.Second * testutil.RaceSlowdown)
+	for time.Since(since) < 500*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatalf("the number of goroutines did not settle in 10 s: %d", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if m := runtime.NumGoroutine(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+	return n
+}
+
+// blockIO runs O_DIRECT writes of random sizes in goroutines of their
+// own, each in its 1 MiB region of dev, each read back and compared with
+// what was written and with the namespace's store, until stop.
+type blockIO struct {
+	rounds  []atomic.Int64
+	stopped chan struct{}
+	done    chan []error
+}
+
+func startBlockIO(dev *os.File, ns *TargetNamespace, n int) *blockIO {
+	b := &blockIO{rounds: make([]atomic.Int64, n), stopped: make(chan struct{}), done: make(chan []error, 1)}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 11))
+			base := int64(g) << 20
+			for {
+				select {
+				case <-b.stopped:
+					return
+				default:
+				}
+				size := (1 + r.IntN(32)) * 4096
+				off := base + int64(r.IntN((1<<20-size)/4096))*4096
+				data := alignedBuf(size)
+				copy(data, randomBytes(r, size))
+				back := alignedBuf(size)
+				_, err := dev.WriteAt(data, off)
+				if err == nil {
+					_, err = dev.ReadAt(back, off)
+				}
+				if err == nil {
+					got := make([]byte, size)
+					ns.ReadAt(got, off)
+					if !bytes.Equal(back, data) || !bytes.Equal(got, data) {
+						err = fmt.Errorf("goroutine %d: %d bytes at %d differ (read back %v, target %v)", g, size, off, bytes.Equal(back, data), bytes.Equal(got, data))
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
+				b.rounds[g].Add(1)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		b.done <- errs
+	}()
+	return b
+}
+
+func (b *blockIO) waitRounds(t *testing.T, n int64, limit time.Duration) {
+	t.Helper()
+	want := make([]int64, len(b.rounds))
+	for i := range b.rounds {
+		want[i] = b.rounds[i].Load() + n
+	}
+	deadline := time.Now().Add(limit)
+	for i := 0; i < len(b.rounds); {
+		if b.rounds[i].Load() >= want[i] {
+			i++
+			continue
+		}
+		select {
+		case errs := <-b.done:
+			b.done <- errs
+			t.Fatalf("I/O stopped: %v", errs)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutine %d did %d rounds of I/O in %v, want %d", i, b.rounds[i].Load()-want[i]+n, limit, n)
+		}
+	}
+}
+
+func (b *blockIO) stop() []error {
+	close(b.stopped)
+	errs := <-b.done
+	b.done <- errs
+	return errs
+}
+
+// The kernel's host resets its controller on our target while O_DIRECT
+// I/O runs: nvme reset tears the host's queues down, disables the
+// controller (CC.EN 0) and connects again, the admin queue's Connect
+// asking for a new controller (kernel: drivers/nvme/host/rdma.c
+// nvme_rdma_reset_ctrl_work, nvme_rdma_shutdown_ctrl, nvme_rdma_setup_ctrl).
+// The I/O waits through it (the host requeues what was in flight) and
+// goes on; the target frees the old controller, with its queues and
+// goroutines, and serves the new one, with a new ID and as many queues;
+// what was written before and after reads back equal, on the block device
+// and in the namespace.
+func TestFaultKernelHostReset(t *testing.T) {
+	testutil.EachLabPair(t, func(t *testing.T, p testutil.LabPair) {
+		nvmetest.RequireNVMeoF(t)
+		mem := memNS(t, 8<<20, 512)
+		sub := &Subsystem{NQN: "nqn.2024-01.io.goverbs:reset-" + p.Kind, Namespaces: []*TargetNamespace{mem}}
+		tgt := labTarget(t, p, nil, sub)
+		before := runtime.NumGoroutine()
+
+		h := nvmetest.ConnectKernelHost(t, tgt.Addr(), sub.NQN)
+		old := tgt.Controllers()
+		if len(old) != 1 || old[0].IOQueues < 1 {
+			t.Fatalf("the target's controllers: %+v", old)
+		}
+		dev, err := os.OpenFile(h.Namespaces[0], os.O_RDWR|syscall.O_DIRECT, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dev.Close()
+		const workers = 4
+		load := startBlockIO(dev, mem, workers)
+		load.waitRounds(t, 4, 2*time.Minute)
+		if errs := load.stop(); len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		perCtrl := stableGoroutines(t) - before
+		t.Logf("controller %d with %d I/O queues; %d goroutines for it", old[0].ID, old[0].IOQueues, perCtrl)
+
+		load = startBlockIO(dev, mem, workers)
+		load.waitRounds(t, 4, 2*time.Minute)
+		if err := h.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		load.waitRounds(t, 8, 2*time.Minute)
+		if errs := load.stop(); len(errs) > 0 {
+			t.Fatalf("I/O through the reset: %v", errs)
+		}
+		var now []TargetController
+		if !poll(30*time.Second, func() bool {
+			now = tgt.Controllers()
+			return len(now) == 1 && now[0].ID != old[0].ID && now[0].IOQueues == old[0].IOQueues && tgt.queueCount() == old[0].IOQueues+1
+		}) {
+			t.Fatalf("after the reset the target has controllers %+v and %d queues; before it %+v", now, tgt.queueCount(), old)
+		}
+		t.Logf("after the reset: controller %d with %d I/O queues", now[0].ID, now[0].IOQueues)
+		noGoroutinesLeft(t, before+perCtrl)
+
+		// Every region, read whole through the host, equals the store.
+		for g := range workers {
+			back := alignedBuf(1 << 20)
+			if _, err := dev.ReadAt(back, int64(g)<<20); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 1<<20)
+			mem.ReadAt(got, int64(g)<<20)
+			if !bytes.Equal(back, got) {
+				t.Fatalf("region %d: the block device and the namespace differ", g)
+			}
+		}
+		dev.Close()
+		h.Disconnect()
+		settled(t, tgt)
+		noGoroutinesLeft(t, before)
 	})
 }

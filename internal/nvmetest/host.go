@@ -284,6 +284,34 @@ func waitGone(c, nqn string) error {
 	}
 }
 
+// Reset resets the controller as nvme reset does: NVME_IOCTL_RESET on
+// /dev/nvmeX, which returns once the reset has run (kernel:
+// drivers/nvme/host/core.c nvme_reset_ctrl_sync). nvme_rdma tears down
+// the I/O queues, disables the controller (CC.EN 0), disconnects the admin
+// queue and connects them all again, which makes a new controller on the
+// target (rdma.c nvme_rdma_reset_ctrl_work, nvme_rdma_shutdown_ctrl,
+// nvme_rdma_setup_ctrl). Reset then waits, bounded, for the state to be
+// live; the error has nvme's output and the kernel's messages.
+func (h *KernelHost) Reset() error {
+	klog := openKernelLog()
+	defer klog.close()
+	out, err := nvmeCLI("reset", "/dev/"+h.Ctrl)
+	if err != nil {
+		return fmt.Errorf("nvmetest: nvme reset /dev/%s: %v\n%s%s", h.Ctrl, err, out, klog.report())
+	}
+	deadline := time.Now().Add(appearTimeout)
+	for {
+		st := h.State()
+		if st == "live" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nvmetest: %v after nvme reset /dev/%s the controller is %q, not live%s", appearTimeout, h.Ctrl, st, klog.report())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // State returns the controller's state (live, resetting, connecting,
 // deleting ...; kernel: core.c nvme_sysfs_show_state), "" once it is gone.
 func (h *KernelHost) State() string {

@@ -17,7 +17,10 @@
 //
 // The command sees GOVERBS_LAB=1, GOVERBS_LAB_KERNEL (uname -r),
 // GOVERBS_LAB_LO_DEV, GOVERBS_LAB_VETH and GOVERBS_LAB_SIW (device:netdev:ipv4,
-// comma separated; GOVERBS_LAB_SIW only with siw). Its stdout and stderr are streamed back separately from the
+// comma separated; GOVERBS_LAB_SIW only with siw), and GOVERBS_LAB_MODULES,
+// the directory where the modules loaded at boot stay (name.ko), for a test
+// that unloads one and loads it again. debugfs is mounted at
+// /sys/kernel/debug. Its stdout and stderr are streamed back separately from the
 // kernel console, and its exit status is returned by Run.
 //
 // Everything the lab needs is set up on first use: missing Debian packages are

@@ -274,7 +274,22 @@ func mountRoot(req proto.Command) error {
 	}
 	// nvmet is configured through configfs (internal/nvmetest); configfs.ko
 	// is loaded with rdma_cm and nvmet, whose depends= name it.
-	return mount("configfs", filepath.Join(newRoot, "/sys/kernel/config"), "configfs", 0, "")
+	if err := mount("configfs", filepath.Join(newRoot, "/sys/kernel/config"), "configfs", 0, ""); err != nil {
+		return err
+	}
+	// debugfs: from 6.10 nvmet has a directory per controller there, whose
+	// state file fails a controller (kernel: drivers/nvme/target/debugfs.c
+	// nvmet_ctrl_state_write), which the fault tests use.
+	if err := mount("debugfs", filepath.Join(newRoot, "/sys/kernel/debug"), "debugfs", 0, ""); err != nil {
+		return err
+	}
+	// The modules stay reachable after the chroot, for tests that unload
+	// one and load it again (the guest's /lib/modules is the host's).
+	mods := filepath.Join(newRoot, proto.ModulesDir)
+	if err := os.MkdirAll(mods, 0o755); err != nil {
+		return err
+	}
+	return mount("/modules", mods, "", syscall.MS_BIND, "")
 }
 
 // Topology: rxe0 on lo for verbs tests without the CM, and a veth pair with
@@ -428,6 +443,7 @@ func labEnv(n *proto.Net, siw bool, release string) []string {
 		proto.EnvKernel + "=" + release,
 		proto.EnvLoDev + "=" + links[0].dev,
 		proto.EnvVeth + "=" + strings.Join(veth, ","),
+		proto.EnvModules + "=" + proto.ModulesDir,
 	}
 	if siw {
 		var s []string

@@ -104,7 +104,13 @@ const (
 	EnvPeerAddr  = "GOVERBS_LAB_PEER_ADDR"  // the other guest's IPv4 address
 	EnvPeerSock  = "GOVERBS_LAB_PEER_SOCK"  // primary only: /init's Unix socket for peer requests
 	EnvSiw       = "GOVERBS_LAB_SIW"        // siw devices: dev:netdev:ipv4,dev:netdev:ipv4 (unset without siw)
+	EnvModules   = "GOVERBS_LAB_MODULES"    // the directory of the modules the guest loaded at boot (ModulesDir)
 )
+
+// ModulesDir is where the guest sees the modules /init loaded at boot
+// (name.ko, uncompressed), so that a test can load one again after
+// unloading it.
+const ModulesDir = "/run/goverbs-lab/modules"
 
 // PeerSock is where the primary guest's /init listens for peer requests.
 const PeerSock = "/run/goverbs-lab/peer.sock"
