@@ -277,9 +277,11 @@ func mountRoot(req proto.Command) error {
 	if err := mount("configfs", filepath.Join(newRoot, "/sys/kernel/config"), "configfs", 0, ""); err != nil {
 		return err
 	}
-	// debugfs: from 6.10 nvmet has a directory per controller there, whose
-	// state file fails a controller (kernel: drivers/nvme/target/debugfs.c
-	// nvmet_ctrl_state_write), which the fault tests use.
+	// debugfs, as on a host: from 6.10 nvmet can keep a directory per
+	// controller there (drivers/nvme/target/debugfs.c, with
+	// CONFIG_NVME_TARGET_DEBUGFS, which Debian's kernels leave out;
+	// docs/kernel-behaviour.md §6), and the fault tests check what the
+	// kernel they run on has.
 	if err := mount("debugfs", filepath.Join(newRoot, "/sys/kernel/debug"), "debugfs", 0, ""); err != nil {
 		return err
 	}
