@@ -70,7 +70,7 @@ func ioLoop(ns *nvmeof.Namespace, n int) (started chan struct{}, done chan []err
 // with ErrControllerLost, in bounded time, and Close frees everything
 // (the leak tracer checks at the end of the binary). On rxe only: over
 // siw the kernel's target can block for good in the port's removal,
-// with the kernel's own host as with ours (docs/kernel-behaviour.md §5).
+// with the kernel's own host as with ours (docs/kernel-behaviour.md §3).
 func TestFaultTargetPortRemoved(t *testing.T) {
 	func(t *testing.T, p testutil.LabPair) {
 		kt := kernelTarget(t, p, 16<<20)
