@@ -79,6 +79,7 @@ func sendShortCapsule(t *testing.T, q *queue) {
 // lab kernel has nvmet's debugfs (docs/kernel-behaviour.md §6), which the
 // test checks first.
 func TestFaultKernelTargetFatal(t *testing.T) {
+	p := testutil.LabPairs(t)[0]
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs("/sys/kernel/debug", &fs); err != nil || fs.Type != debugfsMagic {
 		t.Fatalf("debugfs is not mounted at /sys/kernel/debug (%v): the lab's guest mounts it (test/lab/guestinit mountRoot)", err)
@@ -87,7 +88,6 @@ func TestFaultKernelTargetFatal(t *testing.T) {
 		t.Fatalf("%s: %v; the kernels the lab boots have no nvmet debugfs (docs/kernel-behaviour.md §6)", nvmetDebugfs, err)
 	}
 
-	p := testutil.LabPairs(t)[0]
 	before := kernelQPCount(t)
 	nvmetest.RequireNVMeoF(t)
 	kt := nvmetest.StartKernelTarget(t, nvmetest.TargetConfig{Addr: p.Ends[0].Addr, Size: 16 << 20})
