@@ -48,10 +48,11 @@ type TargetConfig struct {
 	MaxIOQueues int
 	// MaxIOSize is the most data one command moves (MDTS): 4 KiB times a
 	// power of two, up to 1 MiB; default 128 KiB. Each I/O queue keeps
-	// min(QueueDepth, 8) buffers of this size registered (commands beyond
-	// wait for one), and QueueDepth × (64 + InlineDataSize) bytes of
-	// receive buffers: about 1.6 MiB by default, pinned memory that counts
-	// against RLIMIT_MEMLOCK.
+	// min(QueueDepth, 8) buffers of this size registered (larger commands
+	// beyond wait for one), one 4 KiB buffer per entry for commands of up
+	// to 4 KiB, and QueueDepth × (64 + InlineDataSize) bytes of receive
+	// buffers: about 2 MiB by default, pinned memory that counts against
+	// RLIMIT_MEMLOCK.
 	MaxIOSize int
 	// InlineDataSize is how many bytes of data a command capsule may carry
 	// on an I/O queue (IOCCSZ is 64 bytes more), up to 16 KiB; default

@@ -19,6 +19,12 @@ import (
 //	ctxs × 32             response capsules, sent from here
 //	slots × slotSize      data buffers: what the target reads from the host
 //	                      with RDMA READ, or writes to it with RDMA WRITE
+//	pages × pageSlot      small data buffers, one per entry on an I/O queue,
+//	                      for commands of up to 4 KiB
+//
+// Data buffer s is a large one (slotSize: MDTS) below len(slots), a small
+// one above: most commands of a random workload move 4 KiB, and the large
+// buffers, few because each is MDTS, are kept for those that need them.
 //
 // A command keeps its receive buffer until its response is posted (the
 // receive is posted again first, as the kernel's target does, so that the
@@ -39,10 +45,12 @@ type tQueue struct {
 	rspOff   int
 	slotOff  int
 	slotSize int
+	nslots   int // large data buffers
 
 	ctxs    []cmdCtx
 	freeCtx chan int
-	slots   chan int
+	slots   chan int // free large data buffers
+	pages   chan int // free small ones; nil on the admin queue
 	credits chan struct{}
 	sqhd    uint16 // the poller's: the submission queue head after each command
 
@@ -105,16 +113,20 @@ func (t *Target) newQueue(conn *rdmacm.Conn, cm cmQueueRequest) (q *tQueue, err 
 	}
 	q.session = session{t: t, cm: cm, local: conn.LocalAddr()}
 	q.session.end = func(why error) { q.fail(why, false) }
-	nslots := adminSlots
+	nslots, npages := adminSlots, 0
 	if cm.qid != 0 {
 		q.recvSize += t.set.inline
 		nslots = min(q.depth, maxIOSlots)
+		if q.slotSize > pageSlot {
+			npages = q.depth
+		}
 	}
+	q.nslots = nslots
 	ncred := 3 * q.depth // at most a READ, a WRITE and two SENDs per command, the READ done first
 	nctx := q.depth + ncred
 	q.rspOff = q.depth * q.recvSize
 	q.slotOff = (q.rspOff + nctx*rspSlot + 4095) &^ 4095
-	size := q.slotOff + nslots*q.slotSize
+	size := q.slotOff + nslots*q.slotSize + npages*pageSlot
 	if q.buf, err = uverbs.AllocBuffer(size); err != nil {
 		return nil, err
 	}
@@ -137,6 +149,12 @@ func (t *Target) newQueue(conn *rdmacm.Conn, cm cmQueueRequest) (q *tQueue, err 
 	q.slots = make(chan int, nslots)
 	for i := range nslots {
 		q.slots <- i
+	}
+	if npages > 0 {
+		q.pages = make(chan int, npages)
+		for i := range npages {
+			q.pages <- nslots + i
+		}
 	}
 	q.credits = make(chan struct{}, ncred)
 	for range ncred {
@@ -169,7 +187,22 @@ func (q *tQueue) start() {
 
 func (q *tQueue) recvBuf(i int) []byte { return q.buf.Bytes()[i*q.recvSize:][:q.recvSize] }
 func (q *tQueue) rspBuf(i int) []byte  { return q.buf.Bytes()[q.rspOff+i*rspSlot:][:rspSlot] }
-func (q *tQueue) slotBuf(i int) []byte { return q.buf.Bytes()[q.slotOff+i*q.slotSize:][:q.slotSize] }
+
+// pageSlot is the size of the small data buffers.
+const pageSlot = 4096
+
+// slotAt is where data buffer i starts in the queue's buffer, and its size.
+func (q *tQueue) slotAt(i int) (off, size int) {
+	if i < q.nslots {
+		return q.slotOff + i*q.slotSize, q.slotSize
+	}
+	return q.slotOff + q.nslots*q.slotSize + (i-q.nslots)*pageSlot, pageSlot
+}
+
+func (q *tQueue) slotBuf(i int) []byte {
+	off, size := q.slotAt(i)
+	return q.buf.Bytes()[off:][:size]
+}
 
 // fail ends the queue; the first reason is kept. byHost says the host
 // disconnected it.
@@ -318,8 +351,10 @@ func (q *tQueue) release(ci int) {
 	for range c.credits.Swap(0) {
 		q.credits <- struct{}{}
 	}
-	if s := c.slot.Swap(-1); s >= 0 {
-		q.slots <- int(s)
+	if s := int(c.slot.Swap(-1)); s >= q.nslots {
+		q.pages <- s
+	} else if s >= 0 {
+		q.slots <- s
 	}
 	q.freeCtx <- ci
 }
@@ -365,15 +400,26 @@ func (q *tQueue) handle(ci int) {
 	}
 }
 
-// buffer takes a data buffer for the command (dataPath).
+// buffer takes a data buffer for the command (dataPath): a small one if
+// it is enough, else a large one, else the first that is freed.
 func (q *tQueue) buffer(r *request) ([]byte, bool) {
-	select {
-	case s := <-q.slots:
-		q.ctxs[r.ctx].slot.Store(int32(s))
-		return q.slotBuf(s), true
-	case <-q.dead:
-		return nil, false
+	var s int
+	small := q.pages
+	if r.need > pageSlot {
+		small = nil // a receive from a nil channel never happens
 	}
+	select {
+	case s = <-small:
+	default:
+		select {
+		case s = <-small:
+		case s = <-q.slots:
+		case <-q.dead:
+			return nil, false
+		}
+	}
+	q.ctxs[r.ctx].slot.Store(int32(s))
+	return q.slotBuf(s), true
 }
 
 func (q *tQueue) credit() bool {
@@ -392,12 +438,16 @@ func (q *tQueue) fetch(r *request) bool {
 	if !q.credit() {
 		return false
 	}
-	off := q.slotOff + int(c.slot.Load())*q.slotSize
+	off, _ := q.slotAt(int(c.slot.Load()))
 	wr := &c.readWR[0]
 	wr.SGEs[0] = q.mr.SGE(off, r.need)
 	wr.RemoteAddr, wr.RKey = r.sqe.sgl.addr, r.sqe.sgl.key
 	if err := q.qp.PostSend(c.readWR[:]); err != nil {
-		q.credits <- struct{}{}
+		// The credit is not given back: the READ may have been posted
+		// all the same and complete, flushed, later, which gives it back
+		// (siw refuses the doorbell of a request it has in its ring when
+		// the QP went to the error state: uverbs QP.PostSend). Given twice,
+		// the credits would overflow and block the poller.
 		q.fail(fmt.Errorf("%w: queue %d: RDMA READ: %v", ErrControllerLost, q.cm.qid, err), false)
 		return false
 	}
@@ -453,7 +503,7 @@ func (q *tQueue) respond(ci int) {
 	}
 	n := 0
 	if r.out > 0 {
-		off := q.slotOff + int(c.slot.Load())*q.slotSize
+		off, _ := q.slotAt(int(c.slot.Load()))
 		wr := &c.sendWRs[n]
 		wr.ID, wr.Op, wr.Flags = wrWrite|uint64(ci), uverbs.OpWrite, 0
 		wr.SGEs[0] = q.mr.SGE(off, r.out)
