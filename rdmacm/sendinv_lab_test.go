@@ -10,7 +10,7 @@ import (
 
 // TestSendWithInvalidate: a SEND with Invalidate naming the peer's MR, on
 // each lab pair, and what each driver does with the key
-// (docs/kernel-behaviour.md, "SEND with Invalidate"). The peer's MR is a
+// (docs/kernel-behaviour.md §6). The peer's MR is a
 // user MR (REG_MR), the only kind a process registers.
 //
 //   - rxe refuses to invalidate a user MR (rxe_mr.c rxe_invalidate_mr takes

@@ -30,7 +30,7 @@ const (
 	// in SendWR.InvalidateRKey when the message arrives (RC and UC): the
 	// peer's receive completes with WCWithInvalidate and InvalidatedRKey.
 	// What the peer's device does with the key depends on its driver
-	// (docs/kernel-behaviour.md, "SEND with Invalidate").
+	// (docs/kernel-behaviour.md §6).
 	OpSendInv = rdma.OpSendInv // IBV_WR_SEND_WITH_INV
 )
 
