@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/goverbs/rdma/uverbs"
 )
@@ -90,13 +91,22 @@ func testSendWithInvalidate(t *testing.T) {
 	if rwc.ID != 1 || rwc.Flags&uverbs.WCWithInvalidate != 0 || rwc.InvalidatedRKey != 0 {
 		t.Fatalf("the receive completed %+v; no driver reports the key invalidated to a process's CQ", rwc)
 	}
+	// state is the QP's state as the kernel reports it, once it is ERR
+	// or after 20 s: the driver may complete the receive before its QP
+	// is seen in ERR (siw flushes while it moves the QP).
 	state := func(q *uverbs.QP) uverbs.QPState {
 		t.Helper()
-		a, err := q.Query(uverbs.QPAttrState)
-		if err != nil {
-			t.Fatal(err)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			a, err := q.Query(uverbs.QPAttrState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.State == uverbs.QPStateError || time.Now().After(deadline) {
+				return a.State
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		return a.State
 	}
 
 	if !labIWARP(t) {
