@@ -30,9 +30,11 @@ const (
 	OpRead           WROpcode = 4 // IBV_WR_RDMA_READ
 	OpAtomicCmpSwap  WROpcode = 5 // IBV_WR_ATOMIC_CMP_AND_SWP
 	OpAtomicFetchAdd WROpcode = 6 // IBV_WR_ATOMIC_FETCH_AND_ADD
+	OpSendInv        WROpcode = 9 // IBV_WR_SEND_WITH_INV: a SEND that also invalidates the peer's rkey (RC and UC)
 )
 
-// String returns rdma-core's ibv_wr_opcode_str text ("rdma-write").
+// String returns rdma-core's ibv_wr_opcode_str text ("rdma-write";
+// libibverbs/enum_strs.c).
 func (o WROpcode) String() string {
 	switch o {
 	case OpWrite:
@@ -49,6 +51,8 @@ func (o WROpcode) String() string {
 		return "atomic-cmp-and-swp"
 	case OpAtomicFetchAdd:
 		return "atomic-fetch-and-add"
+	case OpSendInv:
+		return "send-with-inv"
 	}
 	return "opcode " + strconv.Itoa(int(o))
 }

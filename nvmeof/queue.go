@@ -225,6 +225,14 @@ func (q *queue) complete(wc *uverbs.WC) {
 		return
 	}
 	if wc.ID&recvID != 0 {
+		// A response is the bytes received, whatever the WC's flags: a
+		// target that answered with a SEND with Invalidate
+		// (WCWithInvalidate) changes nothing here. This host names its
+		// queue's standing key without the Invalidate sub type
+		// (setKeyedSGL), so a target has no cause to; one that did
+		// anyway would, on a device that takes the key (siw), leave the
+		// next transfer to fail with a remote access error, which ends
+		// the queue as any failed completion does.
 		i := int(wc.ID &^ recvID)
 		off := q.entries*sqeSize + i*cqeSize
 		cqe, err := parseCompletion(q.buf.Bytes()[off : off+int(wc.ByteLen)])

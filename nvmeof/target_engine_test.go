@@ -54,8 +54,9 @@ func (e *engineQueue) endedWith() error {
 
 type engineResult struct {
 	completion
-	hold bool
-	out  []byte // the data the target gave the host
+	hold       bool
+	out        []byte // the data the target gave the host
+	invalidate bool   // the response goes as a SEND with Invalidate of sgl.key
 }
 
 // run executes one capsule and returns the response the target would
@@ -70,7 +71,7 @@ func (e *engineQueue) run(capsule []byte) engineResult {
 	if !e.s.execute(r, e) {
 		return engineResult{completion: completion{status: 0xffff}}
 	}
-	res := engineResult{completion: completion{result: r.result, cid: sq.cid, status: r.status}, hold: r.hold}
+	res := engineResult{completion: completion{result: r.result, cid: sq.cid, status: r.status}, hold: r.hold, invalidate: r.invalidate}
 	if r.status != 0 && r.out != 0 {
 		e.t.Fatalf("opcode %#x: status %#x with %d bytes of data for the host", sq.opcode, r.status, r.out)
 	}
@@ -653,6 +654,33 @@ func TestTargetReadWrite(t *testing.T) {
 	bad("keyed SGL with invalidate", 0x4f, flagSGL, 0)
 	if t.Failed() {
 		return
+	}
+
+	// The Invalidate sub type with data asks for a SEND with Invalidate
+	// of the key (nvmet_rdma_map_sgl_keyed); without it, or without data,
+	// the response is a plain SEND.
+	for _, k := range []struct {
+		what       string
+		cmd        command
+		n          int
+		typ        byte
+		invalidate bool
+	}{
+		{"read, invalidate", rwCommand(opRead, 1, 0, 1), 512, sglKeyedInvalidate, true},
+		{"write, invalidate", rwCommand(opWrite, 1, 0, 1), 512, sglKeyedInvalidate, true},
+		{"read, keep the key", rwCommand(opRead, 1, 0, 1), 512, sglKeyedAddress, false},
+		{"flush, invalidate, no data", flushCommand(1), 0, sglKeyedInvalidate, false},
+		{"read, invalidate, short SGL", rwCommand(opRead, 1, 0, 2), 512, sglKeyedInvalidate, false},
+	} {
+		c := k.cmd
+		e.cid++
+		c.setCID(e.cid)
+		c.setKeyedSGL(0, k.n, keyData)
+		c[39] = k.typ
+		q.mem[keyData] = make([]byte, 512)
+		if r := q.run(c[:]); r.invalidate != k.invalidate {
+			t.Errorf("%s: status %#x, SEND with Invalidate %v, want %v", k.what, r.status, r.invalidate, k.invalidate)
+		}
 	}
 
 	// A bad key ends the queue, as a failed RDMA READ does.

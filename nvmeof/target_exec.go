@@ -56,6 +56,10 @@ type request struct {
 	// set by mapSGL
 	inline []byte // in-capsule data, when the SGL points there
 	keyed  bool   // the data is in the host's memory, behind sqe.sgl
+	// invalidate: the host asked that its key be invalidated when the
+	// command is done (keyed data with the Invalidate sub type): the
+	// response goes as a SEND with Invalidate.
+	invalidate bool
 	// the data buffer run works on: the in-capsule bytes or a buffer of
 	// need bytes the transport filled (dirIn) or sends (dirOut)
 	data []byte
@@ -271,7 +275,14 @@ func (s *session) beginIO(r *request, c *tController) {
 // block, offset sub type) on a write, or a keyed data block the target
 // reaches with RDMA, invalidating its key or not; the length it gives must
 // be the command's (nvmet_check_transfer_len). It returns false when r is
-// answered.
+// answered. A keyed descriptor with the Invalidate sub type and data
+// (the kernel's host sets it for every command it maps with a
+// registration of its own: drivers/nvme/host/rdma.c nvme_rdma_map_sg_fr)
+// asks for the key to be invalidated: the target then answers with a SEND
+// with Invalidate naming it, as nvmet_rdma_map_sgl_keyed records
+// (rsp->invalidate_rkey, NVMET_RDMA_REQ_INVALIDATE_RKEY, only when the
+// length is not 0) and nvmet_rdma_queue_response sends
+// (IB_WR_SEND_WITH_INV), and the host need not invalidate it itself.
 func (s *session) mapSGL(r *request) bool {
 	d := r.sqe.sgl
 	length := int(d.length)
@@ -301,6 +312,7 @@ func (s *session) mapSGL(r *request) bool {
 		r.fail(scSGLInvalidData)
 		return false
 	}
+	r.invalidate = r.keyed && d.typ == sglKeyedInvalidate
 	return true
 }
 

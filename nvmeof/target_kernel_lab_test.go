@@ -83,6 +83,32 @@ func TestTargetLabKernelHost(t *testing.T) {
 		sub := &Subsystem{NQN: "nqn.2024-01.io.goverbs:kernel-" + p.Kind, Model: "goverbs lab", Namespaces: []*TargetNamespace{mem, file, counted}}
 		tgt := labTarget(t, p, nil, sub)
 
+		// The kernel's host asks for its keys to be invalidated (keyed
+		// SGLs with the Invalidate sub type) and the target answers with
+		// SEND with Invalidate: the host then posts no LOCAL_INV of its
+		// own (nvme_rdma_inv_rkey_done counts those), the device
+		// invalidates the keys it registered (rxe_invalidate_mr,
+		// siw_invalidate_stag), and a response naming a wrong key would
+		// have the host log "Bogus remote invalidation" and reset
+		// (drivers/nvme/host/rdma.c nvme_rdma_process_nvme_rsp).
+		klog := nvmetest.OpenKernelLog(t)
+		devInval := map[string]string{"rxe": "rdma_rxe:rxe_invalidate_mr", "siw": "siw:siw_invalidate_stag"}[p.Kind]
+		calls, err := nvmetest.CountCalls(t, "nvme_rdma:nvme_rdma_inv_rkey_done", devInval)
+		if err != nil {
+			if testutil.InLab() {
+				t.Fatalf("counting the kernel's invalidations: %v", err)
+			}
+			t.Logf("not counting the kernel's invalidations: %v", err)
+		}
+		bogus := func(when string) {
+			t.Helper()
+			for _, l := range klog.Lines() {
+				if strings.Contains(l, "Bogus remote invalidation") {
+					t.Fatalf("%s: the kernel's host logged %q: a response invalidated another key than its command's", when, l)
+				}
+			}
+		}
+
 		h := nvmetest.ConnectKernelHost(t, tgt.Addr(), sub.NQN)
 		if len(h.Namespaces) != 3 {
 			t.Fatalf("the kernel's host has namespaces %v", h.Namespaces)
@@ -211,7 +237,22 @@ func TestTargetLabKernelHost(t *testing.T) {
 		}
 		dev.Close()
 
+		bogus("after the I/O")
+		if calls != nil {
+			hits, err := calls.Hits()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the host's own LOCAL_INVs %d, keys the %s device invalidated %d", hits["nvme_rdma:nvme_rdma_inv_rkey_done"], p.Kind, hits[devInval])
+			if n := hits["nvme_rdma:nvme_rdma_inv_rkey_done"]; n != 0 {
+				t.Errorf("the kernel's host posted %d LOCAL_INVs of its own: the target's responses did not invalidate its keys", n)
+			}
+			if hits[devInval] == 0 {
+				t.Errorf("%s invalidated no key (%s): the target's responses did not invalidate the host's keys", p.Kind, devInval)
+			}
+		}
 		h.Disconnect()
+		bogus("after the disconnect")
 		settled(t, tgt)
 	})
 }

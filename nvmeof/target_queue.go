@@ -510,9 +510,18 @@ func (q *tQueue) respond(ci int) {
 		wr.RemoteAddr, wr.RKey = r.sqe.sgl.addr, r.sqe.sgl.key
 		n++
 	}
-	for range sends {
+	for k := range sends {
 		wr := &c.sendWRs[n]
 		wr.ID, wr.Op, wr.Flags = wrSend|uint64(ci), uverbs.OpSend, uverbs.SendSignaled
+		wr.InvalidateRKey = 0
+		if r.invalidate && k == 0 {
+			// The host asked for its key to be invalidated (mapSGL):
+			// the response invalidates it on arrival, after the data
+			// (drivers/nvme/target/rdma.c nvmet_rdma_queue_response:
+			// IB_WR_SEND_WITH_INV, ex.invalidate_rkey). A duplicate
+			// (FaultDuplicateResponse) goes plain: the key is gone.
+			wr.Op, wr.InvalidateRKey = uverbs.OpSendInv, r.sqe.sgl.key
+		}
 		wr.SGEs[0] = q.mr.SGE(q.rspOff+ci*rspSlot, length)
 		wr.RemoteAddr, wr.RKey = 0, 0
 		n++

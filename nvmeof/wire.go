@@ -107,7 +107,8 @@ func (c *command) dword(n int, v uint32) { binary.LittleEndian.PutUint32(c[4*n:]
 // setKeyedSGL points the command at length bytes of our memory at addr,
 // which the target reaches with key (NVMe over Fabrics RDMA transport:
 // "Keyed SGL Data Block descriptor"): 8-byte address, 3-byte length, 4-byte
-// key, type.
+// key, type. The sub type is Address, never Invalidate: the key is the
+// queue's standing one, which must outlive the command.
 func (c *command) setKeyedSGL(addr uint64, length int, key uint32) {
 	c[1] |= flagSGL
 	d := c[24:40]

@@ -591,7 +591,7 @@ func TestMLX5PostBesidePoll(t *testing.T) {
 func TestMLX5SharedValues(t *testing.T) {
 	ops := map[WROpcode]mlx5.SendOpcode{
 		OpWrite: mlx5.OpRDMAWrite, OpWriteImm: mlx5.OpRDMAWriteWithImm, OpSend: mlx5.OpSend, OpSendImm: mlx5.OpSendWithImm,
-		OpRead: mlx5.OpRDMARead, OpAtomicCmpSwap: mlx5.OpAtomicCmpAndSwp, OpAtomicFetchAdd: mlx5.OpAtomicFetchAndAdd,
+		OpRead: mlx5.OpRDMARead, OpAtomicCmpSwap: mlx5.OpAtomicCmpAndSwp, OpAtomicFetchAdd: mlx5.OpAtomicFetchAndAdd, OpSendInv: mlx5.OpSendWithInv,
 	}
 	for op, want := range ops {
 		if mlx5.SendOpcode(op) != want {

@@ -26,6 +26,12 @@ const (
 	OpRead           = rdma.OpRead           // IBV_WR_RDMA_READ
 	OpAtomicCmpSwap  = rdma.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
 	OpAtomicFetchAdd = rdma.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
+	// OpSendInv is a SEND that also asks the peer to invalidate the key
+	// in SendWR.InvalidateRKey when the message arrives (RC and UC): the
+	// peer's receive completes with WCWithInvalidate and InvalidatedRKey.
+	// What the peer's device does with the key depends on its driver
+	// (docs/kernel-behaviour.md §7).
+	OpSendInv = rdma.OpSendInv // IBV_WR_SEND_WITH_INV
 )
 
 // SendFlags modify a send work request (enum ib_send_flags; rdma-core: enum
@@ -64,10 +70,12 @@ type SendWR struct {
 	SGEs []SGE
 	// Imm is the immediate data of OpSendImm and OpWriteImm, in host order
 	// (it travels in network order and the peer's WC.Imm gives it back in
-	// host order). It is the union ex of ibv_send_wr: on rxe, for the
-	// opcodes LOCAL_INV (7) and SEND_WITH_INV (9), which have no constant
-	// here, it is the rkey to invalidate.
+	// host order); other opcodes ignore it.
 	Imm uint32
+	// InvalidateRKey is the peer's key that OpSendInv asks it to
+	// invalidate, in host order (ibv_send_wr's ex.invalidate_rkey, which
+	// shares a union with imm_data there); other opcodes ignore it.
+	InvalidateRKey uint32
 
 	RemoteAddr uint64 // RDMA and atomic target address (atomics: 8-byte aligned)
 	RKey       uint32 // RDMA and atomic target key

@@ -19,6 +19,10 @@
 // no testing.TB: they return their errors, Check says what is missing, and
 // the caller's Close and Disconnect undo them, returning theirs.
 //
+// OpenKernelLog reads the kernel's messages for a test that checks what
+// the kernel said; CountCalls counts calls of kernel functions with kprobe
+// events (e.g. the host's own LOCAL_INVs), for what nothing else tells.
+//
 // RequireNVMeoF is the rule for tests that need them, as
 // testutil.RequireRDMA: in the lab (GOVERBS_LAB=1) a missing module,
 // configfs or nvme-cli fails the test; elsewhere the test is skipped.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,3 +81,26 @@ func (l *kernelLog) close() {
 		l.fd = -1
 	}
 }
+
+// KernelLog reads the kernel's messages logged since OpenKernelLog, for
+// tests that check what the kernel's host said (nvme-rdma logs "Bogus
+// remote invalidation" when a response invalidates another key than the
+// command's, and resets the controller).
+type KernelLog struct{ l *kernelLog }
+
+// OpenKernelLog starts reading the kernel's messages from now on; with
+// t, it is closed when the test ends. Lines is empty where /dev/kmsg
+// cannot be read.
+func OpenKernelLog(t testing.TB) *KernelLog {
+	k := &KernelLog{l: openKernelLog()}
+	if t != nil {
+		t.Cleanup(k.Close)
+	}
+	return k
+}
+
+// Lines returns the messages logged since the last call (or the open).
+func (k *KernelLog) Lines() []string { return k.l.lines() }
+
+// Close stops reading.
+func (k *KernelLog) Close() { k.l.close() }

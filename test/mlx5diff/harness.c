@@ -177,7 +177,13 @@ static void read_send_wrs(int n, int qp_type)
 		wr->wr_id = id;
 		wr->opcode = opcode;
 		wr->send_flags = flags;
-		wr->imm_data = htobe32(imm);
+		/* The case's imm is the union ex: the immediate in host
+		 * order, or the rkey to invalidate (ibv_send_wr.invalidate_rkey,
+		 * host order, which qp.c send_ieth swaps). */
+		if (opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_LOCAL_INV)
+			wr->invalidate_rkey = imm;
+		else
+			wr->imm_data = htobe32(imm);
 		wr->next = i + 1 < n ? &swrs[i + 1] : NULL;
 		if (opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		    opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {

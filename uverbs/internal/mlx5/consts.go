@@ -26,6 +26,7 @@ const (
 
 // Device opcodes of a send WQE (mlx5dv.h MLX5_OPCODE_*).
 const (
+	opcodeSendInval    = 0x01
 	opcodeRDMAWrite    = 0x08
 	opcodeRDMAWriteImm = 0x09
 	opcodeSend         = 0x0a

@@ -375,7 +375,7 @@ func goodReq(wc *WC, cqe *[CQESize]byte) {
 	case opcodeSendImm:
 		wc.Flags |= WCFlagWithImm
 		wc.Opcode = WCOpSend
-	case opcodeSend, 0x01: // MLX5_OPCODE_SEND_INVAL
+	case opcodeSend, opcodeSendInval:
 		wc.Opcode = WCOpSend
 	case opcodeRDMARead:
 		wc.Opcode = WCOpRDMARead

@@ -139,17 +139,19 @@ func wrFor(op SendOpcode, flags SendFlags, s []SGE, id uint64) genWR {
 
 var rcOps = []SendOpcode{OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm, OpRDMARead, OpAtomicCmpAndSwp, OpAtomicFetchAndAdd}
 
+// opsFor is every opcode a QP of type t takes: rcOps, and SEND_WITH_INV
+// on RC and UC.
 func opsFor(t QPType) []SendOpcode {
 	switch t {
 	case QPTypeUC:
-		return rcOps[:4]
+		return append(rcOps[:4:4], OpSendWithInv)
 	case QPTypeUD:
 		return []SendOpcode{OpSend, OpSendWithImm}
 	}
-	return rcOps
+	return append(rcOps[:len(rcOps):len(rcOps)], OpSendWithInv)
 }
 
-func inlineOK(op SendOpcode) bool { return op <= OpSendWithImm }
+func inlineOK(op SendOpcode) bool { return op <= OpSendWithImm || op == OpSendWithInv }
 
 // fixedCases is the corpus every run compares in full.
 func fixedCases() []diffCase {
@@ -179,7 +181,7 @@ func fixedCases() []diffCase {
 	// split over SGEs, on each type, wrapping the ring.
 	for _, t := range types {
 		sh := sqShapeFor(t, 4, 2, 220)
-		for _, op := range []SendOpcode{OpSend, OpSendWithImm, OpRDMAWrite, OpRDMAWriteWithImm} {
+		for _, op := range []SendOpcode{OpSend, OpSendWithImm, OpRDMAWrite, OpRDMAWriteWithImm, OpSendWithInv} {
 			if !opcodeAllowed(t, op) {
 				continue
 			}
@@ -742,7 +744,7 @@ func randomSend(r *rand.Rand, name string) diffCase {
 func randomWR(r *rand.Rand, t QPType, sh sqShape) genWR {
 	ops := opsFor(t)
 	if !sh.atomics && t == QPTypeRC {
-		ops = ops[:5]
+		ops = append(ops[:5:5], OpSendWithInv)
 	}
 	op := pick(r, ops...)
 	w := genWR{id: r.Uint64(), op: op, imm: r.Uint32(), raddr: r.Uint64(), rkey: r.Uint32(), cmp: r.Uint64(), swap: r.Uint64()}

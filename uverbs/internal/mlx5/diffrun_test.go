@@ -162,9 +162,18 @@ func readSendWRs(r *caseReader, n int) ([]SendWR, error) {
 			return v
 		}
 		wr := SendWR{
-			ID: num(1), Opcode: SendOpcode(num(2)), Flags: SendFlags(num(3)), ImmData: uint32(num(4)),
+			ID: num(1), Opcode: SendOpcode(num(2)), Flags: SendFlags(num(3)),
 			RemoteAddr: num(5), RKey: uint32(num(6)), CompareAdd: num(7), Swap: num(8),
 			RemoteQPN: uint32(num(9)), RemoteQKey: uint32(num(10)),
+		}
+		// The case's imm is libibverbs' union ex (the harness sets
+		// invalidate_rkey for SEND_WITH_INV, imm_data otherwise); here
+		// the field not meant gets the complement, so that an encoder
+		// reading the wrong one differs.
+		if imm := uint32(num(4)); wr.Opcode == OpSendWithInv {
+			wr.InvalidateRKey, wr.ImmData = imm, ^imm
+		} else {
+			wr.ImmData, wr.InvalidateRKey = imm, ^imm
 		}
 		if f[11] != "-" {
 			var av AddressVector

@@ -29,6 +29,7 @@ const (
 	OpRDMARead          = rdma.OpRead
 	OpAtomicCmpAndSwp   = rdma.OpAtomicCmpSwap
 	OpAtomicFetchAndAdd = rdma.OpAtomicFetchAdd
+	OpSendWithInv       = rdma.OpSendInv
 
 	SendFence     = rdma.SendFence
 	SendSignaled  = rdma.SendSignaled
@@ -43,6 +44,8 @@ const (
 )
 
 // deviceOpcode maps an opcode to the WQE opcode (qp.c mlx5_ib_opcode).
+// LOCAL_INV (7) and BIND_MW (8), UMR WQEs in libmlx5, have no entry:
+// opcodeAllowed refuses them.
 var deviceOpcode = [...]uint8{
 	OpRDMAWrite:         opcodeRDMAWrite,
 	OpRDMAWriteWithImm:  opcodeRDMAWriteImm,
@@ -51,6 +54,7 @@ var deviceOpcode = [...]uint8{
 	OpRDMARead:          opcodeRDMARead,
 	OpAtomicCmpAndSwp:   opcodeAtomicCS,
 	OpAtomicFetchAndAdd: opcodeAtomicFA,
+	OpSendWithInv:       opcodeSendInval,
 }
 
 // AddressVector is an AH's struct mlx5_wqe_av (48 bytes), as libmlx5 builds
@@ -67,11 +71,15 @@ type SendWR struct {
 	SGEs []SGE
 	// ImmData is the immediate value of *_WITH_IMM in host order; the WQE
 	// carries it big-endian (ibv_send_wr.imm_data is __be32).
-	ImmData    uint32
-	RemoteAddr uint64
-	RKey       uint32
-	CompareAdd uint64
-	Swap       uint64
+	ImmData uint32
+	// InvalidateRKey is the peer's key SEND_WITH_INV invalidates, in host
+	// order (ibv_send_wr.invalidate_rkey); the WQE carries it big-endian
+	// where the immediate goes (qp.c send_ieth).
+	InvalidateRKey uint32
+	RemoteAddr     uint64
+	RKey           uint32
+	CompareAdd     uint64
+	Swap           uint64
 	// UD only: the AH's address vector, the destination QPN and Q_Key.
 	AV         *AddressVector
 	RemoteQPN  uint32
@@ -204,7 +212,7 @@ func (q *SQ) Validate(wr *SendWR) error {
 	if wr.Flags&SendInline != 0 && len(wr.SGEs) > 0 {
 		// Inline without SGEs is an empty send (qp.c checks num_sge).
 		switch wr.Opcode {
-		case OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm:
+		case OpRDMAWrite, OpRDMAWriteWithImm, OpSend, OpSendWithImm, OpSendWithInv:
 		default:
 			return fmt.Errorf("%w: opcode %d", ErrInlineNotAllowed, wr.Opcode)
 		}
@@ -240,12 +248,17 @@ func (q *SQ) plain(wr *SendWR) bool {
 	return len(wr.SGEs) == 1 && wr.Opcode != OpRDMARead && int64(wr.SGEs[0].Length) <= int64(q.cfg.MaxInline)
 }
 
+// opcodeAllowed reports whether a QP of type t takes op, an index of
+// deviceOpcode. libmlx5 looks only at the table's bounds (qp.c
+// _mlx5_post_send) and leaves the rest to the device; here a request the
+// QP type cannot carry is refused before it is written, as
+// provider.CheckSend refuses it.
 func opcodeAllowed(t QPType, op SendOpcode) bool {
 	switch t {
 	case QPTypeRC:
-		return true
+		return op <= OpAtomicFetchAndAdd || op == OpSendWithInv
 	case QPTypeUC:
-		return op <= OpSendWithImm
+		return op <= OpSendWithImm || op == OpSendWithInv
 	case QPTypeUD:
 		return op == OpSend || op == OpSendWithImm
 	}
@@ -397,11 +410,15 @@ func (q *SQ) encode(wr *SendWR, wrIndex uint32) (ctrl, size int) {
 	idx := int(q.curPost) & (q.cfg.WQECount - 1)
 	ctrl = idx * SendWQEBB
 	c := ring[ctrl : ctrl+ctrlSegSize]
-	// qp.c: *(uint32_t *)(seg + 8) = 0, then imm and fm_ce_se.
+	// qp.c: *(uint32_t *)(seg + 8) = 0, then imm (send_ieth: the
+	// immediate, or htobe32(invalidate_rkey) for SEND_WITH_INV) and
+	// fm_ce_se.
 	c[8], c[9], c[10] = 0, 0, 0
 	switch wr.Opcode {
 	case OpSendWithImm, OpRDMAWriteWithImm:
 		be.PutUint32(c[12:], wr.ImmData)
+	case OpSendWithInv:
+		be.PutUint32(c[12:], wr.InvalidateRKey)
 	default:
 		be.PutUint32(c[12:], 0)
 	}

@@ -24,6 +24,8 @@ var (
 	_ [unsafe.Offsetof(provider.SendWR{}.SGEs) - unsafe.Offsetof(SendWR{}.SGEs)]byte
 	_ [unsafe.Offsetof(SendWR{}.ImmData) - unsafe.Offsetof(provider.SendWR{}.Imm)]byte
 	_ [unsafe.Offsetof(provider.SendWR{}.Imm) - unsafe.Offsetof(SendWR{}.ImmData)]byte
+	_ [unsafe.Offsetof(SendWR{}.InvalidateRKey) - unsafe.Offsetof(provider.SendWR{}.InvalidateRKey)]byte
+	_ [unsafe.Offsetof(provider.SendWR{}.InvalidateRKey) - unsafe.Offsetof(SendWR{}.InvalidateRKey)]byte
 	_ [unsafe.Offsetof(SendWR{}.RemoteAddr) - unsafe.Offsetof(provider.SendWR{}.RemoteAddr)]byte
 	_ [unsafe.Offsetof(provider.SendWR{}.RemoteAddr) - unsafe.Offsetof(SendWR{}.RemoteAddr)]byte
 	_ [unsafe.Offsetof(SendWR{}.RKey) - unsafe.Offsetof(provider.SendWR{}.RKey)]byte

@@ -13,9 +13,12 @@ import (
 const (
 	OpLocalInv    rdma.WROpcode = 7  // IBV_WR_LOCAL_INV
 	OpBindMW      rdma.WROpcode = 8  // IBV_WR_BIND_MW
-	OpSendInv     rdma.WROpcode = 9  // IBV_WR_SEND_WITH_INV
 	OpFlush       rdma.WROpcode = 14 // IBV_WR_FLUSH (kernel 6.2+)
 	OpAtomicWrite rdma.WROpcode = 15 // IBV_WR_ATOMIC_WRITE (kernel 6.2+)
+
+	// OpSendInv is public (rdma.OpSendInv); the name stays for the
+	// providers' tables.
+	OpSendInv = rdma.OpSendInv // IBV_WR_SEND_WITH_INV
 )
 
 const (
@@ -78,14 +81,16 @@ type SendWR struct {
 	Op    rdma.WROpcode
 	Flags rdma.SendFlags
 	SGEs  []rdma.SGE
-	// Imm is the union ex of ibv_send_wr: the immediate data of the
-	// *_WITH_IMM opcodes in host order, the rkey to invalidate of
-	// LOCAL_INV and SEND_WITH_INV.
-	Imm        uint32
-	RemoteAddr uint64
-	RKey       uint32
-	CompareAdd uint64
-	Swap       uint64
+	// Imm is the immediate data of the *_WITH_IMM opcodes in host order
+	// and InvalidateRKey the key to invalidate of LOCAL_INV and
+	// SEND_WITH_INV: ibv_send_wr's union ex, two fields here (the second
+	// fills what would be padding before RemoteAddr).
+	Imm            uint32
+	InvalidateRKey uint32
+	RemoteAddr     uint64
+	RKey           uint32
+	CompareAdd     uint64
+	Swap           uint64
 	// UD only: the destination.
 	AH         *AH
 	RemoteQPN  uint32

@@ -74,12 +74,9 @@ func FuzzEncodeSend(f *testing.F) {
 			off := uint64(len(sges)) * 65536
 			sges = append(sges, SGE{Addr: addrOf(src) + off, Length: n, LKey: uint32(i)})
 		}
-		// ex is a union: the immediate, or the rkey to invalidate.
-		ex := imm
-		if op := SendOpcode(opcode); op == OpLocalInv || op == OpSendWithInv {
-			ex = inv
-		}
-		wr := &SendWQE{ID: id, Op: SendOpcode(opcode), Flags: SendFlags(flags), Imm: ex,
+		// ex is a union in the WQE: the immediate, or the rkey to
+		// invalidate; both fields set, so that the wrong one shows.
+		wr := &SendWQE{ID: id, Op: SendOpcode(opcode), Flags: SendFlags(flags), Imm: imm, InvalidateRKey: inv,
 			RemoteAddr: raddr, RKey: rkey, CompareAdd: cmp, Swap: swap, RemoteQPN: qpn, RemoteQKey: qkey, SGEs: sges}
 		lim := &SendLimits{QPType: QPType(qpType), MaxSGE: maxSGE, MaxInline: maxInline}
 		if err := ValidateSend(wr, ah, lim); err != nil {

@@ -101,7 +101,9 @@ func EncodeSend(slot []byte, wr *SendWQE, ahNum uint32) {
 		// __be32 imm_data: network order in the WQE and on the wire.
 		binary.BigEndian.PutUint32(h[sendEx:], wr.Imm)
 	case OpLocalInv, OpSendWithInv:
-		native.PutUint32(h[sendEx:], wr.Imm)
+		// ex.invalidate_rkey, host order (the kernel's rxe_req.c
+		// init_req_packet puts it in the IETH big-endian).
+		native.PutUint32(h[sendEx:], wr.InvalidateRKey)
 	}
 
 	var iova uint64

@@ -193,7 +193,7 @@ func TestEncodeSendReadAndInvalidate(t *testing.T) {
 	}
 	for _, op := range []SendOpcode{OpLocalInv, OpSendWithInv} {
 		s := dirtySlot(t)
-		EncodeSend(s, &SendWQE{ID: 3, Op: op, Imm: 0x12345678}, 0)
+		EncodeSend(s, &SendWQE{ID: 3, Op: op, Imm: 0x9abcdef0, InvalidateRKey: 0x12345678}, 0)
 		if u32(s, 12) != uint32(op) || u32(s, 20) != 0x12345678 {
 			t.Errorf("op %d: invalidate_rkey@20 = %#x, want host-order 0x12345678", op, u32(s, 20))
 		}

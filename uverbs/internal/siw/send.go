@@ -132,7 +132,7 @@ func encodeSQE(e unsafe.Pointer, wr *SendWR, sigAll bool) uint32 {
 	if wr.Op == OpSendInv {
 		// The rkey to invalidate travels in the SQE's rkey (kernel:
 		// siw_verbs.c siw_post_send sets it from ex.invalidate_rkey).
-		rkey = wr.Imm
+		rkey = wr.InvalidateRKey
 	}
 	put32(e, sqeRKey, rkey)
 	put64(e, sqeRaddr, wr.RemoteAddr)

@@ -73,7 +73,7 @@ func TestEncodeSQE(t *testing.T) {
 			opcode: abi.SIW_OP_SEND, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_SIGNALLED},
 		{name: "read", wr: SendWR{ID: 4, Op: OpRead, Flags: SendSignaled, SGEs: sges[1:], RemoteAddr: 0x5000, RKey: 9},
 			opcode: abi.SIW_OP_READ, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_SIGNALLED, numSGE: 1, rkey: 9, raddr: 0x5000, sgeList: sges[1:]},
-		{name: "send with invalidate", wr: SendWR{ID: 5, Op: OpSendInv, Imm: 0x1234, RKey: 0x9999, SGEs: sges},
+		{name: "send with invalidate", wr: SendWR{ID: 5, Op: OpSendInv, Imm: 0x5678, InvalidateRKey: 0x1234, RKey: 0x9999, SGEs: sges},
 			opcode: abi.SIW_OP_SEND_REMOTE_INV, flags: abi.SIW_WQE_VALID, numSGE: 2, rkey: 0x1234, sgeList: sges},
 		{name: "inline send", wr: SendWR{ID: 6, Op: OpSend, Flags: SendInline | SendSignaled, SGEs: sges},
 			opcode: abi.SIW_OP_SEND, flags: abi.SIW_WQE_VALID | abi.SIW_WQE_INLINE | abi.SIW_WQE_SIGNALLED, numSGE: 1,
