@@ -30,7 +30,7 @@ const (
 	OpRead           WROpcode = 4 // IBV_WR_RDMA_READ
 	OpAtomicCmpSwap  WROpcode = 5 // IBV_WR_ATOMIC_CMP_AND_SWP
 	OpAtomicFetchAdd WROpcode = 6 // IBV_WR_ATOMIC_FETCH_AND_ADD
-	OpSendInv        WROpcode = 9 // IBV_WR_SEND_WITH_INV: a SEND that also invalidates the peer's rkey (RC and UC)
+	OpSendInv        WROpcode = 9 // IBV_WR_SEND_WITH_INV: a SEND that also asks the peer to invalidate an rkey (RC and UC; uverbs.OpSendInv says what peers do)
 )
 
 // String returns rdma-core's ibv_wr_opcode_str text ("rdma-write";

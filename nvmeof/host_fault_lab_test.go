@@ -106,10 +106,9 @@ func TestFaultKernelTargetFatal(t *testing.T) {
 		wg      sync.WaitGroup
 		mu      sync.Mutex
 		errs    []error
-		rounds  sync.WaitGroup
-		started sync.Once
+		started = make(chan struct{})
+		once    sync.Once
 	)
-	rounds.Add(1)
 	for g := range 6 {
 		wg.Add(1)
 		go func() {
@@ -130,12 +129,20 @@ func TestFaultKernelTargetFatal(t *testing.T) {
 					return
 				}
 				if i == 8 {
-					started.Do(rounds.Done)
+					once.Do(func() { close(started) })
 				}
 			}
 		}()
 	}
-	rounds.Wait()
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	select {
+	case <-started:
+	case <-ended:
+		t.Fatalf("I/O failed before the fault: %v", errs)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no I/O completed in 2 minutes")
+	}
 	// The kernel's messages from now on (SEEK_END: kernel/printk/printk.c
 	// devkmsg_llseek).
 	klog, err := syscall.Open("/dev/kmsg", syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -148,8 +155,6 @@ func TestFaultKernelTargetFatal(t *testing.T) {
 	}
 	sendShortCapsule(t, c.io[0])
 
-	ended := make(chan struct{})
-	go func() { wg.Wait(); close(ended) }()
 	select {
 	case <-ended:
 	case <-time.After(3 * time.Minute):

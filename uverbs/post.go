@@ -27,10 +27,16 @@ const (
 	OpAtomicCmpSwap  = rdma.OpAtomicCmpSwap  // IBV_WR_ATOMIC_CMP_AND_SWP
 	OpAtomicFetchAdd = rdma.OpAtomicFetchAdd // IBV_WR_ATOMIC_FETCH_AND_ADD
 	// OpSendInv is a SEND that also asks the peer to invalidate the key
-	// in SendWR.InvalidateRKey when the message arrives (RC and UC): the
-	// peer's receive completes with WCWithInvalidate and InvalidatedRKey.
-	// What the peer's device does with the key depends on its driver
-	// (docs/kernel-behaviour.md §7).
+	// in SendWR.InvalidateRKey when the message arrives (RC and UC). What
+	// the peer does with the key depends on its driver and on what the key
+	// names (docs/kernel-behaviour.md §7): it is meant for a peer in the
+	// kernel, whose fast-registration MRs rxe and siw invalidate, such as
+	// the kernel's NVMe host. Between two processes it does not do what
+	// it says: on rxe the peer's receive fails (WCRemoteInvalidRequestError)
+	// and the connection ends, since a process's MR cannot be invalidated
+	// that way; siw invalidates the peer's MR, and neither reports it in
+	// the peer's completion (WCWithInvalidate is never set for a process
+	// on rxe or siw; mlx5's completions carry it).
 	OpSendInv = rdma.OpSendInv // IBV_WR_SEND_WITH_INV
 )
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/goverbs/rdma/internal/cmdline"
@@ -311,9 +312,11 @@ func (s *session) next(ctx context.Context) (uverbs.WC, error) {
 			}
 			if nudging && s.dctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				// A QP already in the error state refuses the post
-				// (docs/siw.md §9): the flush or the disconnect
-				// that comes next ends the wait.
-				if err := s.nudge(); err != nil && !errors.Is(err, uverbs.ErrQPState) {
+				// (docs/siw.md §9), and one that siw is taking out
+				// of RTS (the peer going away) refuses its doorbell
+				// with ENOTCONN: the flush or the disconnect that
+				// comes next ends the wait.
+				if err := s.nudge(); err != nil && !errors.Is(err, uverbs.ErrQPState) && !errors.Is(err, syscall.ENOTCONN) {
 					return uverbs.WC{}, err
 				}
 				continue

@@ -295,7 +295,9 @@ func (q *SQ) post(wrs []SendWR, checked bool) (int, error) {
 			inline := wr.Flags&SendInline != 0 && len(wr.SGEs) > 0
 			var ctrl, size int
 			switch {
-			case inline && q.cfg.QPType != QPTypeUD:
+			case inline && q.cfg.QPType != QPTypeUD && op < OpRDMARead:
+				// encodeInline knows the opcodes below READ only, as
+				// in postList.
 				ctrl, size = q.encodeInline(wr, head)
 			case inline || len(wr.SGEs) > maxBlockSGEs:
 				ctrl, size = q.encode(wr, head)
