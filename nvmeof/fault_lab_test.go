@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -219,98 +218,42 @@ func kernelQPs(t *testing.T) int {
 // verifiedIO writes random data in n goroutines, each in a region of its
 // own, reads every write back and compares it, until stop or an error.
 type verifiedIO struct {
-	ns      *nvmeof.Namespace
-	region  int64
-	rounds  []atomic.Int64
-	stopped chan struct{}
-	done    chan []error
-	mu      sync.Mutex
-	last    map[int64][]byte // what each offset last read back equal
+	*testutil.Rounds
+	ns     *nvmeof.Namespace
+	region int64
+	mu     sync.Mutex
+	last   map[int64][]byte // what each offset last read back equal
 }
 
 const verifiedChunk = 16 << 10
 
 func startVerifiedIO(ns *nvmeof.Namespace, n int) *verifiedIO {
-	v := &verifiedIO{ns: ns, region: ns.Size() / int64(n), rounds: make([]atomic.Int64, n),
-		stopped: make(chan struct{}), done: make(chan []error, 1), last: map[int64][]byte{}}
+	v := &verifiedIO{ns: ns, region: ns.Size() / int64(n), last: map[int64][]byte{}}
 	v.region -= v.region % verifiedChunk
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for g := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			data, back := make([]byte, verifiedChunk), make([]byte, verifiedChunk)
-			for i := int64(0); ; i++ {
-				select {
-				case <-v.stopped:
-					return
-				default:
-				}
-				off := int64(g)*v.region + i*verifiedChunk%v.region
-				rand.Read(data)
-				_, err := ns.WriteAt(data, off)
-				if err == nil {
-					_, err = ns.ReadAt(back, off)
-				}
-				if err == nil && !bytes.Equal(back, data) {
-					err = fmt.Errorf("goroutine %d: %d bytes at %d read back differ from what was written", g, len(data), off)
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
-				}
-				v.mu.Lock()
-				v.last[off] = bytes.Clone(data)
-				v.mu.Unlock()
-				v.rounds[g].Add(1)
-			}
-		}()
-	}
-	go func() {
-		wg.Wait()
-		v.done <- errs
-	}()
-	return v
-}
-
-// waitRounds waits until every goroutine has done n more rounds than
-// when it was called, or one of them has stopped on an error.
-func (v *verifiedIO) waitRounds(t *testing.T, n int64, limit time.Duration) {
-	t.Helper()
-	want := make([]int64, len(v.rounds))
-	for i := range v.rounds {
-		want[i] = v.rounds[i].Load() + n
-	}
-	deadline := time.Now().Add(limit)
-	for i := 0; i < len(v.rounds); {
-		if v.rounds[i].Load() >= want[i] {
+	v.Rounds = testutil.StartRounds(n, func(g int) func() error {
+		data, back := make([]byte, verifiedChunk), make([]byte, verifiedChunk)
+		var i int64
+		return func() error {
+			off := int64(g)*v.region + i*verifiedChunk%v.region
 			i++
-			continue
+			rand.Read(data)
+			_, err := ns.WriteAt(data, off)
+			if err == nil {
+				_, err = ns.ReadAt(back, off)
+			}
+			if err == nil && !bytes.Equal(back, data) {
+				err = fmt.Errorf("goroutine %d: %d bytes at %d read back differ from what was written", g, len(data), off)
+			}
+			if err != nil {
+				return err
+			}
+			v.mu.Lock()
+			v.last[off] = bytes.Clone(data)
+			v.mu.Unlock()
+			return nil
 		}
-		select {
-		case errs := <-v.done:
-			v.done <- errs
-			t.Fatalf("I/O stopped: %v", errs)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutine %d did %d rounds of verified I/O in %v, want %d", i, v.rounds[i].Load()-want[i]+n, limit, n)
-		}
-	}
-}
-
-// stop ends the I/O and returns its errors.
-func (v *verifiedIO) stop() []error {
-	close(v.stopped)
-	errs := <-v.done
-	v.done <- errs
-	return errs
+	})
+	return v
 }
 
 // compareFile checks that the backing file holds what every offset last
@@ -370,15 +313,15 @@ func TestFaultTargetModuleUnloaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := startVerifiedIO(ns, 4)
-	v.waitRounds(t, 4, 2*time.Minute)
+	v.Wait(t, 4, 2*time.Minute)
 
 	err = nvmetest.UnloadModule(nvmetRDMA)
 	if !errors.Is(err, syscall.EAGAIN) {
 		t.Fatalf("delete_module of %s with its port enabled (refcnt %d): %v, want EAGAIN", nvmetRDMA, refs, err)
 	}
 	t.Logf("with the port enabled (refcnt %d): %v", refs, err)
-	v.waitRounds(t, 8, 2*time.Minute)
-	if errs := v.stop(); len(errs) > 0 {
+	v.Wait(t, 8, 2*time.Minute)
+	if errs := v.Stop(); len(errs) > 0 {
 		t.Fatalf("I/O after the refused unload: %v", errs)
 	}
 	if err := ns.Flush(ctx); err != nil {

@@ -315,96 +315,33 @@ func queueGoroutines(qs []*tQueue) int {
 	return n
 }
 
-// blockIO runs O_DIRECT writes of random sizes in goroutines of their
-// own, each in its 1 MiB region of dev, each read back and compared with
-// what was written and with the namespace's store, until stop.
-type blockIO struct {
-	rounds  []atomic.Int64
-	stopped chan struct{}
-	done    chan []error
-}
-
-func startBlockIO(dev *os.File, ns *TargetNamespace, n int) *blockIO {
-	b := &blockIO{rounds: make([]atomic.Int64, n), stopped: make(chan struct{}), done: make(chan []error, 1)}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for g := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(g), 11))
-			base := int64(g) << 20
-			for {
-				select {
-				case <-b.stopped:
-					return
-				default:
-				}
-				size := (1 + r.IntN(32)) * 4096
-				off := base + int64(r.IntN((1<<20-size)/4096))*4096
-				data := alignedBuf(size)
-				copy(data, randomBytes(r, size))
-				back := alignedBuf(size)
-				_, err := dev.WriteAt(data, off)
-				if err == nil {
-					_, err = dev.ReadAt(back, off)
-				}
-				if err == nil {
-					got := make([]byte, size)
-					ns.ReadAt(got, off)
-					if !bytes.Equal(back, data) || !bytes.Equal(got, data) {
-						err = fmt.Errorf("goroutine %d: %d bytes at %d differ (read back %v, target %v)", g, size, off, bytes.Equal(back, data), bytes.Equal(got, data))
-					}
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
-				}
-				b.rounds[g].Add(1)
+// startBlockIO runs O_DIRECT writes of random sizes in n goroutines of
+// their own, each in its 1 MiB region of dev, each read back and compared
+// with what was written and with the namespace's store, until Stop.
+func startBlockIO(dev *os.File, ns *TargetNamespace, n int) *testutil.Rounds {
+	return testutil.StartRounds(n, func(g int) func() error {
+		r := rand.New(rand.NewPCG(uint64(g), 11))
+		base := int64(g) << 20
+		return func() error {
+			size := (1 + r.IntN(32)) * 4096
+			off := base + int64(r.IntN((1<<20-size)/4096))*4096
+			data := alignedBuf(size)
+			copy(data, randomBytes(r, size))
+			back := alignedBuf(size)
+			_, err := dev.WriteAt(data, off)
+			if err == nil {
+				_, err = dev.ReadAt(back, off)
 			}
-		}()
-	}
-	go func() {
-		wg.Wait()
-		b.done <- errs
-	}()
-	return b
-}
-
-func (b *blockIO) waitRounds(t *testing.T, n int64, limit time.Duration) {
-	t.Helper()
-	want := make([]int64, len(b.rounds))
-	for i := range b.rounds {
-		want[i] = b.rounds[i].Load() + n
-	}
-	deadline := time.Now().Add(limit)
-	for i := 0; i < len(b.rounds); {
-		if b.rounds[i].Load() >= want[i] {
-			i++
-			continue
+			if err == nil {
+				got := make([]byte, size)
+				ns.ReadAt(got, off)
+				if !bytes.Equal(back, data) || !bytes.Equal(got, data) {
+					err = fmt.Errorf("goroutine %d: %d bytes at %d differ (read back %v, target %v)", g, size, off, bytes.Equal(back, data), bytes.Equal(got, data))
+				}
+			}
+			return err
 		}
-		select {
-		case errs := <-b.done:
-			b.done <- errs
-			t.Fatalf("I/O stopped: %v", errs)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutine %d did %d rounds of I/O in %v, want %d", i, b.rounds[i].Load()-want[i]+n, limit, n)
-		}
-	}
-}
-
-func (b *blockIO) stop() []error {
-	close(b.stopped)
-	errs := <-b.done
-	b.done <- errs
-	return errs
+	})
 }
 
 // The kernel's host resets its controller on our target while O_DIRECT
@@ -437,20 +374,20 @@ func TestFaultKernelHostReset(t *testing.T) {
 		defer dev.Close()
 		const workers = 4
 		load := startBlockIO(dev, mem, workers)
-		load.waitRounds(t, 4, 2*time.Minute)
-		if errs := load.stop(); len(errs) > 0 {
+		load.Wait(t, 4, 2*time.Minute)
+		if errs := load.Stop(); len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		oldQueues := tgt.queueList()
 		t.Logf("controller %d with %d I/O queues; %d goroutines of its queues", old[0].ID, old[0].IOQueues, queueGoroutines(oldQueues))
 
 		load = startBlockIO(dev, mem, workers)
-		load.waitRounds(t, 4, 2*time.Minute)
+		load.Wait(t, 4, 2*time.Minute)
 		if err := h.Reset(); err != nil {
 			t.Fatal(err)
 		}
-		load.waitRounds(t, 8, 2*time.Minute)
-		if errs := load.stop(); len(errs) > 0 {
+		load.Wait(t, 8, 2*time.Minute)
+		if errs := load.Stop(); len(errs) > 0 {
 			t.Fatalf("I/O through the reset: %v", errs)
 		}
 		var now []TargetController
