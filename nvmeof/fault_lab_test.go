@@ -90,24 +90,7 @@ func TestFaultTargetPortRemoved(t *testing.T) {
 			t.Fatal("no I/O completed in 2 minutes")
 		}
 		kt.RemovePort()
-		var errs []error
-		select {
-		case errs = <-done:
-		case <-time.After(3 * time.Minute):
-			t.Fatal("I/O still runs 3 minutes after the target's port was removed")
-		}
-		for _, err := range errs {
-			if !errors.Is(err, nvmeof.ErrControllerLost) {
-				t.Errorf("I/O ended with %v, want ErrControllerLost", err)
-			}
-		}
-		t.Logf("I/O ended with: %v", errs[0])
-		if err := c.Err(); !errors.Is(err, nvmeof.ErrControllerLost) {
-			t.Errorf("Err() = %v", err)
-		}
-		if err := c.Close(); err != nil {
-			t.Logf("Close of a lost controller: %v", err)
-		}
+		requireLost(t, c, done, "the target's port was removed")
 		if _, err := ns.ReadAt(make([]byte, ns.BlockSize()), 0); err == nil {
 			t.Error("a read after the loss succeeded")
 		}
@@ -195,6 +178,31 @@ func faultHostChild(v string) {
 	fmt.Println("running")
 	fmt.Fprintln(os.Stderr, <-done)
 	os.Exit(1)
+}
+
+// requireLost waits for ioLoop's goroutines to end once the controller
+// is lost (after what happened), checks that each ended with
+// ErrControllerLost, as does c.Err, and closes c.
+func requireLost(t *testing.T, c *nvmeof.Controller, done chan []error, after string) {
+	t.Helper()
+	var errs []error
+	select {
+	case errs = <-done:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("I/O still runs 3 minutes after %s", after)
+	}
+	for _, err := range errs {
+		if !errors.Is(err, nvmeof.ErrControllerLost) {
+			t.Errorf("I/O ended with %v, want ErrControllerLost", err)
+		}
+	}
+	t.Logf("I/O ended with: %v", errs[0])
+	if err := c.Err(); !errors.Is(err, nvmeof.ErrControllerLost) {
+		t.Errorf("Err() = %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Logf("Close of a lost controller: %v", err)
+	}
 }
 
 // kernelQPs counts the QPs the kernel holds for itself (no process):
@@ -345,24 +353,7 @@ func TestFaultTargetModuleUnloaded(t *testing.T) {
 	if nvmetest.ModuleLoaded(nvmetRDMA) {
 		t.Fatalf("%s is still loaded after delete_module succeeded", nvmetRDMA)
 	}
-	var errs []error
-	select {
-	case errs = <-done:
-	case <-time.After(3 * time.Minute):
-		t.Fatal("I/O still runs 3 minutes after the target's module was unloaded")
-	}
-	for _, err := range errs {
-		if !errors.Is(err, nvmeof.ErrControllerLost) {
-			t.Errorf("I/O ended with %v, want ErrControllerLost", err)
-		}
-	}
-	t.Logf("I/O ended with: %v", errs[0])
-	if err := c.Err(); !errors.Is(err, nvmeof.ErrControllerLost) {
-		t.Errorf("Err() = %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Logf("Close of a lost controller: %v", err)
-	}
+	requireLost(t, c, done, "the target's module was unloaded")
 
 	// Loaded again, the kernel's target serves a new port.
 	if err := nvmetest.LoadLabModule(nvmetRDMA); err != nil {
