@@ -32,12 +32,13 @@ import (
 // through internal/nvmetest) and ours (cmd/nvmeof serve) each serve a
 // namespace in a file on the guest's tmpfs; the kernel's host (nvme_rdma)
 // is connected to both, and fio reads its block devices with O_DIRECT.
-// Each line is a kind of I/O; in each round every line runs its three
+// Each line is a kind of I/O; in each round every line runs its four
 // kinds in turn (nvmeKinds): fio on the kernel's host against the kernel's
-// target, our host (nvmeof perf) against the kernel's target, and fio on
-// the kernel's host against our target. The tables have the medians.
-// After the rounds, the system calls per I/O of fio, of our host and of
-// our target, counted by strace -f -c (nvmeCost).
+// target, our host (nvmeof perf) against the kernel's target, as it starts
+// and with GOMAXPROCS=1, and fio on the kernel's host against our target.
+// The tables have the medians. After the rounds, the system calls per I/O
+// of fio, of our host (both ways) and of our target, counted by strace -f
+// -c (nvmeCost).
 func nvmeofCmd(args []string) error {
 	var f struct {
 		bin, out, engine, only, hostCPU string
@@ -134,20 +135,23 @@ func nvmeofCmd(args []string) error {
 	if f.hostCPU != "" {
 		host = "; host: " + f.hostCPU
 	}
-	fmt.Fprintf(&out, "Kernel %s in one lab guest (QEMU TCG, 2 vCPUs, rxe%s), %s; %d rounds per line (the three kinds in turn), took %s (system call counts %s).",
+	fmt.Fprintf(&out, "Kernel %s in one lab guest (QEMU TCG, 2 vCPUs, rxe%s), %s; %d rounds per line (the four kinds in turn), took %s (system call counts %s).",
 		strings.TrimSpace(string(kernel)), host, start.UTC().Format("2006-01-02 15:04 MST"), rounds,
 		time.Since(start).Round(time.Second), time.Since(costStart).Round(time.Second))
 	if rounds < f.rounds {
 		fmt.Fprintf(&out, " Stopped after %d of %d rounds by the time budget (%v).", rounds, f.rounds, f.budget)
 	}
-	fmt.Fprintf(&out, "\n\nSettings: each target serves one namespace of %d MiB, a file on the guest's tmpfs with the same pseudo-random bytes, in 4096-byte blocks: the kernel's (nvmet, `buffered_io`) at %v and ours (`nvmeof serve -file F -block 4096`: up to 4 I/O queues of 128 entries, 8 data buffers of 128 KiB per queue) at %v, both on rxe1. The kernel's host is connected to both with nvme connect's defaults (an I/O queue per CPU, 128 entries); fio (%s) reads its block device with `--ioengine=%s --direct=1 --numjobs=1 --time_based --runtime=%d --norandommap --randrepeat=0 --lat_percentiles=1`; our host runs `nvmeof perf -rw RW -bs BS -qd QD -t %v -json` (one I/O queue of 32 entries, a goroutine per command in flight), connecting anew each run. Same -rw, -bs and -qd on both sides, nothing pinned. Latency is from submission to completion (fio's lat, ours around each ReadAt), in µs; bandwidth in MiB/s. Each figure is the median of the rounds' runs.\n\n",
+	fmt.Fprintf(&out, "\n\nSettings: each target serves one namespace of %d MiB, a file on the guest's tmpfs with the same pseudo-random bytes, in 4096-byte blocks: the kernel's (nvmet, `buffered_io`) at %v and ours (`nvmeof serve -file F -block 4096`: up to 4 I/O queues of 128 entries, 8 data buffers of 128 KiB per queue) at %v, both on rxe1. The kernel's host is connected to both with nvme connect's defaults (an I/O queue per CPU, 128 entries); fio (%s) reads its block device with `--ioengine=%s --direct=1 --numjobs=1 --time_based --runtime=%d --norandommap --randrepeat=0 --lat_percentiles=1`; our host runs `nvmeof perf -rw RW -bs BS -qd QD -t %v -json` (one I/O queue of 32 entries, a goroutine per command in flight), connecting anew each run, as it starts (GOMAXPROCS: the guest's 2 CPUs) and with GOMAXPROCS=1 in its environment. Same -rw, -bs and -qd on both sides, nothing pinned. Latency is from submission to completion (fio's lat, ours around each ReadAt), in µs; bandwidth in MiB/s. Each figure is the median of the rounds' runs.\n\n",
 		nvmeNSSize>>20, b.kt.Addr, b.oursAddr, strings.TrimSpace(string(fioVersion)), f.engine, int(f.dur.Seconds()), f.dur)
 	fmt.Fprintln(&out, "Hosts, against the kernel's target: fio on the kernel's host (kernel) and our host (ours).")
 	fmt.Fprintln(&out)
 	writeNVMeTable(&out, cells, got, 0, 1)
-	fmt.Fprintln(&out, "\nTargets, served to fio on the kernel's host: the kernel's target (kernel) and ours.")
+	fmt.Fprintln(&out, "\nThe same, our host with GOMAXPROCS=1: one thread runs its goroutines, so that no idle processor is woken to look for work each time one goroutine wakes another (docs/nvmeof.md §9).")
 	fmt.Fprintln(&out)
 	writeNVMeTable(&out, cells, got, 0, 2)
+	fmt.Fprintln(&out, "\nTargets, served to fio on the kernel's host: the kernel's target (kernel) and ours.")
+	fmt.Fprintln(&out)
+	writeNVMeTable(&out, cells, got, 0, 3)
 	fmt.Fprintln(&out, "\nRatios are ours over the kernel's: at or above 1.00 for IOPS and MiB/s, at or below 1.00 for latency, ours is as fast. n/a: no run of that kind succeeded.")
 
 	fmt.Fprintf(&out, "\nCost per I/O. System calls: `strace -f -c` of each program (our target attached with -p), every thread, over a run of %v less one of %v (the difference cancels start-up, connection and exit), divided by the difference in I/Os; strace slows every system call, so the programs batch differently than in the tables. The kernel's target makes none: it runs in the kernel. Heap allocations: our host's runtime.MemStats over the I/O of the table's runs (median), as `nvmeof perf -json` reports them.\n\n",
@@ -194,17 +198,20 @@ func (c nvmeCell) name() string {
 	return fmt.Sprintf("%d KiB %s qd %d", c.bs>>10, c.rw, c.qd)
 }
 
-// nvmeKind is who reads from which target.
+// nvmeKind is who reads from which target; procs, when not 0, is our
+// host's GOMAXPROCS.
 type nvmeKind struct {
 	name               string
 	ourHost, ourTarget bool
+	procs              int
 }
 
 // The kinds, in the order they run in a round.
 var nvmeKinds = [...]nvmeKind{
-	{"fio + kernel host, kernel target", false, false},
-	{"our host, kernel target", true, false},
-	{"fio + kernel host, our target", false, true},
+	{"fio + kernel host, kernel target", false, false, 0},
+	{"our host, kernel target", true, false, 0},
+	{"our host with GOMAXPROCS=1, kernel target", true, false, 1},
+	{"fio + kernel host, our target", false, true, 0},
 }
 
 // ioFigures is one run's result.
@@ -368,7 +375,7 @@ func (b *nvmeBench) close() error {
 // run is one run of a kind on a line.
 func (b *nvmeBench) run(kind nvmeKind, c nvmeCell, dur time.Duration, engine string) (ioFigures, error) {
 	if kind.ourHost {
-		out, err := b.perf(nil, c, dur)
+		out, err := b.perf(nil, kind.procs, c, dur)
 		if err != nil {
 			return ioFigures{}, err
 		}
@@ -386,13 +393,17 @@ func (b *nvmeBench) run(kind nvmeKind, c nvmeCell, dur time.Duration, engine str
 }
 
 // runBounded runs argv, under prefix (strace) if given, bounded by dur and
-// nvmeRunSlack, and returns its standard output.
-func runBounded(prefix []string, dur time.Duration, argv ...string) ([]byte, error) {
+// nvmeRunSlack, with env added to its environment, and returns its
+// standard output.
+func runBounded(prefix, env []string, dur time.Duration, argv ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+nvmeRunSlack)
 	defer cancel()
 	argv = append(append([]string{}, prefix...), argv...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.WaitDelay = 5 * time.Second
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -405,9 +416,14 @@ func runBounded(prefix []string, dur time.Duration, argv ...string) ([]byte, err
 	return out, nil
 }
 
-// perf runs our host against the kernel's target: one JSON line.
-func (b *nvmeBench) perf(prefix []string, c nvmeCell, dur time.Duration) ([]byte, error) {
-	return runBounded(prefix, dur, b.bin, "perf", "-a", b.addr, "-s", strconv.Itoa(int(b.kt.Addr.Port())), "-n", b.kt.NQN,
+// perf runs our host against the kernel's target, with GOMAXPROCS=procs
+// unless 0: one JSON line.
+func (b *nvmeBench) perf(prefix []string, procs int, c nvmeCell, dur time.Duration) ([]byte, error) {
+	var env []string
+	if procs > 0 {
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
+	}
+	return runBounded(prefix, env, dur, b.bin, "perf", "-a", b.addr, "-s", strconv.Itoa(int(b.kt.Addr.Port())), "-n", b.kt.NQN,
 		"-rw", c.rw, "-bs", strconv.Itoa(c.bs), "-qd", strconv.Itoa(c.qd), "-t", dur.String(), "-json")
 }
 
@@ -423,7 +439,7 @@ func fioArgs(dev string, c nvmeCell, dur time.Duration, engine, out string) []st
 func (b *nvmeBench) fio(prefix []string, dev string, c nvmeCell, dur time.Duration, engine string) ([]byte, error) {
 	out := filepath.Join(b.dir, "fio.json")
 	os.Remove(out)
-	if _, err := runBounded(prefix, dur, fioArgs(dev, c, dur, engine, out)...); err != nil {
+	if _, err := runBounded(prefix, nil, dur, fioArgs(dev, c, dur, engine, out)...); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(out)
@@ -544,10 +560,11 @@ func nvmeLine(c nvmeCell, k, o []ioFigures) string {
 const (
 	costFio    = "fio + kernel host"
 	costHost   = "our host"
+	costHost1  = "our host, GOMAXPROCS=1"
 	costTarget = "our target, served to fio"
 )
 
-var nvmeCostKinds = []string{costFio, costHost, costTarget}
+var nvmeCostKinds = []string{costFio, costHost, costHost1, costTarget}
 
 // nvmeCostRow is one program's system calls per I/O on a line.
 type nvmeCostRow struct {
@@ -605,9 +622,13 @@ func (b *nvmeBench) traced(strace, who string, c nvmeCell, d time.Duration, engi
 		if out, err = b.fio(prefix, b.kdev, c, d, engine); err == nil {
 			r, err = parseFio(out)
 		}
-	case costHost:
+	case costHost, costHost1:
+		procs := 0
+		if who == costHost1 {
+			procs = 1
+		}
 		var out []byte
-		if out, err = b.perf(prefix, c, d); err == nil {
+		if out, err = b.perf(prefix, procs, c, d); err == nil {
 			r, err = parsePerfJSON(out)
 		}
 	case costTarget:
@@ -744,9 +765,9 @@ func writeNVMeCosts(w io.Writer, cells []nvmeCell, got [][len(nvmeKinds)][]ioFig
 				top = topCalls(r.each, 4)
 			}
 			allocs := ""
-			if who == costHost {
+			if kind := hostKind(who); kind > 0 {
 				var a, bs []float64
-				for _, r := range got[i][1] {
+				for _, r := range got[i][kind] {
 					a, bs = append(a, r.allocsPerIO), append(bs, r.bytesPerIO)
 				}
 				allocs = "n/a"
@@ -769,6 +790,18 @@ func writeNVMeCosts(w io.Writer, cells []nvmeCell, got [][len(nvmeKinds)][]ioFig
 			fmt.Fprintf(w, "- %s\n", f)
 		}
 	}
+}
+
+// hostKind is the index in nvmeKinds of our host's runs that the cost
+// table's program who names, or 0 for another program.
+func hostKind(who string) int {
+	switch who {
+	case costHost:
+		return 1
+	case costHost1:
+		return 2
+	}
+	return 0
 }
 
 // topCalls names the n system calls with the most calls per I/O, of those

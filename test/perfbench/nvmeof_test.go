@@ -165,7 +165,7 @@ func TestNVMeTables(t *testing.T) {
 		t.Errorf("line without our runs\n%s\nwant\n%s", got, want)
 	}
 
-	got := [][len(nvmeKinds)][]ioFigures{{k, {{allocsPerIO: 4, bytesPerIO: 180}, {allocsPerIO: 4.2, bytesPerIO: 190}, {allocsPerIO: 5, bytesPerIO: 200}}, o}}
+	got := [][len(nvmeKinds)][]ioFigures{{k, {{allocsPerIO: 4, bytesPerIO: 180}, {allocsPerIO: 4.2, bytesPerIO: 190}, {allocsPerIO: 5, bytesPerIO: 200}}, {{allocsPerIO: 1, bytesPerIO: 8}}, o}}
 	costs := []nvmeCostRow{
 		{cell: c, who: costFio, perIO: 1.5, each: map[string]float64{"io_uring_enter": 1, "futex": 0.5}},
 		{cell: c, who: costHost, err: "strace: no"},
@@ -176,6 +176,7 @@ func TestNVMeTables(t *testing.T) {
 		"|---|---|---:|---|---:|\n" +
 		"| 4 KiB randread qd 32 | fio + kernel host | 1.50 | io_uring_enter 1.00, futex 0.50 |  |\n" +
 		"| 4 KiB randread qd 32 | our host | n/a | failed (below) | 4.20 (190 B) |\n" +
+		"| 4 KiB randread qd 32 | our host, GOMAXPROCS=1 | n/a |  | 1.00 (8 B) |\n" +
 		"| 4 KiB randread qd 32 | our target, served to fio | n/a |  |  |\n" +
 		"\nCounts that failed:\n\n- 4 KiB randread qd 32, our host: strace: no\n"
 	if b.String() != want {
