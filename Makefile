@@ -30,8 +30,9 @@
 #                      as many QPs against lat_many, a C program of ours built
 #                      with gcc and libibverbs-dev (installed when missing)
 #                      (make bench-scale runs only that), then NVMe over RDMA:
-#                      cmd/nvmeof perf against fio on the kernel's host, and
-#                      our target against the kernel's, served to fio (make
+#                      cmd/nvmeof perf (as it starts and with GOMAXPROCS=1)
+#                      against fio on the kernel's host, and our target
+#                      against the kernel's, served to fio (make
 #                      bench-nvmeof runs only that)
 #   make bench-native  the user-space cost of posting and polling, natively
 #                      here: rdma-core's rxe provider (v44.0 and v64.0, built
@@ -289,8 +290,9 @@ bench: lab-bin lat-many cm-rate
 # NVMe over RDMA only: in one guest the kernel's target and ours (cmd/nvmeof
 # serve) on rxe1, the kernel's host connected to both; 4 KiB random reads
 # at depth 1 and 32 and 128 KiB sequential reads at depth 8, fio on the
-# kernel's host against our host (nvmeof perf) on the kernel's target, and
-# the kernel's target against ours under fio; then system calls per I/O
+# kernel's host against our host (nvmeof perf, as it starts and with
+# GOMAXPROCS=1) on the kernel's target, and the kernel's target against
+# ours under fio; then system calls per I/O
 # (strace -f -c) and our host's allocations; into BENCHMARKS.md (also part
 # of make bench). perfbench starts no round that would end after 9 minutes.
 bench-nvmeof: lab-bin

@@ -141,17 +141,17 @@ func nvmeofCmd(args []string) error {
 	if rounds < f.rounds {
 		fmt.Fprintf(&out, " Stopped after %d of %d rounds by the time budget (%v).", rounds, f.rounds, f.budget)
 	}
-	fmt.Fprintf(&out, "\n\nSettings: each target serves one namespace of %d MiB, a file on the guest's tmpfs with the same pseudo-random bytes, in 4096-byte blocks: the kernel's (nvmet, `buffered_io`) at %v and ours (`nvmeof serve -file F -block 4096`: up to 4 I/O queues of 128 entries, 8 data buffers of 128 KiB per queue) at %v, both on rxe1. The kernel's host is connected to both with nvme connect's defaults (an I/O queue per CPU, 128 entries); fio (%s) reads its block device with `--ioengine=%s --direct=1 --numjobs=1 --time_based --runtime=%d --norandommap --randrepeat=0 --lat_percentiles=1`; our host runs `nvmeof perf -rw RW -bs BS -qd QD -t %v -json` (one I/O queue of 32 entries, a goroutine per command in flight), connecting anew each run, as it starts (GOMAXPROCS: the guest's 2 CPUs) and with GOMAXPROCS=1 in its environment. Same -rw, -bs and -qd on both sides, nothing pinned. Latency is from submission to completion (fio's lat, ours around each ReadAt), in µs; bandwidth in MiB/s. Each figure is the median of the rounds' runs.\n\n",
+	fmt.Fprintf(&out, "\n\nSettings: each target serves one namespace of %d MiB, a file on the guest's tmpfs with the same pseudo-random bytes, in 4096-byte blocks: the kernel's (nvmet, `buffered_io`) at %v and ours (`nvmeof serve -file F -block 4096`: up to 4 I/O queues of 128 entries, 8 data buffers of 128 KiB and one of 4 KiB per entry, per queue) at %v, both on rxe1. The kernel's host is connected to both with nvme connect's defaults (an I/O queue per CPU, 128 entries); fio (%s) reads its block device with `--ioengine=%s --direct=1 --numjobs=1 --time_based --runtime=%d --norandommap --randrepeat=0 --lat_percentiles=1`; our host runs `nvmeof perf -rw RW -bs BS -qd QD -t %v -json` (one I/O queue of 32 entries, a goroutine per command in flight), connecting anew each run, as it starts (GOMAXPROCS: the guest's 2 CPUs) and with GOMAXPROCS=1 in its environment. Same -rw, -bs and -qd on both sides, nothing pinned. Latency is from submission to completion (fio's lat, ours around each ReadAt), in µs; bandwidth in MiB/s. Each figure is the median of the rounds' runs.\n\n",
 		nvmeNSSize>>20, b.kt.Addr, b.oursAddr, strings.TrimSpace(string(fioVersion)), f.engine, int(f.dur.Seconds()), f.dur)
 	fmt.Fprintln(&out, "Hosts, against the kernel's target: fio on the kernel's host (kernel) and our host (ours).")
 	fmt.Fprintln(&out)
-	writeNVMeTable(&out, cells, got, 0, 1)
-	fmt.Fprintln(&out, "\nThe same, our host with GOMAXPROCS=1: one thread runs its goroutines, so that no idle processor is woken to look for work each time one goroutine wakes another (docs/nvmeof.md §9).")
+	writeNVMeTable(&out, cells, got, kindKernel, kindHost)
+	fmt.Fprintln(&out, "\nThe same, our host with GOMAXPROCS=1: at most one thread runs Go code at a time, so no idle thread is woken to look for work each time one goroutine readies another (docs/nvmeof.md §9).")
 	fmt.Fprintln(&out)
-	writeNVMeTable(&out, cells, got, 0, 2)
+	writeNVMeTable(&out, cells, got, kindKernel, kindHost1)
 	fmt.Fprintln(&out, "\nTargets, served to fio on the kernel's host: the kernel's target (kernel) and ours.")
 	fmt.Fprintln(&out)
-	writeNVMeTable(&out, cells, got, 0, 3)
+	writeNVMeTable(&out, cells, got, kindKernel, kindTarget)
 	fmt.Fprintln(&out, "\nRatios are ours over the kernel's: at or above 1.00 for IOPS and MiB/s, at or below 1.00 for latency, ours is as fast. n/a: no run of that kind succeeded.")
 
 	fmt.Fprintf(&out, "\nCost per I/O. System calls: `strace -f -c` of each program (our target attached with -p), every thread, over a run of %v less one of %v (the difference cancels start-up, connection and exit), divided by the difference in I/Os; strace slows every system call, so the programs batch differently than in the tables. The kernel's target makes none: it runs in the kernel. Heap allocations: our host's runtime.MemStats over the I/O of the table's runs (median), as `nvmeof perf -json` reports them.\n\n",
@@ -206,7 +206,14 @@ type nvmeKind struct {
 	procs              int
 }
 
-// The kinds, in the order they run in a round.
+// The kinds, in the order they run in a round, and their indexes.
+const (
+	kindKernel = iota
+	kindHost
+	kindHost1
+	kindTarget
+)
+
 var nvmeKinds = [...]nvmeKind{
 	{"fio + kernel host, kernel target", false, false, 0},
 	{"our host, kernel target", true, false, 0},
@@ -623,12 +630,8 @@ func (b *nvmeBench) traced(strace, who string, c nvmeCell, d time.Duration, engi
 			r, err = parseFio(out)
 		}
 	case costHost, costHost1:
-		procs := 0
-		if who == costHost1 {
-			procs = 1
-		}
 		var out []byte
-		if out, err = b.perf(prefix, procs, c, d); err == nil {
+		if out, err = b.perf(prefix, nvmeKinds[hostKind(who)].procs, c, d); err == nil {
 			r, err = parsePerfJSON(out)
 		}
 	case costTarget:
@@ -744,9 +747,9 @@ func parseStrace(txt []byte) (map[string]int, error) {
 	return m, nil
 }
 
-// writeNVMeCosts writes the cost table: per line, fio's, our host's and
-// our target's system calls per I/O with the most frequent, and our
-// host's heap allocations per I/O.
+// writeNVMeCosts writes the cost table: per line, fio's, our host's (as
+// it starts and with GOMAXPROCS=1) and our target's system calls per I/O
+// with the most frequent, and our host's heap allocations per I/O.
 func writeNVMeCosts(w io.Writer, cells []nvmeCell, got [][len(nvmeKinds)][]ioFigures, costs []nvmeCostRow) {
 	fmt.Fprintln(w, "| I/O | program | system calls per I/O | the most frequent, per I/O | heap allocations per I/O |")
 	fmt.Fprintln(w, "|---|---|---:|---|---:|")
@@ -765,7 +768,7 @@ func writeNVMeCosts(w io.Writer, cells []nvmeCell, got [][len(nvmeKinds)][]ioFig
 				top = topCalls(r.each, 4)
 			}
 			allocs := ""
-			if kind := hostKind(who); kind > 0 {
+			if kind := hostKind(who); kind >= 0 {
 				var a, bs []float64
 				for _, r := range got[i][kind] {
 					a, bs = append(a, r.allocsPerIO), append(bs, r.bytesPerIO)
@@ -793,15 +796,15 @@ func writeNVMeCosts(w io.Writer, cells []nvmeCell, got [][len(nvmeKinds)][]ioFig
 }
 
 // hostKind is the index in nvmeKinds of our host's runs that the cost
-// table's program who names, or 0 for another program.
+// table's program who names, or -1 for another program.
 func hostKind(who string) int {
 	switch who {
 	case costHost:
-		return 1
+		return kindHost
 	case costHost1:
-		return 2
+		return kindHost1
 	}
-	return 0
+	return -1
 }
 
 // topCalls names the n system calls with the most calls per I/O, of those

@@ -165,6 +165,16 @@ func TestNVMeTables(t *testing.T) {
 		t.Errorf("line without our runs\n%s\nwant\n%s", got, want)
 	}
 
+	for _, who := range []string{costHost, costHost1} {
+		k := nvmeKinds[hostKind(who)]
+		if !k.ourHost || k.ourTarget || (k.procs == 1) != (who == costHost1) {
+			t.Errorf("the cost row %q reads the runs of %+v", who, k)
+		}
+	}
+	if hostKind(costFio) != -1 || hostKind(costTarget) != -1 {
+		t.Error("fio's or our target's cost row reads a host's allocations")
+	}
+
 	got := [][len(nvmeKinds)][]ioFigures{{k, {{allocsPerIO: 4, bytesPerIO: 180}, {allocsPerIO: 4.2, bytesPerIO: 190}, {allocsPerIO: 5, bytesPerIO: 200}}, {{allocsPerIO: 1, bytesPerIO: 8}}, o}}
 	costs := []nvmeCostRow{
 		{cell: c, who: costFio, perIO: 1.5, each: map[string]float64{"io_uring_enter": 1, "futex": 0.5}},
