@@ -369,7 +369,7 @@ func TestFaultTargetModuleUnloaded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := randomBytes(t, 64<<10)
+	data := testutil.RandomBytes(64 << 10)
 	back := make([]byte, len(data))
 	if _, err := ns2.WriteAtContext(ctx, data, 0); err != nil {
 		t.Fatal(err)

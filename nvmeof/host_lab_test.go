@@ -3,7 +3,6 @@ package nvmeof_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -33,14 +32,6 @@ func labCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func randomBytes(t *testing.T, n int) []byte {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // Our host against the kernel's target: discovery, identify, and data
@@ -103,7 +94,7 @@ func TestHostAgainstKernelTarget(t *testing.T) {
 			{1 << 20, 1 << 20}, // several commands
 			{size - 256<<10, 256 << 10},
 		} {
-			data := randomBytes(t, int(w.n))
+			data := testutil.RandomBytes(int(w.n))
 			if n, err := ns.WriteAtContext(ctx, data, w.off); err != nil || n != len(data) {
 				t.Fatalf("write %d at %d: %d, %v", w.n, w.off, n, err)
 			}
@@ -204,7 +195,7 @@ func TestHostConcurrentIO(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		image := randomBytes(t, size)
+		image := testutil.RandomBytes(size)
 		const workers = 16
 		region := size / workers
 		var wg sync.WaitGroup
